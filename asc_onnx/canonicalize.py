@@ -1,0 +1,121 @@
+"""Stage 2, canonicalize: make exporter variants look alike without changing a single result bit.
+
+* Identity nodes and Casts to the input's own type are bypassed (kept where they write a
+  graph output, so the model's interface stays as it was).
+* ``Div(1, x)`` becomes ``Reciprocal(x)``; ``Pow(x, 2)`` becomes ``Mul(x, x)``. Both are
+  exact in IEEE arithmetic (one correctly rounded operation each), so numerics do not change.
+* Default attributes that the patterns read are made explicit (``keepdims``, Softmax
+  ``axis``, Gemm ``alpha``/``beta``/``transA``/``transB``, LeakyRelu ``alpha`` ...).
+
+Forms that differ numerically (``x / sqrt(v)`` vs ``x * (1/sqrt(v))``) are *not* rewritten:
+the patterns list them as separate variants instead. Axes given as an input or as an
+attribute are read alike by :func:`asc_onnx.graph.attrs_of`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import onnx_graphsurgeon as gs
+
+from .graph import FLOAT_TYPES, const_array, graph_output_ids, onnx_dtype
+
+#: Defaults made explicit: op type -> {attribute: default}. Softmax's default axis depends
+#: on the opset and is filled in by :func:`_fill_defaults`.
+DEFAULTS: dict[str, dict[str, object]] = {
+    "ReduceMean": {"keepdims": 1},
+    "ReduceSum": {"keepdims": 1},
+    "ReduceMax": {"keepdims": 1},
+    "ReduceMin": {"keepdims": 1},
+    "Gemm": {"alpha": 1.0, "beta": 1.0, "transA": 0, "transB": 0},
+    "LeakyRelu": {"alpha": 0.01},
+    "Elu": {"alpha": 1.0},
+    "HardSigmoid": {"alpha": 0.2, "beta": 0.5},
+    "LayerNormalization": {"axis": -1, "epsilon": 1e-5, "stash_type": 1},
+    "Gelu": {"approximate": "none"},
+}
+
+
+@dataclass(frozen=True)
+class CanonStats:
+    """What canonicalization changed, for the report."""
+
+    identities_removed: int
+    casts_removed: int
+    reciprocals: int
+    squares: int
+
+
+def _bypass(graph: gs.Graph, node: gs.Node, outputs: set[int]) -> bool:
+    """Reroute the consumers of a single-input pass-through node to its input; False if kept."""
+    src, dst = node.inputs[0], node.outputs[0]
+    if id(dst) in outputs:
+        return False
+    for consumer in list(dst.outputs):
+        for i, t in enumerate(consumer.inputs):
+            if t is dst:
+                consumer.inputs[i] = src
+    node.inputs.clear()
+    node.outputs.clear()
+    return True
+
+
+def _fill_defaults(node: gs.Node, opset: int) -> None:
+    for key, value in DEFAULTS.get(node.op, {}).items():
+        node.attrs.setdefault(key, value)
+    if node.op in ("Softmax", "LogSoftmax"):
+        node.attrs.setdefault("axis", -1 if opset >= 13 else 1)
+
+
+def canonicalize(graph: gs.Graph, opset: int) -> CanonStats:
+    """Rewrite ``graph`` in place into canonical form (see module doc); returns counts."""
+    outputs = graph_output_ids(graph)
+    has_subgraphs = any(n.op in ("If", "Loop", "Scan") for n in graph.nodes)
+    ids = casts = recips = squares = 0
+    for node in list(graph.nodes):
+        if (node.domain or "") not in ("", "ai.onnx"):
+            continue
+        _fill_defaults(node, opset)
+        if node.op == "Identity" and not has_subgraphs and len(node.inputs) == 1:
+            ids += _bypass(graph, node, outputs)
+        elif node.op == "Cast" and not has_subgraphs and len(node.inputs) == 1:
+            src = node.inputs[0]
+            if onnx_dtype(src) is not None and onnx_dtype(src) == node.attrs.get("to"):
+                casts += _bypass(graph, node, outputs)
+        elif node.op == "Div" and len(node.inputs) == 2:
+            one = const_array(node.inputs[0], limit=1)
+            if one is not None and one.size == 1 and float(one.reshape(-1)[0]) == 1.0 \
+                    and onnx_dtype(node.inputs[1]) in FLOAT_TYPES \
+                    and _broadcast_free(node.inputs[0], node.inputs[1]):
+                node.op = "Reciprocal"
+                _set_inputs(node, [node.inputs[1]])
+                recips += 1
+        elif node.op == "Pow" and len(node.inputs) == 2:
+            two = const_array(node.inputs[1], limit=1)
+            if two is not None and two.size == 1 and float(two.reshape(-1)[0]) == 2.0 \
+                    and onnx_dtype(node.inputs[0]) in FLOAT_TYPES \
+                    and _broadcast_free(node.inputs[1], node.inputs[0]):
+                node.op = "Mul"
+                _set_inputs(node, [node.inputs[0], node.inputs[0]])
+                squares += 1
+    if ids or casts:
+        graph.cleanup(remove_unused_graph_inputs=False)
+    return CanonStats(ids, casts, recips, squares)
+
+
+def _set_inputs(node: gs.Node, inputs: list[gs.Tensor]) -> None:
+    """Replace a node's inputs (graphsurgeon's synchronized lists take no slice assignment)."""
+    node.inputs.clear()
+    node.inputs.extend(inputs)
+
+
+def _broadcast_free(scalar: gs.Tensor, other: gs.Tensor) -> bool:
+    """True when dropping ``scalar`` cannot change the output shape (its rank is not larger)."""
+    s_shape = scalar.shape
+    if s_shape is None or int(np.prod(s_shape) if s_shape else 1) != 1:
+        return False
+    return other.shape is not None and len(s_shape) <= len(other.shape)
+
+
+__all__ = ["canonicalize", "CanonStats"]

@@ -1,0 +1,136 @@
+"""The generic pass of the match stage: fuse any remaining chain of elementwise ops.
+
+A chain grows backwards from a root node: a producer joins when it is an eligible
+elementwise op and every reader of its output is already in the chain (so the chain has
+exactly one output and no value leaves and re-enters it). Eligible means: a known
+elementwise op in the default domain, float inputs and output, output shape equal to the
+root's, and every outside input either of that shape, a scalar, or a trailing vector that
+broadcasts along the last axes (what the pointwise kernel class serves). Chains of two or
+more nodes become fused ops named by their body's hash.
+"""
+
+from __future__ import annotations
+
+import onnx_graphsurgeon as gs
+
+from .graph import COMMUTATIVE, FLOAT_TYPES, const_array, is_const, onnx_dtype, producer
+from .match import Fusion
+from .pattern import Rule
+
+UNARY = frozenset({
+    "Abs", "Ceil", "Cos", "Celu", "Elu", "Erf", "Exp", "Floor", "Gelu", "HardSigmoid", "HardSwish",
+    "LeakyRelu", "Log", "Mish", "Neg", "Reciprocal", "Relu", "Selu", "Sigmoid", "Sign", "Sin", "Softplus",
+    "Softsign", "Sqrt", "Tanh", "ThresholdedRelu",
+})
+BINARY = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "PRelu"})
+#: Ops whose extra inputs must be scalar constants (Clip's min and max).
+CLIP = "Clip"
+ELEMENTWISE = UNARY | BINARY | {CLIP}
+
+
+def _broadcastable(t: gs.Tensor, out_shape: list) -> bool:
+    """Same shape as the output, a scalar, or [1,...,1,D...] matching the output's trailing dims."""
+    shape = t.shape
+    if shape is None:
+        return False
+    if list(shape) == list(out_shape):
+        return True
+    if all(d == 1 for d in shape):
+        return len(shape) <= len(out_shape)
+    if len(shape) > len(out_shape):
+        return False
+    dims = list(shape)
+    while dims and dims[0] == 1:
+        dims.pop(0)
+    return dims == list(out_shape)[len(out_shape) - len(dims):]
+
+
+def _eligible(node: gs.Node, claimed: set[int]) -> bool:
+    if id(node) in claimed or node.op not in ELEMENTWISE or (node.domain or "") not in ("", "ai.onnx"):
+        return False
+    if len(node.outputs) != 1 or node.outputs[0].shape is None:
+        return False
+    ins = [t for t in node.inputs if t.name]
+    if node.op == CLIP:
+        if any(const_array(t, limit=1) is None for t in ins[1:]):
+            return False
+        ins = ins[:1]
+    if onnx_dtype(node.outputs[0]) not in FLOAT_TYPES or any(onnx_dtype(t) not in FLOAT_TYPES for t in ins):
+        return False
+    out_shape = node.outputs[0].shape
+    if not any(list(t.shape or []) == list(out_shape) and not is_const(t) for t in ins):
+        return False  # all-constant or all-broadcast nodes are constant folding, not fusion
+    return all(_broadcastable(t, out_shape) for t in ins)
+
+
+def _grow(root: gs.Node, claimed: set[int], outputs: set[int]) -> list[gs.Node]:
+    group = {id(root): root}
+    shape = list(root.outputs[0].shape)
+    changed = True
+    while changed:
+        changed = False
+        for node in list(group.values()):
+            for t in node.inputs:
+                p = producer(t)
+                if p is None or id(p) in group or not _eligible(p, claimed):
+                    continue
+                out = p.outputs[0]
+                if id(out) in outputs or list(out.shape) != shape:
+                    continue
+                if all(id(c) in group for c in out.outputs):
+                    group[id(p)] = p
+                    changed = True
+    return list(group.values())
+
+
+def _operand_key(t: gs.Tensor, members: dict[int, gs.Node]) -> str:
+    p = producer(t)
+    if p is not None and id(p) in members:
+        return "n:" + p.op + "(" + ",".join(_operand_key(i, members) for i in p.inputs) + ")"
+    arr = const_array(t, limit=1)
+    if arr is not None:
+        return f"c:{arr.reshape(-1)[0]!r}"
+    return "in"
+
+
+def find_chains(graph: gs.Graph, rule: Rule, claimed: set[int], outputs: set[int],
+                order: dict[int, int]) -> list[Fusion]:
+    """Find elementwise chains among unclaimed nodes; claims what it returns."""
+    fusions: list[Fusion] = []
+    for root in reversed(graph.nodes):
+        if not _eligible(root, claimed):
+            continue
+        group = _grow(root, claimed, outputs)
+        if len(group) < 2:
+            continue
+        members = {id(n): n for n in group}
+        nodes = tuple(sorted(group, key=lambda n: order[id(n)]))
+        operands: dict[int, tuple[gs.Tensor, ...]] = {}
+        for n in nodes:
+            ins = tuple(n.inputs)
+            if n.op in COMMUTATIVE and len(ins) == 2:
+                ins = tuple(sorted(ins, key=lambda t: _operand_key(t, members)))
+            operands[id(n)] = ins
+        inputs: list[gs.Tensor] = []
+        seen: set[int] = set()
+
+        def visit(n: gs.Node) -> None:
+            for t in operands[id(n)]:
+                p = producer(t)
+                if p is not None and id(p) in members:
+                    visit(p)
+                elif t.name and id(t) not in seen and const_array(t, limit=1) is None:
+                    seen.add(id(t))
+                    inputs.append(t)
+
+        visit(root)
+        if not inputs:
+            continue
+        fusions.append(Fusion(rule.name, rule.op_name, rule.kernel, rule.family, nodes, tuple(inputs),
+                              tuple(f"x{i}" for i in range(len(inputs))), (root.outputs[0],), ("y",),
+                              operands))
+        claimed.update(members)
+    return fusions
+
+
+__all__ = ["find_chains", "ELEMENTWISE", "UNARY", "BINARY"]

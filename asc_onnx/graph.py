@@ -1,0 +1,167 @@
+"""Read-only helpers over an onnx-graphsurgeon graph shared by the stages.
+
+The graph IR is onnx-graphsurgeon: its tensors already carry their producer (``inputs``) and
+consumers (``outputs``), which are the indexes the matcher needs, built once at import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import onnx
+import onnx_graphsurgeon as gs
+from onnx import TensorProto
+
+#: The element types a fused kernel may compute on (bf16 through fp32, see DESIGN.md).
+FLOAT_TYPES = frozenset({TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16})
+
+#: Largest constant (elements) read into memory to compare with a pattern or to bake in.
+SMALL_CONST = 16
+
+#: Inputs that act as attributes in newer opsets, by op type: index -> attribute name.
+ATTR_INPUTS: dict[str, dict[int, str]] = {
+    "ReduceMean": {1: "axes"},
+    "ReduceSum": {1: "axes"},
+    "ReduceMax": {1: "axes"},
+    "ReduceMin": {1: "axes"},
+    "ReduceProd": {1: "axes"},
+    "ReduceL2": {1: "axes"},
+    "ReduceSumSquare": {1: "axes"},
+    "Squeeze": {1: "axes"},
+    "Unsqueeze": {1: "axes"},
+    "Split": {1: "split"},
+}
+
+#: Elementwise ops whose two operands can be swapped without changing a single bit.
+COMMUTATIVE = frozenset({"Add", "Mul", "Max", "Min", "And", "Or", "Xor", "Equal", "Sum"})
+
+
+def to_gs(model: onnx.ModelProto) -> gs.Graph:
+    """Import a model into onnx-graphsurgeon (external tensors stay lazy)."""
+    return gs.import_onnx(model)
+
+
+def producer(tensor: gs.Tensor) -> gs.Node | None:
+    """The node that writes ``tensor``, or None for graph inputs and initializers."""
+    return tensor.inputs[0] if tensor.inputs else None
+
+
+def onnx_dtype(tensor: gs.Tensor) -> int | None:
+    """The ONNX element type of a tensor, or None when shape inference did not find it."""
+    dt = tensor.dtype
+    if dt is None:
+        return None
+    if isinstance(dt, int):
+        return dt
+    try:
+        return onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dt))
+    except (TypeError, KeyError, ValueError):
+        return getattr(dt, "onnx_type", None) or _ml_dtype(dt)
+
+
+def _ml_dtype(dt: object) -> int | None:
+    """Map ml_dtypes' bfloat16 and friends that numpy cannot name."""
+    name = getattr(dt, "__name__", str(dt))
+    return {"bfloat16": TensorProto.BFLOAT16}.get(name)
+
+
+def const_array(tensor: gs.Tensor, limit: int = SMALL_CONST) -> np.ndarray | None:
+    """Value of a small constant tensor (initializer or Constant node output), else None.
+
+    Larger constants return None without reading their bytes, so external weights stay on disk.
+    """
+    if isinstance(tensor, gs.Constant):
+        if tensor.shape is not None and int(np.prod(tensor.shape)) > limit:
+            return None
+        return np.asarray(tensor.values)
+    node = producer(tensor)
+    if node is None or node.op != "Constant" or (node.domain or "") not in ("", "ai.onnx"):
+        return None
+    attrs = node.attrs
+    if "value" in attrs:
+        return const_array(attrs["value"], limit)
+    for key in ("value_float", "value_int"):
+        if key in attrs:
+            return np.asarray(attrs[key])
+    for key in ("value_floats", "value_ints"):
+        if key in attrs and len(attrs[key]) <= limit:
+            return np.asarray(attrs[key])
+    return None
+
+
+def const_proto(tensor: gs.Tensor) -> TensorProto | None:
+    """A small constant as a TensorProto of its own dtype (for baking into a function body)."""
+    from onnx_graphsurgeon.exporters.onnx_exporter import OnnxExporter
+
+    node = producer(tensor)
+    if node is not None and node.op == "Constant":
+        if isinstance(node.attrs.get("value"), gs.Constant):
+            return const_proto(node.attrs["value"])
+        arr = const_array(tensor)
+        return None if arr is None else onnx.numpy_helper.from_array(arr, "")
+    if not isinstance(tensor, gs.Constant) or numel(tensor) is None or numel(tensor) > SMALL_CONST:
+        return None
+    proto = TensorProto()
+    proto.CopyFrom(OnnxExporter.export_tensor_proto(tensor))
+    proto.name = ""
+    return proto
+
+
+def is_const(tensor: gs.Tensor) -> bool:
+    """True for initializers and Constant-node outputs."""
+    if isinstance(tensor, gs.Constant):
+        return True
+    node = producer(tensor)
+    return node is not None and node.op == "Constant"
+
+
+def numel(tensor: gs.Tensor) -> int | None:
+    """Element count when every dim is known."""
+    shape = tensor.shape
+    if shape is None or any(not isinstance(d, (int, np.integer)) or d < 0 for d in shape):
+        return None
+    return int(np.prod(shape)) if shape else 1
+
+
+def data_inputs(node: gs.Node) -> list[gs.Tensor]:
+    """The node's inputs without the attribute-like ones (axes, split) listed in ATTR_INPUTS."""
+    extra = ATTR_INPUTS.get(node.op)
+    if not extra:
+        return list(node.inputs)
+    return [t for i, t in enumerate(node.inputs) if i not in extra]
+
+
+def attrs_of(node: gs.Node) -> dict[str, object]:
+    """Attributes with attribute-like constant inputs folded in (axes as input or attribute)."""
+    attrs = dict(node.attrs)
+    for idx, name in ATTR_INPUTS.get(node.op, {}).items():
+        if idx < len(node.inputs) and node.inputs[idx].name:
+            arr = const_array(node.inputs[idx], limit=64)
+            attrs[name] = None if arr is None else [int(v) for v in arr.reshape(-1)]
+    return attrs
+
+
+def node_index(graph: gs.Graph) -> dict[int, int]:
+    """Position of every node (by id) in the graph's node list."""
+    return {id(n): i for i, n in enumerate(graph.nodes)}
+
+
+def graph_output_ids(graph: gs.Graph) -> set[int]:
+    """ids of the tensors that are graph outputs."""
+    return {id(t) for t in graph.outputs}
+
+
+def consumers(tensor: gs.Tensor) -> list[gs.Node]:
+    """Nodes that read ``tensor``."""
+    return list(tensor.outputs)
+
+
+def rank(tensor: gs.Tensor) -> int | None:
+    """Rank, when shape inference found it."""
+    return None if tensor.shape is None else len(tensor.shape)
+
+
+def names(nodes: Iterable[gs.Node]) -> list[str]:
+    """Node names, for reports and metadata."""
+    return [n.name for n in nodes]

@@ -1,0 +1,144 @@
+"""Stage 1, load: read a model without its external weight bytes, check its paths, infer shapes.
+
+External data stays on disk: tensors keep their ``external_data`` references and the folder
+they are relative to is remembered, so the writer can stream-copy the files. A location that
+leaves the model's folder (absolute path, ``..``, symlink pointing outside) is refused.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import onnx
+from onnx import ModelProto, TensorProto
+from onnx.external_data_helper import ExternalDataInfo, uses_external_data
+
+from .errors import AscOnnxError
+
+KNOWN_DTYPES = frozenset(v for v in TensorProto.DataType.values() if v != TensorProto.UNDEFINED)
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """A model as read from disk (or given in memory), with shapes inferred.
+
+    Attributes:
+        model: the model with value_info from shape inference; external tensors unread.
+        source: the file it came from, or None for an in-memory model.
+        base_dir: folder that external-data locations are relative to.
+        external_files: relative locations of every external-data file the model uses.
+    """
+
+    model: ModelProto
+    source: Path | None
+    base_dir: Path | None
+    external_files: tuple[str, ...]
+
+
+def _iter_tensors(model: ModelProto):
+    """Every TensorProto of the model: initializers and Constant values, in all subgraphs."""
+    yield from onnx.external_data_helper._get_all_tensors(model)
+
+
+def _check_external(model: ModelProto, base_dir: Path | None) -> tuple[str, ...]:
+    """Refuse external locations outside ``base_dir`` and missing files; return the locations."""
+    files: list[str] = []
+    for tensor in _iter_tensors(model):
+        if not uses_external_data(tensor):
+            continue
+        info = ExternalDataInfo(tensor)
+        loc = info.location
+        if base_dir is None:
+            raise AscOnnxError(f"tensor {tensor.name!r} uses external data {loc!r}, but the model was given "
+                               "in memory: pass the model's path instead")
+        if not loc or os.path.isabs(loc) or loc.startswith(("/", "\\")) or ".." in Path(loc).parts:
+            raise AscOnnxError(f"external data location {loc!r} of tensor {tensor.name!r} leaves the model's "
+                               "folder; refusing to read it")
+        full = base_dir / loc
+        real_base = base_dir.resolve()
+        try:
+            full.resolve().relative_to(real_base)
+        except ValueError:
+            raise AscOnnxError(f"external data location {loc!r} of tensor {tensor.name!r} resolves outside "
+                               f"the model's folder {base_dir}; refusing to read it") from None
+        if not full.is_file():
+            raise AscOnnxError(f"external data file {full} for tensor {tensor.name!r} is missing")
+        end = (info.offset or 0) + (info.length or 0)
+        if info.length is not None and end > full.stat().st_size:
+            raise AscOnnxError(f"external data file {full} is shorter ({full.stat().st_size} bytes) than "
+                               f"tensor {tensor.name!r} needs ({end} bytes)")
+        if loc not in files:
+            files.append(loc)
+    return tuple(files)
+
+
+def _check_dtypes(model: ModelProto) -> None:
+    """Refuse element types this version of onnx does not know."""
+    graph = model.graph
+    for vi in list(graph.input) + list(graph.output):
+        if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type not in KNOWN_DTYPES:
+            raise AscOnnxError(f"tensor {vi.name!r} has unknown element type {vi.type.tensor_type.elem_type}")
+    for init in graph.initializer:
+        if init.data_type not in KNOWN_DTYPES:
+            raise AscOnnxError(f"initializer {init.name!r} has unknown element type {init.data_type}")
+
+
+def read_model(path: str | os.PathLike) -> tuple[ModelProto, Path]:
+    """Parse the protobuf of ``path`` without loading external data; clear errors for bad files."""
+    p = Path(path)
+    if not p.exists():
+        raise AscOnnxError(f"model file {p} does not exist")
+    if not p.is_file():
+        raise AscOnnxError(f"model path {p} is not a file")
+    try:
+        model = onnx.load(str(p), load_external_data=False)
+    except Exception as exc:  # protobuf raises DecodeError, and others for truncated input
+        raise AscOnnxError(f"{p} is not a readable ONNX model ({type(exc).__name__}: "
+                           f"{str(exc).splitlines()[0] if str(exc) else 'truncated or corrupt protobuf'})") from None
+    if not model.HasField("graph") or len(model.graph.node) == 0 and len(model.graph.output) == 0:
+        raise AscOnnxError(f"{p} holds no ONNX graph (empty or not a model file)")
+    return model, p.parent
+
+
+def infer_shapes(model: ModelProto, input_shapes: dict[str, tuple[int, ...]] | None = None) -> ModelProto:
+    """Return a copy with value_info filled by onnx shape inference.
+
+    ``input_shapes`` fixes the named inputs' dims in the copy used for inference only when
+    given; the returned model keeps the original (possibly symbolic) input dims.
+    """
+    work = ModelProto()
+    work.CopyFrom(model)
+    names = {i.name for i in work.graph.input}
+    for name, dims in (input_shapes or {}).items():
+        if name not in names:
+            raise AscOnnxError(f"--input-shape names {name!r}, which is not an input of the model "
+                               f"(inputs: {', '.join(sorted(names))})")
+        vi = next(i for i in work.graph.input if i.name == name)
+        shape = vi.type.tensor_type.shape
+        if len(shape.dim) != len(dims):
+            raise AscOnnxError(f"--input-shape {name}: gives {len(dims)} dims, the model input has {len(shape.dim)}")
+        for d, v in zip(shape.dim, dims):
+            d.Clear()
+            d.dim_value = v
+    try:
+        inferred = onnx.shape_inference.infer_shapes(work, check_type=False, strict_mode=False, data_prop=True)
+    except Exception as exc:
+        raise AscOnnxError(f"shape inference failed: {str(exc).splitlines()[0]}") from None
+    if input_shapes:
+        del inferred.graph.input[:]
+        inferred.graph.input.extend(model.graph.input)
+    return inferred
+
+
+def load(model: str | os.PathLike | ModelProto, input_shapes: dict[str, tuple[int, ...]] | None = None) -> LoadedModel:
+    """Load a model from a path or take a ModelProto, check its external data, infer shapes."""
+    if isinstance(model, ModelProto):
+        proto, source, base = model, None, None
+    else:
+        proto, base = read_model(model)
+        source = Path(model)
+    _check_dtypes(proto)
+    files = _check_external(proto, base)
+    return LoadedModel(model=infer_shapes(proto, input_shapes), source=source, base_dir=base, external_files=files)

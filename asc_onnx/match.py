@@ -1,0 +1,367 @@
+"""Stage 3, match: find every rule's matches in one indexed pass, without editing the graph.
+
+Indexes (nodes by op type, node positions, graph outputs) are built once per call to
+:func:`match`; the producer/consumer links come from onnx-graphsurgeon. Rule variants run
+largest first; a node claimed by a match is not offered to later ones. A structural match
+is refused when an internal value is a graph output or is read outside the match, when a
+tensor has a dtype no kernel takes, or when the rule's check gives a reason. Refusals that
+got far enough are kept as near misses with their reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+import onnx_graphsurgeon as gs
+
+from .graph import COMMUTATIVE, FLOAT_TYPES, attrs_of, const_array, data_inputs, graph_output_ids, onnx_dtype, producer
+from .pattern import ANY, PConst, PNode, POut, PValue, PVar, Pattern, Rule
+
+#: Relative tolerance of pattern constants by the constant's element type.
+CONST_RTOL = {onnx.TensorProto.FLOAT16: 1e-3, onnx.TensorProto.BFLOAT16: 8e-3,
+              onnx.TensorProto.FLOAT: 1e-6, onnx.TensorProto.DOUBLE: 1e-9}
+
+
+@dataclass(frozen=True, eq=False)
+class Fusion:
+    """One subgraph to replace by a fused node: what the rewrite stage needs, nothing more.
+
+    Attributes:
+        rule: rule name; op_name: stem of the op type; kernel: kernel class; family: module.
+        nodes: the matched nodes, in graph order.
+        inputs / input_names: fused-node inputs and their formal names in the function body.
+        outputs / output_names: fused-node outputs and formal names (main output first).
+        operands: node -> its inputs in the rule's canonical operand order (commutative ops
+            reordered as the pattern writes them, so equal subgraphs give equal bodies).
+        consts: scalar constants the pattern captured by name (eps ...).
+    """
+
+    rule: str
+    op_name: str
+    kernel: str
+    family: str
+    nodes: tuple[gs.Node, ...]
+    inputs: tuple[gs.Tensor, ...]
+    input_names: tuple[str, ...]
+    outputs: tuple[gs.Tensor, ...]
+    output_names: tuple[str, ...]
+    operands: dict[int, tuple[gs.Tensor, ...]] = field(repr=False)
+    consts: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class NearMiss:
+    """A place where a rule almost matched, and why it did not."""
+
+    rule: str
+    node: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class MatchResult:
+    """Output of the match stage."""
+
+    fusions: tuple[Fusion, ...]
+    near_misses: tuple[NearMiss, ...]
+
+
+class MatchView:
+    """What a rule's check sees of a structural match."""
+
+    def __init__(self, pattern: Pattern, state: _State) -> None:
+        self.pattern = pattern
+        self._state = state
+
+    def tensor(self, var: str) -> gs.Tensor:
+        """The graph tensor bound to pattern variable ``var``."""
+        return self._state.vars[var]
+
+    def const(self, name: str) -> float:
+        """The value of a captured constant (``Const("eps")``)."""
+        return self._state.consts[name]
+
+    def dtype(self, var: str) -> int | None:
+        """ONNX element type of a variable's tensor."""
+        return onnx_dtype(self._state.vars[var])
+
+    def shape(self, var: str) -> Sequence[object] | None:
+        """Shape (ints and symbols) of a variable's tensor."""
+        return self._state.vars[var].shape
+
+    def node(self, op_type: str) -> gs.Node:
+        """The first matched node of ``op_type`` (in pattern order)."""
+        for pn in self.pattern.nodes:
+            if pn.op_type == op_type:
+                return self._state.nodes[id(pn)]
+        raise KeyError(op_type)
+
+    @property
+    def nodes(self) -> list[gs.Node]:
+        """The matched graph nodes, in pattern order."""
+        return [self._state.nodes[id(pn)] for pn in self.pattern.nodes]
+
+    @property
+    def output(self) -> gs.Tensor:
+        """The main output tensor."""
+        return self._state.nodes[id(self.pattern.root)].outputs[self.pattern.outputs[0].index]
+
+
+class _State:
+    """Bindings of one match attempt; copied on each branch (patterns are small)."""
+
+    __slots__ = ("nodes", "used", "vars", "consts", "operands")
+
+    def __init__(self) -> None:
+        self.nodes: dict[int, gs.Node] = {}
+        self.used: set[int] = set()
+        self.vars: dict[str, gs.Tensor] = {}
+        self.consts: dict[str, float] = {}
+        self.operands: dict[int, tuple[gs.Tensor, ...]] = {}
+
+    def copy(self) -> _State:
+        s = _State()
+        s.nodes, s.used, s.vars = dict(self.nodes), set(self.used), dict(self.vars)
+        s.consts, s.operands = dict(self.consts), dict(self.operands)
+        return s
+
+
+def _close(a: float, b: float, rtol: float) -> bool:
+    if a == b:
+        return True
+    return abs(a - b) <= rtol * max(abs(a), abs(b))
+
+
+def _attr_ok(spec: object, value: object) -> bool:
+    if spec is ANY:
+        return True
+    if callable(spec):
+        return bool(spec(value))
+    if isinstance(spec, float) and isinstance(value, (int, float)):
+        return _close(spec, float(value), 1e-6)
+    if isinstance(spec, (list, tuple)) and isinstance(value, (list, tuple)):
+        return len(spec) == len(value) and all(_attr_ok(s, v) for s, v in zip(spec, value))
+    if isinstance(value, bytes):
+        value = value.decode()
+    return spec == value
+
+
+class _Matcher:
+    """Backtracking structural matcher for one pattern variant; records its deepest failure."""
+
+    def __init__(self, claimed: set[int]) -> None:
+        self.claimed = claimed
+        self.best_depth = 0
+        self.best_reason = ""
+
+    def fail(self, st: _State, reason: str) -> None:
+        depth = len(st.nodes)
+        if depth > self.best_depth:
+            self.best_depth, self.best_reason = depth, reason
+
+    def value(self, pv: PValue, t: gs.Tensor, st: _State) -> Iterator[_State]:
+        if isinstance(pv, PVar):
+            bound = st.vars.get(pv.name)
+            if bound is None:
+                st = st.copy()
+                st.vars[pv.name] = t
+                yield st
+            elif bound is t:
+                yield st
+            else:
+                self.fail(st, f"'{pv.name}' would bind both {bound.name!r} and {t.name!r}")
+            return
+        if isinstance(pv, PConst):
+            arr = const_array(t, limit=1)
+            if arr is None or arr.size != 1 or not np.issubdtype(arr.dtype, np.number):
+                self.fail(st, f"{t.name!r} is not a scalar constant")
+                return
+            got = float(arr.reshape(-1)[0])
+            if pv.name is not None:
+                prev = st.consts.get(pv.name)
+                if prev is not None and prev != got:
+                    self.fail(st, f"constant '{pv.name}' is {prev} in one place and {got} in another")
+                    return
+                st = st.copy()
+                st.consts[pv.name] = got
+                yield st
+                return
+            rtol = CONST_RTOL.get(onnx_dtype(t) or 0, 0.0)
+            if not _close(pv.value, got, rtol):
+                self.fail(st, f"constant {t.name!r} is {got:.8g}, the pattern needs {pv.value:.8g}")
+                return
+            yield st
+            return
+        assert isinstance(pv, POut)
+        yield from self.node_out(pv, t, st)
+
+    def node_out(self, pv: POut, t: gs.Tensor, st: _State) -> Iterator[_State]:
+        pn = pv.node
+        gn = producer(t)
+        bound = st.nodes.get(id(pn))
+        if bound is not None:
+            if bound is gn and gn.outputs[pv.index] is t:
+                yield st
+            else:
+                self.fail(st, f"{t.name!r} is not the {pn.op_type} output matched before")
+            return
+        if gn is None:
+            self.fail(st, f"{t.name!r} is a graph input or initializer, the pattern needs {pn.op_type}")
+            return
+        if gn.op != pn.op_type or (gn.domain or "") not in (pn.domain, "ai.onnx" if pn.domain == "" else pn.domain):
+            self.fail(st, f"{t.name!r} comes from {gn.op} {gn.name!r}, the pattern needs {pn.op_type}")
+            return
+        if id(gn) in self.claimed or id(gn) in st.used:
+            self.fail(st, f"{gn.op} {gn.name!r} is already part of another fusion")
+            return
+        if len(gn.outputs) != pn.num_outputs and not (pn.num_outputs == 1 and pv.index == 0) \
+                or gn.outputs[pv.index] is not t:
+            self.fail(st, f"{gn.op} {gn.name!r} has {len(gn.outputs)} outputs, the pattern needs {pn.num_outputs}")
+            return
+        attrs = attrs_of(gn)
+        for key, spec in pn.attrs.items():
+            if key not in attrs and spec is not ANY:
+                self.fail(st, f"{gn.op} {gn.name!r} has no attribute {key}")
+                return
+            if key in attrs and not _attr_ok(spec, attrs[key]):
+                self.fail(st, f"{gn.op} {gn.name!r} has {key}={attrs[key]!r}, the pattern needs {spec!r}")
+                return
+        ins = data_inputs(gn)
+        if len(ins) != len(pn.inputs):
+            self.fail(st, f"{gn.op} {gn.name!r} has {len(ins)} inputs, the pattern needs {len(pn.inputs)}")
+            return
+        st = st.copy()
+        st.nodes[id(pn)] = gn
+        st.used.add(id(gn))
+        orders = [ins]
+        if gn.op in COMMUTATIVE and len(ins) == 2 and ins[0] is not ins[1]:
+            orders.append([ins[1], ins[0]])
+        for order in orders:
+            branch = st.copy()
+            branch.operands[id(gn)] = tuple(order) if order is not ins else tuple(gn.inputs)
+            yield from self.inputs(pn.inputs, order, 0, branch)
+
+    def inputs(self, pins: list[PValue], tins: list[gs.Tensor], i: int, st: _State) -> Iterator[_State]:
+        if i == len(pins):
+            yield st
+            return
+        for st2 in self.value(pins[i], tins[i], st):
+            yield from self.inputs(pins, tins, i + 1, st2)
+
+
+def _exposure(pattern: Pattern, st: _State, outputs: set[int]) -> tuple[list[gs.Tensor], str | None]:
+    """Fused outputs (main + extra outputs read outside), or the reason an internal value escapes."""
+    bound = {id(n) for n in st.nodes.values()}
+    main = st.nodes[id(pattern.root)].outputs[pattern.outputs[0].index]
+    extra = {id(st.nodes[id(o.node)].outputs[o.index]): o for o in pattern.outputs[1:]}
+    fused_outs = [main]
+    for pn in pattern.nodes:
+        gn = st.nodes[id(pn)]
+        for t in gn.outputs:
+            if t is main:
+                continue
+            escapes = id(t) in outputs or any(id(c) not in bound for c in t.outputs)
+            if id(t) in extra:
+                if escapes:
+                    fused_outs.append(t)
+                continue
+            if id(t) in outputs:
+                return [], f"intermediate {t.name!r} ({gn.op} {gn.name!r}) is a graph output"
+            outside = [c for c in t.outputs if id(c) not in bound]
+            if outside:
+                return [], (f"intermediate {t.name!r} ({gn.op} {gn.name!r}) is also read by "
+                            f"{outside[0].op} {outside[0].name!r} outside the match")
+    return fused_outs, None
+
+
+def _dtype_reason(tensors: Sequence[gs.Tensor]) -> str | None:
+    for t in tensors:
+        dt = onnx_dtype(t)
+        if dt not in FLOAT_TYPES:
+            name = onnx.TensorProto.DataType.Name(dt) if dt else "unknown"
+            return f"{t.name!r} has dtype {name}; fused kernels take float16, float32 and bfloat16"
+    return None
+
+
+def _match_rule_variant(rule: Rule, pattern: Pattern, anchors: list[gs.Node], claimed: set[int],
+                        outputs: set[int], order: dict[int, int],
+                        fusions: list[Fusion], misses: list[NearMiss]) -> None:
+    root = pattern.root
+    root_out = pattern.outputs[0]
+    min_depth = max(3, pattern.size - 1)  # near misses must have got most of the way
+    for gn in anchors:
+        if id(gn) in claimed or len(gn.outputs) <= root_out.index:
+            continue
+        m = _Matcher(claimed)
+        accepted = False
+        reason = ""
+        for st in m.node_out(root_out, gn.outputs[root_out.index], _State()):
+            fused_outs, reason = _exposure(pattern, st, outputs)
+            if reason:
+                continue
+            inputs = [st.vars[v] for v in pattern.variables]
+            reason = _dtype_reason(inputs + fused_outs)
+            if reason is None and rule.check is not None:
+                reason = rule.check(MatchView(pattern, st))
+            if reason:
+                continue
+            nodes = sorted(st.nodes.values(), key=lambda n: order[id(n)])
+            names = ("y",) + tuple(
+                f"y{k}" for k, o in enumerate(pattern.outputs[1:], 1)
+                if st.nodes[id(o.node)].outputs[o.index] in fused_outs)
+            fusions.append(Fusion(rule.name, rule.op_name, rule.kernel, rule.family, tuple(nodes),
+                                  tuple(inputs), pattern.variables, tuple(fused_outs), names,
+                                  st.operands, tuple(sorted(st.consts.items()))))
+            claimed.update(id(n) for n in nodes)
+            accepted = True
+            break
+        if accepted:
+            continue
+        if reason:
+            misses.append(NearMiss(rule.name, gn.name, reason))
+        elif m.best_depth >= min_depth:
+            misses.append(NearMiss(rule.name, gn.name, m.best_reason))
+
+
+def match(graph: gs.Graph, rules: Sequence[Rule], generic: Rule | None = None) -> MatchResult:
+    """Match ``rules`` (largest variants first), then the generic elementwise pass if given."""
+    by_type: dict[str, list[gs.Node]] = {}
+    for n in graph.nodes:
+        by_type.setdefault(n.op, []).append(n)
+    order = {id(n): i for i, n in enumerate(graph.nodes)}
+    outputs = graph_output_ids(graph)
+    claimed: set[int] = set()
+    fusions: list[Fusion] = []
+    misses: list[NearMiss] = []
+    variants = sorted(((r, p) for r in rules for p in r.variants), key=lambda rp: -rp[1].size)
+    for rule, pattern in variants:
+        anchors = by_type.get(pattern.root.op_type, [])
+        if anchors:
+            _match_rule_variant(rule, pattern, anchors, claimed, outputs, order, fusions, misses)
+    if generic is not None:
+        from .chains import find_chains  # same stage, separate idea
+
+        fusions.extend(find_chains(graph, generic, claimed, outputs, order))
+    near = _dedupe_misses(misses, claimed, graph)
+    fusions.sort(key=lambda f: order[id(f.nodes[-1])])
+    return MatchResult(tuple(fusions), tuple(near))
+
+
+def _dedupe_misses(misses: list[NearMiss], claimed: set[int], graph: gs.Graph) -> list[NearMiss]:
+    """Keep one near miss per (rule, anchor), dropping anchors that another rule fused."""
+    fused_names = {n.name for n in graph.nodes if id(n) in claimed}
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for nm in misses:
+        key = (nm.rule, nm.node)
+        if key in seen or nm.node in fused_names:
+            continue
+        seen.add(key)
+        out.append(nm)
+    return out
+
+
+__all__ = ["match", "Fusion", "NearMiss", "MatchResult", "MatchView"]

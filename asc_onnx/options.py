@@ -1,0 +1,41 @@
+"""Frozen configuration passed down through the stages; nothing below the CLI reads the environment."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class FuseOptions:
+    """What to fuse and how to write it.
+
+    Attributes:
+        pattern_files: user pattern modules loaded beside the built-in ones.
+        only: if non-empty, only these rule names may fuse.
+        skip: rule names that must not fuse.
+        input_shapes: concrete dims for model inputs (name -> dims) used for shape
+            inference, validation inputs and the ATC command.
+        atc_domain_mode: ``"compat"`` (default: fused nodes in the default domain with one
+            opset entry, for released CANN) or ``"custom"`` (fused nodes keep the
+            ``asc_onnx`` domain, for CANN with the empty-domain fix).
+        generic: run the generic elementwise-chain pass after the named patterns.
+        seed: seed of the random validation inputs.
+    """
+
+    pattern_files: tuple[str, ...] = ()
+    only: frozenset[str] = frozenset()
+    skip: frozenset[str] = frozenset()
+    input_shapes: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    atc_domain_mode: str = "compat"
+    generic: bool = True
+    seed: int = 0
+    default_dim: int = field(default=4)
+
+    def __post_init__(self) -> None:
+        if self.atc_domain_mode not in ("compat", "custom"):
+            raise ValueError(f"atc_domain_mode must be 'compat' or 'custom', not {self.atc_domain_mode!r}")
+
+    @property
+    def shape_map(self) -> dict[str, tuple[int, ...]]:
+        """``input_shapes`` as a dict."""
+        return dict(self.input_shapes)

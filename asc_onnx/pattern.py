@@ -1,0 +1,224 @@
+"""The pattern DSL: a pattern is a Python function that reads like the ONNX it matches.
+
+    from asc_onnx.pattern import op, Const, rule
+
+    def silu(x):
+        return op.Mul(x, op.Sigmoid(x))
+
+    RULES = [rule("SiLU", silu, op_name="SiLU", kernel="pointwise",
+                  doc="x * Sigmoid(x), the SiLU/Swish activation")]
+
+* Each parameter of a pattern function without a default is a variable; the fused op's inputs are the
+  variables in parameter order (every variant of one rule takes the same parameters).
+* ``op.<OpType>(*inputs, **attrs)`` is a node. Attribute values match exactly (floats within
+  1e-6 relative); :data:`ANY` matches anything; a callable is a predicate on the value.
+  ``_outputs=n`` gives a node with ``n`` outputs (returns a tuple), ``_domain`` a domain.
+* A Python number as an input is a scalar constant that must match within a dtype-aware
+  tolerance; ``Const("eps")`` matches any scalar constant and captures its value by name.
+* The function returns the fused op's main output, or a tuple: main output first, then
+  values that become extra outputs only where something outside the match reads them
+  (the residual sum of Add+LayerNorm).
+* Operand order of commutative ops (Add, Mul, Max, Min ...) is the matcher's job: write
+  one order.
+
+A ``check(match) -> str | None`` runs after a structural match; a string is the reason the
+match is refused and shows up as a near miss in the report.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+ANY: Any = object()
+
+
+class PValue:
+    """A value in a pattern: a variable, a constant or a node output."""
+
+    __slots__ = ()
+
+
+@dataclass(eq=False)
+class PVar(PValue):
+    """A pattern variable (a fused-op input)."""
+
+    name: str
+
+
+@dataclass(eq=False)
+class PConst(PValue):
+    """A scalar constant: a fixed ``value`` or, with ``name``, any scalar captured by name."""
+
+    value: float | None = None
+    name: str | None = None
+
+
+@dataclass(eq=False)
+class PNode:
+    """A node in a pattern."""
+
+    op_type: str
+    inputs: list[PValue]
+    attrs: dict[str, Any]
+    num_outputs: int = 1
+    domain: str = ""
+    outputs: list[POut] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class POut(PValue):
+    """Output ``index`` of a pattern node."""
+
+    node: PNode
+    index: int = 0
+
+
+def Const(name_or_value: str | float) -> PConst:  # noqa: N802 - reads like a pattern node
+    """A scalar constant: ``Const(0.5)`` must equal 0.5; ``Const("eps")`` captures any scalar."""
+    if isinstance(name_or_value, str):
+        return PConst(name=name_or_value)
+    return PConst(value=float(name_or_value))
+
+
+def _as_value(v: object) -> PValue:
+    if isinstance(v, PValue):
+        return v
+    if isinstance(v, (int, float)):
+        return PConst(value=float(v))
+    raise TypeError(f"pattern input must be a pattern value or a number, not {type(v).__name__}")
+
+
+class _OpBuilder:
+    """``op.Mul(a, b)`` builds a pattern node; see the module docstring."""
+
+    def __getattr__(self, op_type: str) -> Callable[..., Any]:
+        if op_type.startswith("_"):
+            raise AttributeError(op_type)
+
+        def make(*inputs: object, _outputs: int = 1, _domain: str = "", **attrs: Any):
+            node = PNode(op_type, [_as_value(i) for i in inputs], attrs, _outputs, _domain)
+            node.outputs = [POut(node, i) for i in range(_outputs)]
+            return node.outputs[0] if _outputs == 1 else tuple(node.outputs)
+
+        return make
+
+
+op = _OpBuilder()
+
+
+@dataclass(eq=False)
+class Pattern:
+    """One variant of a rule: its variables, outputs and nodes (root last)."""
+
+    fn_name: str
+    variables: tuple[str, ...]
+    outputs: tuple[POut, ...]
+    nodes: tuple[PNode, ...]
+
+    @property
+    def root(self) -> PNode:
+        """The node writing the main output: the matcher's anchor."""
+        return self.outputs[0].node
+
+    @property
+    def size(self) -> int:
+        """Number of nodes: larger patterns are tried first."""
+        return len(self.nodes)
+
+
+def build_pattern(fn: Callable[..., Any]) -> Pattern:
+    """Call a pattern function with fresh variables and collect its node DAG."""
+    params = [name for name, p in inspect.signature(fn).parameters.items() if p.default is inspect.Parameter.empty]
+    result = fn(*[PVar(p) for p in params])
+    outs = result if isinstance(result, tuple) else (result,)
+    if not outs or not all(isinstance(o, POut) for o in outs):
+        raise TypeError(f"pattern {fn.__name__} must return node outputs, not {result!r}")
+    seen: dict[int, PNode] = {}
+    order: list[PNode] = []
+
+    def visit(node: PNode) -> None:
+        if id(node) in seen:
+            return
+        seen[id(node)] = node
+        for v in node.inputs:
+            if isinstance(v, POut):
+                visit(v.node)
+        order.append(node)
+
+    for o in outs:
+        visit(o.node)
+    used = {v.name for n in order for v in n.inputs if isinstance(v, PVar)}
+    missing = [p for p in params if p not in used]
+    if missing:
+        raise TypeError(f"pattern {fn.__name__}: parameters {missing} are not used")
+    return Pattern(fn.__name__, tuple(params), tuple(outs), tuple(order))
+
+
+#: Kernel classes of DESIGN.md; lowering dispatches on these.
+KERNEL_CLASSES = ("pointwise", "row", "matmul")
+
+_OP_NAME = re.compile(r"^[A-Z][A-Za-z0-9]*$")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A named fusion: one or more pattern variants, a check and the fused op's name.
+
+    Attributes:
+        name: the rule name users pass to ``--only``/``--skip``.
+        op_name: CamelCase stem of the fused op type (``AscRmsNorm``).
+        variants: structural forms, tried largest first.
+        kernel: kernel class, one of :data:`KERNEL_CLASSES`.
+        doc: one line for ``asc-onnx patterns``.
+        check: optional ``check(match) -> reason | None``.
+        family: the pattern module the rule came from.
+    """
+
+    name: str
+    op_name: str
+    variants: tuple[Pattern, ...]
+    kernel: str
+    doc: str
+    check: Callable[[Any], str | None] | None = None
+    family: str = ""
+
+    @property
+    def size(self) -> int:
+        """Size of the largest variant (0 for the generic chain rule)."""
+        return max((v.size for v in self.variants), default=0)
+
+    @property
+    def generic(self) -> bool:
+        """True for the generic elementwise-chain rule, which has no pattern variants."""
+        return not self.variants
+
+
+def rule(name: str, *variants: Callable[..., Any], op_name: str, kernel: str, doc: str,
+         check: Callable[[Any], str | None] | None = None) -> Rule:
+    """Define a rule from pattern functions; validates names and variable lists early."""
+    if kernel not in KERNEL_CLASSES:
+        raise ValueError(f"rule {name}: kernel must be one of {KERNEL_CLASSES}, not {kernel!r}")
+    if not _OP_NAME.match(op_name):
+        raise ValueError(f"rule {name}: op_name must be CamelCase letters and digits, not {op_name!r}")
+    if not variants:
+        raise ValueError(f"rule {name}: needs at least one pattern function")
+    built = tuple(build_pattern(v) for v in variants)
+    first = built[0]
+    for b in built[1:]:
+        if b.variables != first.variables or len(b.outputs) != len(first.outputs):
+            raise ValueError(f"rule {name}: variant {b.fn_name} takes {b.variables} -> {len(b.outputs)} outputs, "
+                             f"but {first.fn_name} takes {first.variables} -> {len(first.outputs)}")
+    ordered = tuple(sorted(built, key=lambda p: -p.size))
+    return Rule(name, op_name, ordered, kernel, doc, check)
+
+
+def generic_rule(name: str, *, op_name: str, doc: str) -> Rule:
+    """The rule that names the generic elementwise-chain pass (:mod:`asc_onnx.chains`)."""
+    return Rule(name, op_name, (), "pointwise", doc)
+
+
+__all__ = ["generic_rule", "ANY", "Const", "op", "rule", "Rule", "Pattern", "PVar", "PConst", "PNode", "POut", "build_pattern"]

@@ -1,0 +1,73 @@
+"""Checks shared by the built-in pattern modules."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from asc_onnx.match import MatchView
+
+LAST_AXIS_OPS = ("ReduceMean", "ReduceSum", "ReduceMax", "Softmax", "LayerNormalization", "RMSNormalization")
+
+
+def last_axis(m: MatchView) -> str | None:
+    """Every reduction in the match runs over the last axis only."""
+    from asc_onnx.graph import attrs_of
+
+    for node in m.nodes:
+        if node.op not in LAST_AXIS_OPS:
+            continue
+        rank = len(node.inputs[0].shape) if node.inputs[0].shape is not None else None
+        attrs = attrs_of(node)
+        axes = attrs.get("axes") if node.op.startswith("Reduce") else [attrs.get("axis", -1)]
+        if axes is None or len(axes) != 1:
+            return f"{node.op} {node.name!r} reduces over axes {axes}, the row kernel takes the last axis only"
+        ax = axes[0]
+        if ax != -1 and (rank is None or ax != rank - 1):
+            return f"{node.op} {node.name!r} reduces over axis {ax}, not the last axis"
+        if node.op.startswith("Reduce") and attrs.get("keepdims", 1) != 1:
+            return f"{node.op} {node.name!r} drops the reduced axis (keepdims=0)"
+    return None
+
+
+def trailing_vector(m: MatchView, var: str) -> str | None:
+    """``var`` is a vector (or scalar) broadcast along the last axis of the main output."""
+    shape = m.shape(var)
+    out = m.output.shape
+    if shape is None or out is None:
+        return f"{var} {m.tensor(var).name!r} has an unknown shape"
+    dims = [d for d in shape]
+    while dims and dims[0] == 1:
+        dims.pop(0)
+    if len(dims) > 1 or (dims and out and dims[0] != out[-1]):
+        return f"{var} {m.tensor(var).name!r} has shape {list(shape)}, not a vector along the last axis {out[-1] if out else ''}"
+    return None
+
+
+def weight_matrix(m: MatchView, var: str) -> str | None:
+    """``var`` is a rank-2 weight."""
+    shape = m.shape(var)
+    if shape is None or len(shape) != 2:
+        return f"{var} {m.tensor(var).name!r} has shape {shape}, a Linear weight must be rank 2"
+    return None
+
+
+def dims_match(a: object, b: object) -> bool:
+    """Two dims may be equal: equal ints, or either one symbolic (shape inference names
+    unknown dims differently on different tensors)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a == b
+    return True
+
+
+def same_shape(m: MatchView, a: str, b: str) -> bool:
+    """Two variables have one shape as far as shape inference can tell."""
+    sa, sb = m.shape(a), m.shape(b)
+    return sa is not None and sb is not None and len(sa) == len(sb) and all(map(dims_match, sa, sb))
+
+
+def first_reason(*reasons: str | None | Iterable[str | None]) -> str | None:
+    """The first non-empty reason."""
+    for r in reasons:
+        if r:
+            return r  # type: ignore[return-value]
+    return None

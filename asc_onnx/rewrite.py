@@ -1,0 +1,303 @@
+"""Stage 4, rewrite: replace each match by one fused node and build the two output models.
+
+* Every fusion's subgraph becomes an ONNX function body with names from roles and counters
+  (inputs as the rule names them, ``t0..`` internals, ``c0..`` constants, ``y..`` outputs);
+  scalar constants are baked into the body as Constant nodes of their own dtype, weights
+  stay inputs. The body's deterministic serialization is the op's identity: equal bodies
+  share one op type and, later, one kernel.
+* ``model.asc.onnx``: fused nodes in domain ``asc_onnx`` (opset 1) plus one model-local
+  function per op type, so onnxruntime runs it as it is.
+* ``model.atc.onnx``: the same graph without functions. Compatibility mode puts fused nodes
+  in the default domain with a single opset entry (released CANN refuses more, E16005);
+  custom mode keeps the ``asc_onnx`` domain.
+
+This stage knows nothing about Ascend C.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import onnx
+import onnx_graphsurgeon as gs
+from onnx import FunctionProto, ModelProto, helper
+from onnx_graphsurgeon.exporters.onnx_exporter import OnnxExporter
+
+from .errors import AscOnnxError
+from .graph import const_proto, onnx_dtype, producer
+from .match import Fusion
+
+DOMAIN = "asc_onnx"
+DOMAIN_VERSION = 1
+#: ai.onnx opsets ATC takes (cann_facts.md §9).
+ATC_OPSETS = range(11, 19)
+#: IR version written: node metadata_props need IR 10.
+MIN_IR = 10
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One fused node of the rewritten model."""
+
+    node: str
+    source_nodes: tuple[str, ...]
+    input_dtypes: tuple[int, ...]
+    output_dtypes: tuple[int, ...]
+    input_shapes: tuple[tuple[object, ...] | None, ...]
+    output_shapes: tuple[tuple[object, ...] | None, ...]
+
+
+@dataclass(frozen=True)
+class FusedOp:
+    """A fused op type: its function body, formal I/O and every place it is used.
+
+    ``dtype_columns`` (distinct input+output dtype tuples) become the OpDef's dtype columns;
+    ``function`` is the subgraph the kernel must reproduce.
+    """
+
+    op_type: str
+    rule: str
+    family: str
+    kernel: str
+    signature: str
+    function: FunctionProto
+    input_names: tuple[str, ...]
+    output_names: tuple[str, ...]
+    instances: tuple[Instance, ...]
+
+    @property
+    def dtype_columns(self) -> tuple[tuple[int, ...], ...]:
+        """Distinct (inputs..., outputs...) dtype tuples in first-use order."""
+        seen: dict[tuple[int, ...], None] = {}
+        for inst in self.instances:
+            seen.setdefault(inst.input_dtypes + inst.output_dtypes, None)
+        return tuple(seen)
+
+
+@dataclass(frozen=True)
+class RewriteResult:
+    """The two models and the fused op types."""
+
+    asc_model: ModelProto
+    atc_model: ModelProto | None
+    ops: tuple[FusedOp, ...]
+    atc_notes: tuple[str, ...]
+
+
+def _shape(t: gs.Tensor) -> tuple[object, ...] | None:
+    return None if t.shape is None else tuple(d if isinstance(d, (int, str)) else str(d) for d in t.shape)
+
+
+def build_body(f: Fusion, opset: int) -> tuple[list[onnx.NodeProto], str]:
+    """Function-body nodes of a fusion in canonical order, and their identity hash."""
+    members = {id(n): n for n in f.nodes}
+    names: dict[int, str] = {id(t): nm for t, nm in zip(f.inputs, f.input_names)}
+    names.update({id(t): nm for t, nm in zip(f.outputs, f.output_names)})
+    consts: list[onnx.NodeProto] = []
+    const_names: dict[bytes, str] = {}
+    body: list[onnx.NodeProto] = []
+    done: set[int] = set()
+    counter = [0]
+
+    def operand(t: gs.Tensor) -> str:
+        if not t.name:
+            return ""
+        if id(t) in names:
+            return names[id(t)]
+        proto = const_proto(t)
+        if proto is None:
+            raise AscOnnxError(f"rule {f.rule}: {t.name!r} is read by the match but is neither an input nor a "
+                               "small constant (a pattern variable is missing)")
+        key = proto.SerializeToString(deterministic=True)
+        if key not in const_names:
+            const_names[key] = f"c{len(const_names)}"
+            consts.append(helper.make_node("Constant", [], [const_names[key]], value=proto))
+        return const_names[key]
+
+    def visit(n: gs.Node) -> None:
+        if id(n) in done:
+            return
+        done.add(id(n))
+        for t in f.operands[id(n)]:
+            p = producer(t)
+            if p is not None and id(p) in members:
+                visit(p)
+        proto = OnnxExporter.export_node(n)
+        del proto.input[:]
+        del proto.output[:]
+        proto.input.extend(operand(t) for t in f.operands[id(n)])
+        outs = []
+        for t in n.outputs:
+            if id(t) not in names and any(id(c) in members for c in t.outputs):
+                names[id(t)] = f"t{counter[0]}"
+                counter[0] += 1
+            outs.append(names.get(id(t), ""))
+        while outs and not outs[-1]:
+            outs.pop()
+        proto.output.extend(outs)
+        proto.name = ""
+        proto.doc_string = ""
+        body.append(proto)
+
+    for t in f.outputs:
+        visit(producer(t))
+    for n in f.nodes:  # nodes that only feed other outputs
+        visit(n)
+    nodes = consts + body
+    h = hashlib.sha256()
+    h.update(f"opset={opset};in={','.join(f.input_names)};out={','.join(f.output_names)};".encode())
+    for node in nodes:
+        h.update(node.SerializeToString(deterministic=True))
+    return nodes, h.hexdigest()
+
+
+def _op_types(fusions: Sequence[Fusion], sigs: Sequence[str]) -> dict[str, str]:
+    """Op type per signature: ``Asc<OpName>`` when a name has one body, else a hash suffix."""
+    per_name: dict[str, list[str]] = {}
+    for f, sig in zip(fusions, sigs):
+        lst = per_name.setdefault(f.op_name, [])
+        if sig not in lst:
+            lst.append(sig)
+    out: dict[str, str] = {}
+    for name, lst in per_name.items():
+        hashed = len(lst) > 1 or name == "FusedEw"
+        for sig in lst:
+            out[sig] = f"Asc{name}{sig[:8]}" if hashed else f"Asc{name}"
+    return out
+
+
+def _main_opset(model: ModelProto) -> int:
+    for o in model.opset_import:
+        if o.domain in ("", "ai.onnx"):
+            return o.version
+    raise AscOnnxError("model has no ai.onnx opset_import entry")
+
+
+def rewrite(graph: gs.Graph, source: ModelProto, fusions: Sequence[Fusion], atc_mode: str = "compat") -> RewriteResult:
+    """Replace ``fusions`` in ``graph`` (in place) and return both output models."""
+    opset = _main_opset(source)
+    bodies = [build_body(f, opset) for f in fusions]
+    types = _op_types(fusions, [sig for _, sig in bodies])
+    functions: dict[str, FunctionProto] = {}
+    instances: dict[str, list[Instance]] = {}
+    first: dict[str, Fusion] = {}
+    fused_nodes: list[tuple[gs.Node, Fusion]] = []
+    removed: set[int] = set()
+    for k, (f, (nodes, sig)) in enumerate(zip(fusions, bodies)):
+        op_type = types[sig]
+        if op_type not in functions:
+            functions[op_type] = helper.make_function(
+                DOMAIN, op_type, list(f.input_names), list(f.output_names), nodes,
+                [helper.make_opsetid("", opset)], doc_string=f"asc-onnx rule {f.rule}")
+            first[op_type] = f
+        name = f"{op_type}_{len(instances.get(op_type, []))}"
+        instances.setdefault(op_type, []).append(Instance(
+            name, tuple(n.name for n in f.nodes),
+            tuple(onnx_dtype(t) or 0 for t in f.inputs), tuple(onnx_dtype(t) or 0 for t in f.outputs),
+            tuple(_shape(t) for t in f.inputs), tuple(_shape(t) for t in f.outputs)))
+        for n in f.nodes:
+            n.inputs.clear()
+            n.outputs.clear()
+            removed.add(id(n))
+        node = gs.Node(op=op_type, name=name, domain=DOMAIN, inputs=list(f.inputs), outputs=list(f.outputs))
+        fused_nodes.append((node, f))
+    graph.nodes = [n for n in graph.nodes if id(n) not in removed] + [n for n, _ in fused_nodes]
+    graph.cleanup(remove_unused_graph_inputs=False)
+    graph.toposort()
+    asc = _export(graph, source, opset, [functions[t] for t in functions])
+    meta = {n.name: f for n, f in fused_nodes}
+    for node in asc.graph.node:
+        f = meta.get(node.name)
+        if f is not None:
+            helper.set_metadata_props(node, {"asc_onnx.rule": f.rule,
+                                             "asc_onnx.source_nodes": ",".join(n.name for n in f.nodes)})
+    ops = tuple(FusedOp(t, first[t].rule, first[t].family, first[t].kernel,
+                        next(sig for sig, tt in types.items() if tt == t), functions[t],
+                        tuple(first[t].input_names), tuple(first[t].output_names), tuple(instances[t]))
+                for t in functions)
+    atc, notes = build_atc_model(asc, set(functions), atc_mode)
+    return RewriteResult(asc, atc, ops, notes)
+
+
+def _export(graph: gs.Graph, source: ModelProto, opset: int, functions: list[FunctionProto]) -> ModelProto:
+    model = gs.export_onnx(graph, do_type_check=False)
+    del model.graph.value_info[:]
+    del model.opset_import[:]
+    used = {n.domain for n in model.graph.node} | {n.domain for f in functions for n in f.node}
+    for o in source.opset_import:
+        if o.domain in ("", "ai.onnx") or o.domain in used:
+            model.opset_import.append(o)
+    if functions:
+        model.opset_import.append(helper.make_opsetid(DOMAIN, DOMAIN_VERSION))
+        model.functions.extend(functions)
+    model.ir_version = max(source.ir_version, MIN_IR)
+    model.producer_name, model.producer_version = "asc-onnx", _version()
+    model.doc_string = source.doc_string
+    model.graph.name = source.graph.name
+    del model.metadata_props[:]
+    model.metadata_props.extend(source.metadata_props)
+    return model
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def build_atc_model(asc: ModelProto, op_types: set[str], mode: str) -> tuple[ModelProto | None, tuple[str, ...]]:
+    """The model for ATC: no functions, fused nodes placed per ``mode`` (see module doc)."""
+    notes: list[str] = []
+    atc = ModelProto()
+    atc.CopyFrom(asc)
+    del atc.functions[:]
+    opset = _main_opset(atc)
+    if mode == "compat":
+        for node in atc.graph.node:
+            if node.domain == DOMAIN:
+                node.domain = ""
+    others = sorted({n.domain for n in atc.graph.node} - {"", "ai.onnx", DOMAIN})
+    if others:
+        notes.append(f"the model uses op domains {others}: ATC needs a parser plugin for each of their ops, and "
+                     "released CANN refuses a model with more than one opset entry (E16005)")
+    keep = {"", "ai.onnx"} | set(others) | ({DOMAIN} if mode == "custom" and op_types else set())
+    entries = [o for o in atc.opset_import if o.domain in keep]
+    del atc.opset_import[:]
+    atc.opset_import.extend(entries)
+    if opset not in ATC_OPSETS:
+        converted = _convert_opset(atc, op_types)
+        if converted is None:
+            notes.append(f"ai.onnx opset {opset} is outside ATC's range 11..18 and onnx's version converter "
+                         "could not convert it: model.atc.onnx was not written")
+            return None, tuple(notes)
+        notes.append(f"ai.onnx opset {opset} is outside ATC's range 11..18: model.atc.onnx was converted to "
+                     f"opset {_main_opset(converted)} by onnx's version converter")
+        atc = converted
+    return atc, tuple(notes)
+
+
+def _convert_opset(model: ModelProto, op_types: set[str]) -> ModelProto | None:
+    """Convert the default-domain opset into 11..18; fused nodes are parked in a custom domain meanwhile."""
+    target = 18 if _main_opset(model) > 18 else 11
+    work = ModelProto()
+    work.CopyFrom(model)
+    parked = [n for n in work.graph.node if n.op_type in op_types]
+    for n in parked:
+        n.domain = "asc_onnx.parked"
+    work.opset_import.append(helper.make_opsetid("asc_onnx.parked", 1))
+    try:
+        conv = onnx.version_converter.convert_version(work, target)
+    except Exception:  # noqa: BLE001 - the converter raises many types; the caller reports it
+        return None
+    for n in conv.graph.node:
+        if n.domain == "asc_onnx.parked":
+            n.domain = next((o.domain for o in model.opset_import if o.domain == DOMAIN), "")
+    kept = [o for o in conv.opset_import if o.domain != "asc_onnx.parked"]
+    del conv.opset_import[:]
+    conv.opset_import.extend(kept)
+    return conv
+
+
+__all__ = ["rewrite", "RewriteResult", "FusedOp", "Instance", "build_body", "build_atc_model", "DOMAIN"]

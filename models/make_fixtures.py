@@ -1,0 +1,142 @@
+"""Regenerate the fixture models in this folder with real exporters.
+
+Every model is built from a tiny config with seeded random weights and written by
+``torch.onnx.export``: the legacy TorchScript exporter (``dynamo=False``) and, where it
+works, the dynamo exporter. Needs torch and transformers, which are not runtime or test
+dependencies of asc-onnx:
+
+    python -m venv /tmp/fix && /tmp/fix/bin/pip install torch==2.13.0 transformers onnx onnxscript
+    /tmp/fix/bin/python models/make_fixtures.py            # all fixtures
+    /tmp/fix/bin/python models/make_fixtures.py llama_tiny  # one family
+
+The list of written files and what each exporter produced goes to ``fixtures.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from pathlib import Path
+
+import torch
+from torch import nn
+
+HERE = Path(__file__).resolve().parent
+SEQ = 8
+
+
+class TinySiluCnn(nn.Module):
+    """A YOLO-like Conv+BN+SiLU stack with a pooled linear head (built by hand: no timm)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        chans = [3, 8, 16, 16]
+        layers: list[nn.Module] = []
+        for cin, cout in zip(chans, chans[1:]):
+            layers += [nn.Conv2d(cin, cout, 3, stride=2, padding=1), nn.BatchNorm2d(cout), nn.SiLU()]
+        self.body = nn.Sequential(*layers)
+        self.head = nn.Linear(16, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.body(x).mean(dim=(2, 3))
+        return self.head(y) * torch.sigmoid(self.head(y))
+
+
+def _lm(cls_name: str, config_name: str, **cfg):
+    import transformers
+
+    config = getattr(transformers, config_name)(**cfg)
+    config._attn_implementation = "eager"  # plain MatMul/Softmax attention: both exporters take it
+    model = getattr(transformers, cls_name)(config)
+    return model
+
+
+def build(name: str):
+    """Return (module, example inputs, input names, dynamic axes) for one fixture family."""
+    torch.manual_seed(0)
+    ids = torch.randint(0, 96, (1, SEQ))
+    text_axes = {"input_ids": {0: "batch", 1: "seq"}}
+    common = dict(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                  num_attention_heads=4, max_position_embeddings=64)
+    if name == "llama_tiny":
+        m = _lm("LlamaModel", "LlamaConfig", num_key_value_heads=2, **common)
+        return m, (ids,), ["input_ids"], text_axes
+    if name == "qwen2_tiny":
+        m = _lm("Qwen2Model", "Qwen2Config", num_key_value_heads=2, **common)
+        return m, (ids,), ["input_ids"], text_axes
+    if name == "bert_tiny":
+        m = _lm("BertModel", "BertConfig", **common)
+        return m, (ids,), ["input_ids"], text_axes
+    if name == "gpt2_tiny":
+        m = _lm("GPT2Model", "GPT2Config", vocab_size=128, n_embd=32, n_layer=2, n_head=4, n_positions=64)
+        return m, (ids,), ["input_ids"], text_axes
+    if name == "vit_tiny":
+        m = _lm("ViTModel", "ViTConfig", hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                num_attention_heads=4, image_size=32, patch_size=8, num_channels=3)
+        return m, (torch.randn(1, 3, 32, 32),), ["pixel_values"], {"pixel_values": {0: "batch"}}
+    if name == "cnn_silu":
+        return TinySiluCnn(), (torch.randn(1, 3, 32, 32),), ["images"], {"images": {0: "batch"}}
+    raise KeyError(name)
+
+
+FAMILIES = ["llama_tiny", "qwen2_tiny", "bert_tiny", "gpt2_tiny", "vit_tiny", "cnn_silu"]
+FP16 = {"llama_tiny", "cnn_silu"}
+
+
+class _FirstOutput(nn.Module):
+    """Export only the main output tensor (last_hidden_state / logits)."""
+
+    def __init__(self, inner: nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.inner(x)
+        if isinstance(out, torch.Tensor):
+            return out
+        return out[0]
+
+
+def export(name: str, exporter: str, dtype: torch.dtype) -> Path:
+    module, args, in_names, axes = build(name)
+    module = _FirstOutput(module.eval())
+    if dtype == torch.float16:
+        module = module.half()
+        args = tuple(a.half() if a.is_floating_point() else a for a in args)
+    suffix = "_fp16" if dtype == torch.float16 else ""
+    path = HERE / f"{name}_{exporter}{suffix}.onnx"
+    kwargs = dict(input_names=in_names, output_names=["output"])
+    with torch.no_grad():
+        if exporter == "legacy":
+            torch.onnx.export(module, args, str(path), dynamo=False, opset_version=17,
+                              dynamic_axes={**axes, "output": {0: "batch"}}, **kwargs)
+        else:
+            shapes = {"x": {0: torch.export.Dim("batch", max=64)}}
+            torch.onnx.export(module, args, str(path), dynamo=True, opset_version=18,
+                              dynamic_shapes=shapes, external_data=False, **kwargs)
+    return path
+
+
+def main(argv: list[str]) -> int:
+    families = argv or FAMILIES
+    record: dict[str, str] = {}
+    for name in families:
+        for exporter in ("legacy", "dynamo"):
+            for dtype in [torch.float32] + ([torch.float16] if name in FP16 else []):
+                key = f"{name}/{exporter}/{dtype}"
+                try:
+                    record[key] = export(name, exporter, dtype).name
+                except Exception as exc:  # noqa: BLE001 - record why an exporter failed
+                    traceback.print_exc()
+                    record[key] = f"FAILED: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+                print(key, "->", record[key], flush=True)
+    out = HERE / "fixtures.json"
+    old = json.loads(out.read_text()) if out.exists() else {}
+    old.update(record)
+    out.write_text(json.dumps(old, indent=1, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
