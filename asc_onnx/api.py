@@ -24,7 +24,7 @@ from .options import FuseOptions
 from .output import check_target, copy_external, save_model, write_atomic
 from .registry import load_rules, split_generic
 from .report import build_report, to_json
-from .rewrite import FusedOp, RewriteResult, rewrite
+from .rewrite import DOMAIN, FusedOp, RewriteResult, rewrite
 from .validate import ValidationReport, validate_models
 
 ASC_MODEL = "model.asc.onnx"
@@ -74,8 +74,9 @@ def plan(model: str | os.PathLike | ModelProto, options: FuseOptions = FuseOptio
     rules = load_rules(options.pattern_files, options.only, options.skip)
     loaded = load(model, options.shape_map)
     proto = loaded.model
-    if proto.functions:
-        proto = onnx.inliner.inline_local_functions(proto)
+    foreign = [(f.domain, f.name) for f in proto.functions if f.domain != DOMAIN]
+    if foreign:  # exporter functions are inlined; our own fused ops stay opaque (re-fusing is a no-op)
+        proto = onnx.inliner.inline_selected_functions(proto, foreign, exclude=False)
     graph = to_gs(proto)
     before = len(graph.nodes)
     canon = canonicalize(graph, _main_opset(proto))

@@ -341,11 +341,11 @@ def match(graph: gs.Graph, rules: Sequence[Rule], generic: Rule | None = None) -
         anchors = by_type.get(pattern.root.op_type, [])
         if anchors:
             _match_rule_variant(rule, pattern, anchors, claimed, outputs, order, fusions, misses)
+    near = _dedupe_misses(misses, claimed, graph)  # before the generic pass: its chains are no excuse
     if generic is not None:
         from .chains import find_chains  # same stage, separate idea
 
         fusions.extend(find_chains(graph, generic, claimed, outputs, order))
-    near = _dedupe_misses(misses, claimed, graph)
     fusions.sort(key=lambda f: order[id(f.nodes[-1])])
     return MatchResult(tuple(fusions), tuple(near))
 

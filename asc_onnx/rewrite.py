@@ -206,7 +206,8 @@ def rewrite(graph: gs.Graph, source: ModelProto, fusions: Sequence[Fusion], atc_
     graph.nodes = [n for n in graph.nodes if id(n) not in removed] + [n for n, _ in fused_nodes]
     graph.cleanup(remove_unused_graph_inputs=False)
     graph.toposort()
-    asc = _export(graph, source, opset, [functions[t] for t in functions])
+    kept = [f for f in source.functions if f.domain == DOMAIN and f.name not in functions]
+    asc = _export(graph, source, opset, kept + [functions[t] for t in functions])
     meta = {n.name: f for n, f in fused_nodes}
     for node in asc.graph.node:
         f = meta.get(node.name)
@@ -217,20 +218,22 @@ def rewrite(graph: gs.Graph, source: ModelProto, fusions: Sequence[Fusion], atc_
                         next(sig for sig, tt in types.items() if tt == t), functions[t],
                         tuple(first[t].input_names), tuple(first[t].output_names), tuple(instances[t]))
                 for t in functions)
-    atc, notes = build_atc_model(asc, set(functions), atc_mode)
+    atc, notes = build_atc_model(asc, {f.name for f in asc.functions}, atc_mode)
     return RewriteResult(asc, atc, ops, notes)
 
 
 def _export(graph: gs.Graph, source: ModelProto, opset: int, functions: list[FunctionProto]) -> ModelProto:
     model = gs.export_onnx(graph, do_type_check=False)
     del model.graph.value_info[:]
+    del model.functions[:]  # graphsurgeon carries the source's functions; they are in ``functions``
     del model.opset_import[:]
     used = {n.domain for n in model.graph.node} | {n.domain for f in functions for n in f.node}
     for o in source.opset_import:
-        if o.domain in ("", "ai.onnx") or o.domain in used:
+        if (o.domain in ("", "ai.onnx") or o.domain in used) and all(o.domain != m.domain for m in model.opset_import):
             model.opset_import.append(o)
     if functions:
-        model.opset_import.append(helper.make_opsetid(DOMAIN, DOMAIN_VERSION))
+        if all(o.domain != DOMAIN for o in model.opset_import):
+            model.opset_import.append(helper.make_opsetid(DOMAIN, DOMAIN_VERSION))
         model.functions.extend(functions)
     model.ir_version = max(source.ir_version, MIN_IR)
     model.producer_name, model.producer_version = "asc-onnx", _version()

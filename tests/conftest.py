@@ -1,0 +1,45 @@
+"""Helpers shared by the tests: small graphs built with onnx.helper and the fixture folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+ROOT = Path(__file__).resolve().parents[1]
+MODELS = ROOT / "models"
+F32, F16 = TensorProto.FLOAT, TensorProto.FLOAT16
+
+
+def const(name: str, value, dtype=np.float32) -> onnx.TensorProto:
+    """An initializer."""
+    return numpy_helper.from_array(np.asarray(value, dtype=dtype), name)
+
+
+def model(nodes, inputs, outputs, inits=(), opset: int = 17) -> onnx.ModelProto:
+    """A model from nodes; ``inputs``/``outputs`` are (name, elem_type, shape) tuples."""
+    g = helper.make_graph(
+        nodes, "test",
+        [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
+        [helper.make_tensor_value_info(n, t, s) for n, t, s in outputs],
+        list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    return m
+
+
+def rules_of(result) -> dict[str, int]:
+    """Fused instance count per rule."""
+    out: dict[str, int] = {}
+    for op in result.ops:
+        out[op.rule] = out.get(op.rule, 0) + len(op.instances)
+    return out
+
+
+@pytest.fixture
+def models_dir() -> Path:
+    return MODELS
