@@ -93,6 +93,28 @@ def _operand_key(t: gs.Tensor, members: dict[int, gs.Node]) -> str:
     return "in"
 
 
+def _outside_inputs(root: gs.Node, operands: dict[int, tuple[gs.Tensor, ...]],
+                    members: dict[int, gs.Node]) -> list[gs.Tensor]:
+    """Non-constant inputs from outside the chain, in depth-first order from the root."""
+    inputs: list[gs.Tensor] = []
+    seen: set[int] = set()
+    stack: list[tuple[gs.Node, int]] = [(root, 0)]
+    while stack:
+        node, i = stack.pop()
+        ops = operands[id(node)]
+        if i == len(ops):
+            continue
+        stack.append((node, i + 1))
+        t = ops[i]
+        p = producer(t)
+        if p is not None and id(p) in members:
+            stack.append((p, 0))
+        elif t.name and id(t) not in seen and const_array(t, limit=1) is None:
+            seen.add(id(t))
+            inputs.append(t)
+    return inputs
+
+
 def find_chains(graph: gs.Graph, rule: Rule, claimed: set[int], outputs: set[int],
                 order: dict[int, int]) -> list[Fusion]:
     """Find elementwise chains among unclaimed nodes; claims what it returns."""
@@ -111,19 +133,7 @@ def find_chains(graph: gs.Graph, rule: Rule, claimed: set[int], outputs: set[int
             if n.op in COMMUTATIVE and len(ins) == 2:
                 ins = tuple(sorted(ins, key=lambda t: _operand_key(t, members)))
             operands[id(n)] = ins
-        inputs: list[gs.Tensor] = []
-        seen: set[int] = set()
-
-        def visit(n: gs.Node) -> None:
-            for t in operands[id(n)]:
-                p = producer(t)
-                if p is not None and id(p) in members:
-                    visit(p)
-                elif t.name and id(t) not in seen and const_array(t, limit=1) is None:
-                    seen.add(id(t))
-                    inputs.append(t)
-
-        visit(root)
+        inputs = _outside_inputs(root, operands, members)
         if not inputs:
             continue
         fusions.append(Fusion(rule.name, rule.op_name, rule.kernel, rule.family, nodes, tuple(inputs),

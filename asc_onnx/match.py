@@ -18,7 +18,7 @@ import onnx
 import onnx_graphsurgeon as gs
 
 from .graph import COMMUTATIVE, FLOAT_TYPES, attrs_of, const_array, data_inputs, graph_output_ids, onnx_dtype, producer
-from .pattern import ANY, PConst, PNode, POut, PValue, PVar, Pattern, Rule
+from .pattern import ANY, Pattern, PConst, POut, PValue, PVar, Rule
 
 #: Relative tolerance of pattern constants by the constant's element type.
 CONST_RTOL = {onnx.TensorProto.FLOAT16: 1e-3, onnx.TensorProto.BFLOAT16: 8e-3,
@@ -289,7 +289,6 @@ def _dtype_reason(tensors: Sequence[gs.Tensor]) -> str | None:
 def _match_rule_variant(rule: Rule, pattern: Pattern, anchors: list[gs.Node], claimed: set[int],
                         outputs: set[int], order: dict[int, int],
                         fusions: list[Fusion], misses: list[NearMiss]) -> None:
-    root = pattern.root
     root_out = pattern.outputs[0]
     min_depth = max(3, pattern.size - 1)  # near misses must have got most of the way
     for gn in anchors:

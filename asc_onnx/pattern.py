@@ -221,4 +221,5 @@ def generic_rule(name: str, *, op_name: str, doc: str) -> Rule:
     return Rule(name, op_name, (), "pointwise", doc)
 
 
-__all__ = ["generic_rule", "ANY", "Const", "op", "rule", "Rule", "Pattern", "PVar", "PConst", "PNode", "POut", "build_pattern"]
+__all__ = ["generic_rule", "ANY", "Const", "op", "rule", "Rule", "Pattern", "PVar", "PConst", "PNode", "POut",
+           "build_pattern"]

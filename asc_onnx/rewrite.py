@@ -185,7 +185,7 @@ def rewrite(graph: gs.Graph, source: ModelProto, fusions: Sequence[Fusion], atc_
     first: dict[str, Fusion] = {}
     fused_nodes: list[tuple[gs.Node, Fusion]] = []
     removed: set[int] = set()
-    for k, (f, (nodes, sig)) in enumerate(zip(fusions, bodies)):
+    for f, (nodes, sig) in zip(fusions, bodies):
         op_type = types[sig]
         if op_type not in functions:
             functions[op_type] = helper.make_function(

@@ -114,7 +114,8 @@ def _swiglu(bias: bool = False, split: bool = False):
         nodes += [NODE("MatMul", ["x", "w"], ["gu"]), NODE("Split", ["gu", "sp"], ["g", "u"], axis=-1)]
     else:
         inits += [const("wg", rng.standard_normal((D, 8))), const("wu", rng.standard_normal((D, 8)))]
-        nodes += [NODE("MatMul", ["x", "wg"], ["g0" if bias else "g"]), NODE("MatMul", ["x", "wu"], ["u0" if bias else "u"])]
+        nodes += [NODE("MatMul", ["x", "wg"], ["g0" if bias else "g"]),
+                  NODE("MatMul", ["x", "wu"], ["u0" if bias else "u"])]
         if bias:
             inits += [const("bg", rng.standard_normal(8)), const("bu", rng.standard_normal(8))]
             nodes += [NODE("Add", ["g0", "bg"], ["g"]), NODE("Add", ["bu", "u0"], ["u"])]

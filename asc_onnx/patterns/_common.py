@@ -39,7 +39,8 @@ def trailing_vector(m: MatchView, var: str) -> str | None:
     while dims and dims[0] == 1:
         dims.pop(0)
     if len(dims) > 1 or (dims and out and dims[0] != out[-1]):
-        return f"{var} {m.tensor(var).name!r} has shape {list(shape)}, not a vector along the last axis {out[-1] if out else ''}"
+        last = out[-1] if out else ""
+        return f"{var} {m.tensor(var).name!r} has shape {list(shape)}, not a vector along the last axis {last}"
     return None
 
 

@@ -1,0 +1,53 @@
+"""Canonicalization rewrites exporter variants into one form without changing results."""
+
+from __future__ import annotations
+
+import numpy as np
+from conftest import F16, F32, const, model
+from onnx import helper
+
+from asc_onnx.canonicalize import canonicalize
+from asc_onnx.graph import attrs_of, to_gs
+from asc_onnx.load import infer_shapes
+
+NODE = helper.make_node
+
+
+def _canon(m, opset=17):
+    g = to_gs(infer_shapes(m))
+    stats = canonicalize(g, opset)
+    return g, stats
+
+
+def test_div_one_and_pow_two_and_identity_and_noop_cast():
+    nodes = [NODE("Identity", ["x"], ["xi"]), NODE("Cast", ["xi"], ["xc"], to=F32), NODE("Pow", ["xc", "two"], ["p"]),
+             NODE("Div", ["one", "p"], ["y"])]
+    m = model(nodes, [("x", F32, [4])], [("y", F32, [4])], [const("two", 2.0), const("one", 1.0)])
+    g, stats = _canon(m)
+    assert [n.op for n in g.nodes] == ["Mul", "Reciprocal"]
+    assert g.nodes[0].inputs[0].name == "x" and g.nodes[0].inputs[1].name == "x"
+    assert (stats.identities_removed, stats.casts_removed, stats.reciprocals, stats.squares) == (1, 1, 1, 1)
+
+
+def test_real_cast_and_graph_output_identity_kept():
+    nodes = [NODE("Cast", ["x"], ["xh"], to=F16), NODE("Identity", ["xh"], ["y"])]
+    m = model(nodes, [("x", F32, [4])], [("y", F16, [4])])
+    g, _ = _canon(m)
+    assert [n.op for n in g.nodes] == ["Cast", "Identity"]
+
+
+def test_pow_three_and_div_by_two_untouched():
+    nodes = [NODE("Pow", ["x", "three"], ["p"]), NODE("Div", ["two", "p"], ["y"])]
+    m = model(nodes, [("x", F32, [4])], [("y", F32, [4])], [const("three", 3.0), const("two", 2.0)])
+    g, _ = _canon(m)
+    assert [n.op for n in g.nodes] == ["Pow", "Div"]
+
+
+def test_axes_as_input_and_as_attribute_read_alike():
+    a = model([NODE("ReduceMean", ["x"], ["y"], axes=[-1])], [("x", F32, [2, 4])], [("y", F32, [2, 1])], opset=13)
+    b = model([NODE("ReduceMean", ["x", "ax"], ["y"])], [("x", F32, [2, 4])], [("y", F32, [2, 1])],
+              [const("ax", [-1], np.int64)], opset=18)
+    ga, _ = _canon(a, 13)
+    gb, _ = _canon(b, 18)
+    assert attrs_of(ga.nodes[0])["axes"] == attrs_of(gb.nodes[0])["axes"] == [-1]
+    assert attrs_of(ga.nodes[0])["keepdims"] == attrs_of(gb.nodes[0])["keepdims"] == 1

@@ -1,0 +1,78 @@
+"""Models with external data: fused without loading the weights, outputs reference copied files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import onnx
+from conftest import F32, const, model
+from onnx import helper
+
+import asc_onnx
+
+NODE = helper.make_node
+
+
+def _save_external(tmp_path, rows: int = 64):
+    rng = np.random.default_rng(0)
+    inits = [const("wg", rng.standard_normal((16, rows))), const("wu", rng.standard_normal((16, rows)))]
+    nodes = [NODE("MatMul", ["x", "wg"], ["g"]), NODE("MatMul", ["x", "wu"], ["u"]), NODE("Sigmoid", ["g"], ["s"]),
+             NODE("Mul", ["g", "s"], ["sg"]), NODE("Mul", ["sg", "u"], ["y"])]
+    m = model(nodes, [("x", F32, [2, 16])], [("y", F32, [2, rows])], inits)
+    folder = tmp_path / "src"
+    (folder / "weights").mkdir(parents=True)
+
+    onnx.save(m, folder / "m.onnx", save_as_external_data=True, location="weights/m.bin", size_threshold=0)
+    return folder / "m.onnx"
+
+
+def test_external_weights_are_copied_and_referenced(tmp_path):
+    src = _save_external(tmp_path)
+    res = asc_onnx.fuse(src, tmp_path / "out")
+    assert res.validation.ok and res.ops[0].rule == "SwiGLU"
+    copied = tmp_path / "out" / "weights" / "m.bin"
+    assert copied.read_bytes() == (src.parent / "weights" / "m.bin").read_bytes()
+    for name in ("model.asc.onnx", "model.atc.onnx"):
+        raw = onnx.load(tmp_path / "out" / name, load_external_data=False)
+        locs = {e.value for t in raw.graph.initializer for e in t.external_data if e.key == "location"}
+        assert locs == {"weights/m.bin"}
+        assert all(len(t.raw_data) == 0 for t in raw.graph.initializer)
+
+
+def test_peak_memory_does_not_grow_with_weight_bytes(tmp_path):
+    """A 1 GiB sparse weight file: fusing (without validation) keeps peak RSS far below it."""
+    src = _save_external(tmp_path, rows=64)
+    big = 1 << 30
+    raw = onnx.load(src, load_external_data=False)
+    rows = big // (16 * 4)
+    data = src.parent / "weights" / "big.bin"
+    with open(data, "wb") as f:
+        f.truncate(big)
+    for t in raw.graph.initializer:
+        del t.dims[:]
+        t.dims.extend([16, rows])
+        for e in t.external_data:
+            if e.key == "location":
+                e.value = "weights/big.bin"
+            elif e.key == "offset":
+                e.value = "0"
+            elif e.key == "length":
+                e.value = str(big)
+    raw.graph.output[0].type.tensor_type.shape.dim[1].dim_value = rows
+    onnx.save(raw, src)
+    script = textwrap.dedent(f"""
+        import json, resource, asc_onnx
+        res = asc_onnx.fuse({str(src)!r}, {str(tmp_path / 'out')!r}, validate=False)
+        print(json.dumps({{"rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                          "rules": [op.rule for op in res.ops]}}))
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["rules"] == ["SwiGLU"]
+    assert got["rss_kb"] * 1024 < big // 2, f"peak RSS {got['rss_kb'] / 1024:.0f} MiB for a 1 GiB weight file"
+    assert (tmp_path / "out" / "weights" / "big.bin").stat().st_size == big

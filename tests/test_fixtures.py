@@ -1,0 +1,77 @@
+"""Every fixture model (written by torch.onnx) fused end to end: expected fusions per rule,
+validation on onnxruntime, both output models load, idempotence and byte-identical reruns."""
+
+from __future__ import annotations
+
+import json
+
+import onnx
+import pytest
+from conftest import MODELS, rules_of
+
+import asc_onnx
+from asc_onnx.cli import main
+
+LLAMA_LIKE = {"AddRMSNorm": 4, "RMSNorm": 1, "ScaleMaskSoftmax": 2, "SwiGLU": 2}
+EXPECTED = {
+    "bert_tiny_dynamo": {"AddLayerNorm": 5, "BiasGELU": 2, "ScaleMaskSoftmax": 2},
+    "bert_tiny_legacy": {"AddLayerNorm": 5, "BiasGELU": 2, "ScaleSoftmax": 2},
+    "cnn_silu_dynamo": {"LinearSiLU": 1, "SiLU": 3},
+    "cnn_silu_dynamo_fp16": {"LinearSiLU": 1, "SiLU": 3},
+    "cnn_silu_legacy": {"LinearSiLU": 1, "SiLU": 3},
+    "cnn_silu_legacy_fp16": {"LinearSiLU": 1, "SiLU": 3},
+    "gpt2_tiny_dynamo": {"AddLayerNorm": 5, "GELUTanh": 2, "ScaleMaskSoftmax": 2},
+    "gpt2_tiny_legacy": {"AddLayerNorm": 5, "GELUTanh": 2, "ScaleMaskSoftmax": 2},
+    "llama_tiny_dynamo": {**LLAMA_LIKE, "ElementwiseChain": 4},
+    "llama_tiny_dynamo_fp16": {**LLAMA_LIKE, "ElementwiseChain": 4},
+    "llama_tiny_legacy": {**LLAMA_LIKE, "ElementwiseChain": 2},
+    "llama_tiny_legacy_fp16": {**LLAMA_LIKE, "ElementwiseChain": 2},
+    "qwen2_tiny_dynamo": {**LLAMA_LIKE, "ElementwiseChain": 4},
+    "qwen2_tiny_legacy": {**LLAMA_LIKE, "ElementwiseChain": 2},
+    "vit_tiny_dynamo": {"AddLayerNorm": 5, "BiasGELU": 2, "ScaleMaskSoftmax": 2},
+    "vit_tiny_legacy": {"AddLayerNorm": 5, "BiasGELU": 2, "ScaleSoftmax": 2},
+}
+
+
+def test_every_fixture_has_an_expectation():
+    assert sorted(p.stem for p in MODELS.glob("*.onnx")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_fixture_fuses_and_validates(name, tmp_path):
+    out = tmp_path / "out"
+    res = asc_onnx.fuse(MODELS / f"{name}.onnx", out)
+    assert rules_of(res) == EXPECTED[name]
+    assert res.validation is not None and res.validation.ok
+    asc = onnx.load(out / "model.asc.onnx")
+    onnx.checker.check_model(asc)
+    assert {f.name for f in asc.functions} == {op.op_type for op in res.ops}
+    fused = [n for n in asc.graph.node if n.domain == "asc_onnx"]
+    assert len(fused) == sum(EXPECTED[name].values())
+    meta = {p.key: p.value for p in fused[0].metadata_props}
+    assert meta["asc_onnx.rule"] in EXPECTED[name] and meta["asc_onnx.source_nodes"]
+    report = json.loads((out / "report.json").read_text())
+    assert report["fused_by_rule"] == EXPECTED[name] and report["validation"]["ok"]
+
+
+def test_fp16_llama_op_types_carry_fp16_columns():
+    res = asc_onnx.fuse(MODELS / "llama_tiny_dynamo_fp16.onnx")
+    swiglu = next(op for op in res.ops if op.rule == "SwiGLU")
+    assert swiglu.dtype_columns == ((onnx.TensorProto.FLOAT16,) * 4,)
+
+
+def test_fusing_a_fused_model_changes_nothing(tmp_path):
+    asc_onnx.fuse(MODELS / "llama_tiny_dynamo.onnx", tmp_path / "a")
+    again = asc_onnx.fuse(tmp_path / "a" / "model.asc.onnx", tmp_path / "b")
+    assert again.ops == () or all(len(op.instances) == 0 for op in again.ops)
+    a = onnx.load(tmp_path / "a" / "model.asc.onnx")
+    b = onnx.load(tmp_path / "b" / "model.asc.onnx")
+    assert [n.op_type for n in a.graph.node] == [n.op_type for n in b.graph.node]
+    assert [f.SerializeToString() for f in a.functions] == [f.SerializeToString() for f in b.functions]
+
+
+def test_two_runs_write_byte_identical_outputs(tmp_path):
+    for d in ("a", "b"):
+        assert main(["fuse", str(MODELS / "gpt2_tiny_dynamo.onnx"), "-o", str(tmp_path / d)]) == 0
+    for f in ("model.asc.onnx", "model.atc.onnx", "report.json"):
+        assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes(), f
