@@ -99,8 +99,8 @@ def canonicalize(graph: gs.Graph, opset: int) -> CanonStats:
                 node.op = "Mul"
                 _set_inputs(node, [node.inputs[0], node.inputs[0]])
                 squares += 1
-    if ids or casts:
-        graph.cleanup(remove_unused_graph_inputs=False)
+    if ids or casts:  # bypassed nodes have no inputs or outputs left
+        graph.nodes = [n for n in graph.nodes if n.outputs]
     return CanonStats(ids, casts, recips, squares)
 
 

@@ -233,14 +233,13 @@ class _Matcher:
         if len(ins) != len(pn.inputs):
             self.fail(st, f"{gn.op} {gn.name!r} has {len(ins)} inputs, the pattern needs {len(pn.inputs)}")
             return
-        st = st.copy()
-        st.nodes[id(pn)] = gn
-        st.used.add(id(gn))
         orders = [ins]
         if gn.op in COMMUTATIVE and len(ins) == 2 and ins[0] is not ins[1]:
             orders.append([ins[1], ins[0]])
         for order in orders:
             branch = st.copy()
+            branch.nodes[id(pn)] = gn
+            branch.used.add(id(gn))
             branch.operands[id(gn)] = tuple(order) if order is not ins else tuple(gn.inputs)
             yield from self.inputs(pn.inputs, order, 0, branch)
 
@@ -286,13 +285,31 @@ def _dtype_reason(tensors: Sequence[gs.Tensor]) -> str | None:
     return None
 
 
+def _root_filter(pattern: Pattern) -> list[str]:
+    """Op types that must produce the root's operands (sorted), for a cheap pre-check per anchor."""
+    return sorted(v.node.op_type for v in pattern.root.inputs if isinstance(v, POut))
+
+
+def _may_match(gn: gs.Node, needed: list[str]) -> bool:
+    """The anchor's operand producers include every op type the root's operands need."""
+    if not needed:
+        return True
+    have = [p.op for p in (producer(t) for t in data_inputs(gn)) if p is not None]
+    for op_type in needed:
+        if op_type not in have:
+            return False
+        have.remove(op_type)
+    return True
+
+
 def _match_rule_variant(rule: Rule, pattern: Pattern, anchors: list[gs.Node], claimed: set[int],
                         outputs: set[int], order: dict[int, int],
                         fusions: list[Fusion], misses: list[NearMiss]) -> None:
     root_out = pattern.outputs[0]
     min_depth = max(3, pattern.size - 1)  # near misses must have got most of the way
+    needed = _root_filter(pattern)
     for gn in anchors:
-        if id(gn) in claimed or len(gn.outputs) <= root_out.index:
+        if id(gn) in claimed or len(gn.outputs) <= root_out.index or not _may_match(gn, needed):
             continue
         m = _Matcher(claimed)
         accepted = False

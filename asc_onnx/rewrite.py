@@ -203,9 +203,7 @@ def rewrite(graph: gs.Graph, source: ModelProto, fusions: Sequence[Fusion], atc_
             removed.add(id(n))
         node = gs.Node(op=op_type, name=name, domain=DOMAIN, inputs=list(f.inputs), outputs=list(f.outputs))
         fused_nodes.append((node, f))
-    graph.nodes = [n for n in graph.nodes if id(n) not in removed] + [n for n, _ in fused_nodes]
-    graph.cleanup(remove_unused_graph_inputs=False)
-    graph.toposort()
+    _place(graph, fused_nodes, removed)
     kept = [f for f in source.functions if f.domain == DOMAIN and f.name not in functions]
     asc = _export(graph, source, opset, kept + [functions[t] for t in functions])
     meta = {n.name: f for n, f in fused_nodes}
@@ -220,6 +218,25 @@ def rewrite(graph: gs.Graph, source: ModelProto, fusions: Sequence[Fusion], atc_
                 for t in functions)
     atc, notes = build_atc_model(asc, {f.name for f in asc.functions}, atc_mode)
     return RewriteResult(asc, atc, ops, notes)
+
+
+def _place(graph: gs.Graph, fused: list[tuple[gs.Node, Fusion]], removed: set[int]) -> None:
+    """Put each fused node where its last matched node was; toposort only if that breaks order."""
+    pos = {id(n): i for i, n in enumerate(graph.nodes)}
+    at = {pos[id(f.nodes[-1])]: node for node, f in fused}
+    pos.update({id(node): pos[id(f.nodes[-1])] for node, f in fused})
+    ordered_ok = all(pos.get(id(c), -1) > pos[id(f.nodes[-1])]
+                     for node, f in fused for t in node.outputs for c in t.outputs if c is not node)
+    nodes = []
+    for i, n in enumerate(graph.nodes):
+        if i in at:
+            nodes.append(at[i])
+        elif id(n) not in removed:
+            nodes.append(n)
+    graph.nodes = nodes
+    graph.cleanup(remove_unused_graph_inputs=False)
+    if not ordered_ok:
+        graph.toposort()
 
 
 def _export(graph: gs.Graph, source: ModelProto, opset: int, functions: list[FunctionProto]) -> ModelProto:
