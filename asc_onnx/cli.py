@@ -106,7 +106,7 @@ def _cmd_fuse(a: argparse.Namespace) -> int:
         if val:
             print(f"validation ({'ok' if val['ok'] else 'FAILED'}): {len(val['outputs'])} outputs compared, "
                   f"max abs error {max((o['max_abs'] for o in val['outputs']), default=0):.3e}")
-        print(f"wrote {a.out}/")
+        print(f"wrote {Path(a.out)}/")
     if code:
         print(f"asc-onnx: {err}", file=sys.stderr)
     return code
