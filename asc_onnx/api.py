@@ -17,7 +17,7 @@ from onnx import ModelProto
 
 from .canonicalize import CanonStats, canonicalize
 from .errors import AscOnnxError, ValidationError
-from .graph import to_gs
+from .graph import main_opset, to_gs
 from .load import LoadedModel, load
 from .match import MatchResult, NearMiss, match
 from .options import FuseOptions
@@ -65,10 +65,6 @@ class FuseResult:
     report: dict[str, Any]
 
 
-def _main_opset(model: ModelProto) -> int:
-    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
-
-
 def plan(model: str | os.PathLike | ModelProto, options: FuseOptions = FuseOptions()) -> Planned:
     """Load, canonicalize and match."""
     rules = load_rules(options.pattern_files, options.only, options.skip)
@@ -79,7 +75,7 @@ def plan(model: str | os.PathLike | ModelProto, options: FuseOptions = FuseOptio
         proto = onnx.inliner.inline_selected_functions(proto, foreign, exclude=False)
     graph = to_gs(proto)
     before = len(graph.nodes)
-    canon = canonicalize(graph, _main_opset(proto))
+    canon = canonicalize(graph, main_opset(proto))
     named, generic = split_generic(rules)
     matched = match(graph, named, generic if options.generic else None)
     return Planned(loaded, graph, canon, matched, before)

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import onnx_graphsurgeon as gs
 
-from .graph import FLOAT_TYPES, const_array, graph_output_ids, onnx_dtype
+from .graph import FLOAT_TYPES, const_array, graph_output_ids, numel, onnx_dtype
 
 #: Defaults made explicit: op type -> {attribute: default}. Softmax's default axis depends
 #: on the opset and is filled in by :func:`_fill_defaults`.
@@ -112,10 +111,9 @@ def _set_inputs(node: gs.Node, inputs: list[gs.Tensor]) -> None:
 
 def _broadcast_free(scalar: gs.Tensor, other: gs.Tensor) -> bool:
     """True when dropping ``scalar`` cannot change the output shape (its rank is not larger)."""
-    s_shape = scalar.shape
-    if s_shape is None or int(np.prod(s_shape) if s_shape else 1) != 1:
+    if numel(scalar) != 1:
         return False
-    return other.shape is not None and len(s_shape) <= len(other.shape)
+    return other.shape is not None and len(scalar.shape) <= len(other.shape)
 
 
 __all__ = ["canonicalize", "CanonStats"]

@@ -6,8 +6,6 @@ consumers (``outputs``), which are the indexes the matcher needs, built once at 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import numpy as np
 import onnx
 import onnx_graphsurgeon as gs
@@ -142,26 +140,16 @@ def attrs_of(node: gs.Node) -> dict[str, object]:
     return attrs
 
 
-def node_index(graph: gs.Graph) -> dict[int, int]:
-    """Position of every node (by id) in the graph's node list."""
-    return {id(n): i for i, n in enumerate(graph.nodes)}
-
-
 def graph_output_ids(graph: gs.Graph) -> set[int]:
     """ids of the tensors that are graph outputs."""
     return {id(t) for t in graph.outputs}
 
 
-def consumers(tensor: gs.Tensor) -> list[gs.Node]:
-    """Nodes that read ``tensor``."""
-    return list(tensor.outputs)
+def main_opset(model: onnx.ModelProto) -> int:
+    """The model's ai.onnx opset version."""
+    for o in model.opset_import:
+        if o.domain in ("", "ai.onnx"):
+            return o.version
+    from .errors import AscOnnxError
 
-
-def rank(tensor: gs.Tensor) -> int | None:
-    """Rank, when shape inference found it."""
-    return None if tensor.shape is None else len(tensor.shape)
-
-
-def names(nodes: Iterable[gs.Node]) -> list[str]:
-    """Node names, for reports and metadata."""
-    return [n.name for n in nodes]
+    raise AscOnnxError("model has no ai.onnx opset_import entry")

@@ -32,7 +32,7 @@ def build_report(model_name: str, nodes_before: int, nodes_after: int, ops: Sequ
         "nodes_before": nodes_before,
         "nodes_after": nodes_after,
         "canonicalize": canon,
-        "fused_by_rule": dict(sorted(Counter(i.node and op.rule for op in ops for i in op.instances).items())),
+        "fused_by_rule": dict(sorted(Counter(op.rule for op in ops for _ in op.instances).items())),
         "ops": [{
             "op_type": op.op_type, "rule": op.rule, "family": op.family, "kernel": op.kernel,
             "count": len(op.instances), "inputs": list(op.input_names), "outputs": list(op.output_names),

@@ -26,7 +26,7 @@ from onnx import FunctionProto, ModelProto, helper
 from onnx_graphsurgeon.exporters.onnx_exporter import OnnxExporter
 
 from .errors import AscOnnxError
-from .graph import const_proto, onnx_dtype, producer
+from .graph import const_proto, main_opset, onnx_dtype, producer
 from .match import Fusion
 
 DOMAIN = "asc_onnx"
@@ -168,16 +168,9 @@ def _op_types(fusions: Sequence[Fusion], sigs: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def _main_opset(model: ModelProto) -> int:
-    for o in model.opset_import:
-        if o.domain in ("", "ai.onnx"):
-            return o.version
-    raise AscOnnxError("model has no ai.onnx opset_import entry")
-
-
 def rewrite(graph: gs.Graph, source: ModelProto, fusions: Sequence[Fusion], atc_mode: str = "compat") -> RewriteResult:
     """Replace ``fusions`` in ``graph`` (in place) and return both output models."""
-    opset = _main_opset(source)
+    opset = main_opset(source)
     bodies = [build_body(f, opset) for f in fusions]
     types = _op_types(fusions, [sig for _, sig in bodies])
     functions: dict[str, FunctionProto] = {}
@@ -273,7 +266,7 @@ def build_atc_model(asc: ModelProto, op_types: set[str], mode: str) -> tuple[Mod
     atc = ModelProto()
     atc.CopyFrom(asc)
     del atc.functions[:]
-    opset = _main_opset(atc)
+    opset = main_opset(atc)
     if mode == "compat":
         for node in atc.graph.node:
             if node.domain == DOMAIN:
@@ -293,14 +286,14 @@ def build_atc_model(asc: ModelProto, op_types: set[str], mode: str) -> tuple[Mod
                          "could not convert it: model.atc.onnx was not written")
             return None, tuple(notes)
         notes.append(f"ai.onnx opset {opset} is outside ATC's range 11..18: model.atc.onnx was converted to "
-                     f"opset {_main_opset(converted)} by onnx's version converter")
+                     f"opset {main_opset(converted)} by onnx's version converter")
         atc = converted
     return atc, tuple(notes)
 
 
 def _convert_opset(model: ModelProto, op_types: set[str]) -> ModelProto | None:
     """Convert the default-domain opset into 11..18; fused nodes are parked in a custom domain meanwhile."""
-    target = 18 if _main_opset(model) > 18 else 11
+    target = 18 if main_opset(model) > 18 else 11
     work = ModelProto()
     work.CopyFrom(model)
     parked = [n for n in work.graph.node if n.op_type in op_types]

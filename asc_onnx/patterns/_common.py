@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from asc_onnx.match import MatchView
 
 LAST_AXIS_OPS = ("ReduceMean", "ReduceSum", "ReduceMax", "Softmax", "LayerNormalization", "RMSNormalization")
@@ -66,9 +64,6 @@ def same_shape(m: MatchView, a: str, b: str) -> bool:
     return sa is not None and sb is not None and len(sa) == len(sb) and all(map(dims_match, sa, sb))
 
 
-def first_reason(*reasons: str | None | Iterable[str | None]) -> str | None:
+def first_reason(*reasons: str | None) -> str | None:
     """The first non-empty reason."""
-    for r in reasons:
-        if r:
-            return r  # type: ignore[return-value]
-    return None
+    return next((r for r in reasons if r), None)
