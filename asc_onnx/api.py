@@ -7,25 +7,31 @@ output folder's ``model.asc.onnx``.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import onnx
+import onnx.inliner
 from onnx import ModelProto
 
 from .canonicalize import CanonStats, canonicalize
 from .errors import AscOnnxError, ValidationError
 from .graph import main_opset, to_gs
 from .load import LoadedModel, load
+from .lower import lower_pointwise
 from .match import MatchResult, NearMiss, match
 from .options import FuseOptions
-from .output import check_target, copy_external, save_model, write_atomic
+from .output import check_target, copy_external, save_model, write_atomic, write_files
+from .package import Kernel, PackageResult, package
 from .registry import load_rules, split_generic
 from .report import build_report, to_json
-from .rewrite import DOMAIN, FusedOp, RewriteResult, rewrite
-from .validate import ValidationReport, validate_models
+from .rewrite import DOMAIN, FusedOp, RewriteResult, ops_from_model, rewrite
+from .soc import get_soc
+from .validate import ValidationReport, input_dims, make_inputs, validate_models
+from .verify_kernels import KernelCheck, verify_kernels
 
 ASC_MODEL = "model.asc.onnx"
 ATC_MODEL = "model.atc.onnx"
@@ -63,6 +69,8 @@ class FuseResult:
     near_misses: tuple[NearMiss, ...]
     validation: ValidationReport | None
     report: dict[str, Any]
+    kernels: tuple[Kernel, ...] = ()
+    kernel_checks: tuple[KernelCheck, ...] = ()
 
 
 def plan(model: str | os.PathLike | ModelProto, options: FuseOptions = FuseOptions()) -> Planned:
@@ -96,24 +104,31 @@ def fuse(model: str | os.PathLike | ModelProto, out_dir: str | os.PathLike | Non
 
     Raises:
         AscOnnxError: bad input (one clear message).
-        ValidationError: the rewritten model does not match the original (the folder is
-            still written, with the failed comparison in its report).
+        ValidationError: the rewritten model does not match the original, or a kernel does not
+            match its subgraph in the emulator (the folder is still written, with the failed
+            comparison in its report).
     """
     out = Path(out_dir) if out_dir is not None else None
     if out is not None:
         check_target(out, force)
+    soc = get_soc(options.soc)
     p = plan(model, options)
     rewritten = rewrite(p.graph, p.loaded.model, p.matched.fusions, options.atc_domain_mode)
+    dims = input_dims(p.loaded.model, options.shape_map, options.default_dim)
+    pkg = package(rewritten, soc, options.atc_domain_mode, dims)
     name = p.loaded.source.name if p.loaded.source else (model.graph.name if isinstance(model, ModelProto) else "")
-    state: dict[str, Any] = {"validation": None}
+    original = p.loaded.source if p.loaded.source is not None else p.loaded.model
+    state: dict[str, Any] = {"validation": None, "checks": (), "moves": ()}
 
     def finish(folder: Path | None) -> dict[str, Any]:
         if validate:
-            original = p.loaded.source if p.loaded.source is not None else p.loaded.model
             fused = folder / ASC_MODEL if folder is not None else rewritten.asc_model
             state["validation"] = validate_models(original, fused, options.shape_map, options.seed,
                                                   options.default_dim)
-        return _report(name, p, rewritten, options, state["validation"])
+        if options.emulate and pkg.kernels:
+            feeds = make_inputs(p.loaded.model, options.shape_map, options.seed, options.default_dim)
+            state["checks"], state["moves"] = verify_kernels(pkg.kernels, original, feeds, soc, options.default_dim)
+        return _report(name, p, rewritten, pkg, options, state)
 
     if out is None:
         report = finish(None)
@@ -122,27 +137,74 @@ def fuse(model: str | os.PathLike | ModelProto, out_dir: str | os.PathLike | Non
             if p.loaded.external_files:
                 copy_external(p.loaded.external_files, p.loaded.base_dir, tmp)
             save_model(rewritten.asc_model, tmp / ASC_MODEL)
-            if rewritten.atc_model is not None:
-                save_model(rewritten.atc_model, tmp / ATC_MODEL)
+            if pkg.atc_model is not None:
+                save_model(pkg.atc_model, tmp / ATC_MODEL)
+            write_files(tmp, pkg.files)
             state["report"] = finish(tmp)
             (tmp / REPORT).write_text(to_json(state["report"]))
 
         write_atomic(out, force, fill)
         report = state["report"]
-    result = FuseResult(out, rewritten.asc_model, rewritten.atc_model, rewritten.ops,
-                        p.matched.near_misses, state["validation"], report)
+    result = FuseResult(out, rewritten.asc_model, pkg.atc_model, rewritten.ops, p.matched.near_misses,
+                        state["validation"], report, pkg.kernels, state["checks"])
+    where = out / REPORT if out else "the report"
     if result.validation is not None and not result.validation.ok:
         bad = [o.name for o in result.validation.outputs if not o.ok]
-        raise ValidationError(f"validation failed: outputs {', '.join(bad)} differ beyond tolerance "
-                              f"(see {out / REPORT if out else 'the report'})")
+        raise ValidationError(f"validation failed: outputs {', '.join(bad)} differ beyond tolerance (see {where})")
+    bad_kernels = sorted({c.op_type for c in result.kernel_checks if not c.ok})
+    if bad_kernels:
+        raise ValidationError(f"kernel check failed in the emulator for {', '.join(bad_kernels)} (see {where})")
     return result
 
 
-def _report(name: str, p: Planned, r: RewriteResult, options: FuseOptions,
-            validation: ValidationReport | None) -> dict[str, Any]:
-    atc = {"mode": options.atc_domain_mode, "written": r.atc_model is not None, "notes": list(r.atc_notes)}
-    return build_report(name, p.nodes_before, len(r.asc_model.graph.node), r.ops, p.matched.near_misses,
-                        asdict(p.canon), atc, validation)
+def _report(name: str, p: Planned, r: RewriteResult, pkg: PackageResult, options: FuseOptions,
+            state: dict[str, Any]) -> dict[str, Any]:
+    atc = {"mode": options.atc_domain_mode, "soc": options.soc, "written": pkg.atc_model is not None,
+           "notes": list(pkg.atc_notes)}
+    report = build_report(name, p.nodes_before, len(r.asc_model.graph.node), r.ops, p.matched.near_misses,
+                          asdict(p.canon), atc, state["validation"])
+    report["source"] = str(p.loaded.source.resolve()) if p.loaded.source is not None else None
+    report["kernels"] = {
+        "generated": [{"op_type": k.op.op_type, "entry": k.ir.snake, "files": sorted(k.files)} for k in pkg.kernels],
+        "not_generated": [{"op_type": t, "reason": why} for t, why in pkg.skipped],
+        "emulated": [asdict(c) for c in state["checks"]],
+        "data_movement": [asdict(m) for m in state["moves"]],
+    }
+    return report
+
+
+def emulate(out_dir: str | os.PathLike, options: FuseOptions = FuseOptions(),
+            model: str | os.PathLike | None = None) -> tuple[KernelCheck, ...]:
+    """Run every kernel of ``out_dir/op_package`` in the emulator against onnxruntime on its function
+    body: random inputs, and activations captured from the original model (from the report or ``model``)."""
+    out = Path(out_dir)
+    asc_path = out / ASC_MODEL
+    if not asc_path.is_file():
+        raise AscOnnxError(f"{asc_path} does not exist; run `asc-onnx fuse` first")
+    report = json.loads((out / REPORT).read_text()) if (out / REPORT).is_file() else {}
+    soc = get_soc(report.get("atc", {}).get("soc", options.soc))
+    ops = {op.op_type: op for op in ops_from_model(onnx.load(str(asc_path), load_external_data=False))}
+    kernels = []
+    for entry in report.get("kernels", {}).get("generated", []):
+        op = ops.get(entry["op_type"])
+        if op is None:
+            raise AscOnnxError(f"{entry['op_type']} is in the report but not in {asc_path}")
+        files = {}
+        for rel in entry["files"]:
+            path = out / "op_package" / rel
+            if not path.is_file():
+                raise AscOnnxError(f"{path} is missing from the op package")
+            files[rel] = path.read_text()
+        kernels.append(Kernel(op, lower_pointwise(op), files))
+    if not kernels:
+        raise AscOnnxError(f"{out} has no generated kernels to emulate")
+    source = Path(model) if model is not None else Path(report.get("source", ""))
+    feeds = None
+    if source.is_file():
+        feeds = make_inputs(onnx.load(str(source), load_external_data=False), options.shape_map, options.seed,
+                            options.default_dim)
+    checks, _ = verify_kernels(kernels, source if feeds is not None else None, feeds, soc, options.default_dim)
+    return checks
 
 
 def validate(model: str | os.PathLike, out_dir: str | os.PathLike,

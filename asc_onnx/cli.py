@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
 from . import __version__
-from .api import REPORT, fuse, inspect, validate
+from .api import REPORT, emulate, fuse, inspect, validate
 from .errors import AscOnnxError, ValidationError
 from .options import FuseOptions
 from .registry import load_rules
 from .report import summary
+from .verify_kernels import KernelCheck, table
 
 
 def _shape_arg(text: str) -> tuple[str, tuple[int, ...]]:
@@ -66,8 +69,20 @@ def parser() -> argparse.ArgumentParser:
                    help="compat: fused ops in the default domain, one opset entry (released CANN); "
                         "custom: keep the asc_onnx domain (CANN with the empty-domain fix)")
     f.add_argument("--seed", type=int, default=0, help="seed of the validation inputs")
+    f.add_argument("--soc", default="Ascend910B", help="target SoC: Ascend910B (default) or Ascend310P")
+    f.add_argument("--no-emulate", action="store_true", help="skip running the generated kernels in the emulator")
     _select(f)
     _common(f)
+    e = sub.add_parser("emulate", help="run every kernel of OUT/op_package in the emulator against onnxruntime")
+    e.add_argument("out")
+    e.add_argument("--model", help="original model for captured activations (default: the one OUT was made from)")
+    e.add_argument("--seed", type=int, default=0)
+    _common(e)
+    b = sub.add_parser("build", help="build OUT/op_package with CANN and install it into OUT/opp")
+    b.add_argument("out")
+    c = sub.add_parser("convert", help="run OUT/atc.sh (ATC) for the ATC model")
+    c.add_argument("out")
+    c.add_argument("--soc-version", help="atc --soc_version (default: the one in atc.sh)")
     v = sub.add_parser("validate", help="compare MODEL with OUT/model.asc.onnx on onnxruntime")
     v.add_argument("model")
     v.add_argument("out")
@@ -87,7 +102,7 @@ def _options(a: argparse.Namespace) -> FuseOptions:
         pattern_files=tuple(a.patterns), only=frozenset(getattr(a, "only", [])),
         skip=frozenset(getattr(a, "skip", [])), input_shapes=tuple(getattr(a, "input_shape", [])),
         atc_domain_mode=getattr(a, "atc_domain", "compat"), generic=not getattr(a, "no_generic", False),
-        seed=getattr(a, "seed", 0))
+        seed=getattr(a, "seed", 0), soc=getattr(a, "soc", "Ascend910B"), emulate=not getattr(a, "no_emulate", False))
 
 
 def _cmd_fuse(a: argparse.Namespace) -> int:
@@ -102,6 +117,15 @@ def _cmd_fuse(a: argparse.Namespace) -> int:
         print(json.dumps(report, indent=1, default=str))
     else:
         print(summary(report, a.verbose))
+        kern = report.get("kernels", {})
+        if kern.get("emulated"):
+            print(table([KernelCheck(**c) for c in kern["emulated"]]))
+        for m in kern.get("data_movement", []):
+            print(f"  {m['op_type']}: GM bytes fused {m['fused']}, unfused {m['unfused']}, "
+                  f"compulsory {m['compulsory']} ({m['fused'] / m['compulsory']:.2f}x minimum, "
+                  f"{m['unfused'] / m['fused']:.1f}x less than unfused)")
+        for miss in kern.get("not_generated", []):
+            print(f"  no kernel for {miss['op_type']}: {miss['reason']} (kept as original nodes in model.atc.onnx)")
         val = report.get("validation")
         if val:
             print(f"validation ({'ok' if val['ok'] else 'FAILED'}): {len(val['outputs'])} outputs compared, "
@@ -120,6 +144,46 @@ def _cmd_validate(a: argparse.Namespace) -> int:
         print(rep.table())
         print("ok" if rep.ok else "MISMATCH")
     return 0 if rep.ok else 1
+
+
+def _cmd_emulate(a: argparse.Namespace) -> int:
+    checks = emulate(a.out, _options(a), a.model)
+    if a.json:
+        print(json.dumps([asdict(c) for c in checks], indent=1, default=str))
+    else:
+        print(table(checks))
+    return 0 if all(c.ok for c in checks) else 1
+
+
+def _cann_home() -> Path:
+    home = os.environ.get("ASCEND_HOME_PATH")
+    if not home or not Path(home).is_dir():
+        raise AscOnnxError("CANN is not installed here (ASCEND_HOME_PATH is not set): source the CANN set_env.sh "
+                           "on a machine with CANN to build the op package or run ATC")
+    return Path(home)
+
+
+def _cmd_build(a: argparse.Namespace) -> int:
+    _cann_home()
+    pkg = Path(a.out) / "op_package"
+    if not (pkg / "build.sh").is_file():
+        raise AscOnnxError(f"{pkg}/build.sh does not exist; run `asc-onnx fuse` first")
+    subprocess.run(["bash", str(pkg / "build.sh")], check=True)
+    runs = sorted((pkg / "build_out").glob("custom_opp_*.run"))
+    if not runs:
+        raise AscOnnxError(f"the build wrote no custom_opp_*.run under {pkg / 'build_out'}")
+    subprocess.run([str(runs[-1]), f"--install-path={Path(a.out).resolve() / 'opp'}"], check=True)
+    print(f"installed {runs[-1].name} into {Path(a.out) / 'opp'}")
+    return 0
+
+
+def _cmd_convert(a: argparse.Namespace) -> int:
+    _cann_home()
+    script = Path(a.out) / "atc.sh"
+    if not script.is_file():
+        raise AscOnnxError(f"{script} does not exist; run `asc-onnx fuse` first")
+    subprocess.run(["bash", str(script)] + ([a.soc_version] if a.soc_version else []), check=True)
+    return 0
 
 
 def _cmd_inspect(a: argparse.Namespace) -> int:
@@ -155,7 +219,8 @@ def _cmd_patterns(a: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"fuse": _cmd_fuse, "validate": _cmd_validate, "inspect": _cmd_inspect, "patterns": _cmd_patterns}
+COMMANDS = {"fuse": _cmd_fuse, "validate": _cmd_validate, "inspect": _cmd_inspect, "patterns": _cmd_patterns,
+            "emulate": _cmd_emulate, "build": _cmd_build, "convert": _cmd_convert}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -165,6 +230,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return COMMANDS[a.cmd](a)
     except AscOnnxError as exc:
         print(f"asc-onnx: error: {exc}", file=sys.stderr)
+        return 2
+    except subprocess.CalledProcessError as exc:
+        print(f"asc-onnx: error: {' '.join(map(str, exc.cmd))} failed with exit code {exc.returncode}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("asc-onnx: interrupted", file=sys.stderr)

@@ -20,6 +20,8 @@ class FuseOptions:
             ``asc_onnx`` domain, for CANN with the empty-domain fix).
         generic: run the generic elementwise-chain pass after the named patterns.
         seed: seed of the random validation inputs.
+        soc: target SoC family (``Ascend910B`` or ``Ascend310P``).
+        emulate: run every generated kernel in the emulator against onnxruntime.
     """
 
     pattern_files: tuple[str, ...] = ()
@@ -30,6 +32,8 @@ class FuseOptions:
     generic: bool = True
     seed: int = 0
     default_dim: int = field(default=4)
+    soc: str = "Ascend910B"
+    emulate: bool = True
 
     def __post_init__(self) -> None:
         if self.atc_domain_mode not in ("compat", "custom"):

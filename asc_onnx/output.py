@@ -55,6 +55,16 @@ def copy_external(files: Sequence[str], src_dir: Path, dst_dir: Path) -> None:
             shutil.copyfile(src_dir / rel, dst)
 
 
+def write_files(root: Path, files: dict[str, str]) -> None:
+    """Write text files under ``root``; shell scripts get the executable bit."""
+    for rel, text in sorted(files.items()):
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        if rel.endswith(".sh"):
+            path.chmod(0o755)
+
+
 def save_model(model: ModelProto, path: Path) -> None:
     """Save a model whose external tensors keep their references (written beside it)."""
     try:

@@ -43,6 +43,8 @@ class Instance:
 
     node: str
     source_nodes: tuple[str, ...]
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
     input_dtypes: tuple[int, ...]
     output_dtypes: tuple[int, ...]
     input_shapes: tuple[tuple[object, ...] | None, ...]
@@ -187,7 +189,7 @@ def rewrite(graph: gs.Graph, source: ModelProto, fusions: Sequence[Fusion], atc_
             first[op_type] = f
         name = f"{op_type}_{len(instances.get(op_type, []))}"
         instances.setdefault(op_type, []).append(Instance(
-            name, tuple(n.name for n in f.nodes),
+            name, tuple(n.name for n in f.nodes), tuple(t.name for t in f.inputs), tuple(t.name for t in f.outputs),
             tuple(onnx_dtype(t) or 0 for t in f.inputs), tuple(onnx_dtype(t) or 0 for t in f.outputs),
             tuple(_shape(t) for t in f.inputs), tuple(_shape(t) for t in f.outputs)))
         for n in f.nodes:
@@ -203,7 +205,7 @@ def rewrite(graph: gs.Graph, source: ModelProto, fusions: Sequence[Fusion], atc_
     for node in asc.graph.node:
         f = meta.get(node.name)
         if f is not None:
-            helper.set_metadata_props(node, {"asc_onnx.rule": f.rule,
+            helper.set_metadata_props(node, {"asc_onnx.rule": f.rule, "asc_onnx.kernel": f.kernel,
                                              "asc_onnx.source_nodes": ",".join(n.name for n in f.nodes)})
     ops = tuple(FusedOp(t, first[t].rule, first[t].family, first[t].kernel,
                         next(sig for sig, tt in types.items() if tt == t), functions[t],
@@ -313,4 +315,35 @@ def _convert_opset(model: ModelProto, op_types: set[str]) -> ModelProto | None:
     return conv
 
 
-__all__ = ["rewrite", "RewriteResult", "FusedOp", "Instance", "build_body", "build_atc_model", "DOMAIN"]
+def ops_from_model(asc: ModelProto) -> tuple[FusedOp, ...]:
+    """Rebuild the fused-op records of a written ``model.asc.onnx`` (for ``asc-onnx emulate OUT``)."""
+    inferred = onnx.shape_inference.infer_shapes(asc)
+    types: dict[str, tuple[int, tuple[object, ...] | None]] = {}
+    for vi in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):
+        tt = vi.type.tensor_type
+        dims = tuple(d.dim_value if d.HasField("dim_value") else d.dim_param for d in tt.shape.dim) \
+            if tt.HasField("shape") else None
+        types[vi.name] = (tt.elem_type, dims)
+    for init in asc.graph.initializer:
+        types[init.name] = (init.data_type, tuple(init.dims))
+    functions = {f.name: f for f in asc.functions if f.domain == DOMAIN}
+    instances: dict[str, list[Instance]] = {}
+    meta: dict[str, dict[str, str]] = {}
+    for node in asc.graph.node:
+        if node.domain != DOMAIN or node.op_type not in functions:
+            continue
+        props = {p.key: p.value for p in node.metadata_props}
+        meta.setdefault(node.op_type, props)
+        ins = [types.get(n, (0, None)) for n in node.input]
+        outs = [types.get(n, (0, None)) for n in node.output]
+        instances.setdefault(node.op_type, []).append(Instance(
+            node.name, tuple(props.get("asc_onnx.source_nodes", "").split(",")), tuple(node.input),
+            tuple(node.output), tuple(t for t, _ in ins), tuple(t for t, _ in outs), tuple(s for _, s in ins),
+            tuple(s for _, s in outs)))
+    return tuple(FusedOp(t, meta[t].get("asc_onnx.rule", ""), "", meta[t].get("asc_onnx.kernel", ""), "",
+                         functions[t], tuple(functions[t].input), tuple(functions[t].output), tuple(insts))
+                 for t, insts in instances.items())
+
+
+__all__ = ["ops_from_model", "rewrite", "RewriteResult", "FusedOp", "Instance", "build_body", "build_atc_model",
+           "DOMAIN"]

@@ -76,22 +76,35 @@ def _gather_limits(model: ModelProto) -> dict[str, int]:
     return limits
 
 
+def input_dims(model: ModelProto, input_shapes: Mapping[str, tuple[int, ...]] | None = None,
+               default_dim: int = 4) -> dict[str, list[int]]:
+    """Concrete dims of every graph input: ``input_shapes`` first, else static dims, else ``default_dim``."""
+    inits = {i.name for i in model.graph.initializer}
+    fixed = dict(input_shapes or {})
+    dims: dict[str, list[int]] = {}
+    for vi in model.graph.input:
+        if vi.name in inits:
+            continue
+        if vi.name in fixed:
+            dims[vi.name] = list(fixed[vi.name])
+        else:
+            dims[vi.name] = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else default_dim
+                             for d in vi.type.tensor_type.shape.dim]
+    return dims
+
+
 def make_inputs(model: ModelProto, input_shapes: Mapping[str, tuple[int, ...]] | None = None,
                 seed: int = 0, default_dim: int = 4) -> dict[str, np.ndarray]:
     """Seeded random inputs for every graph input that is not an initializer."""
     rng = np.random.default_rng(seed)
-    inits = {i.name for i in model.graph.initializer}
     limits = _gather_limits(model)
-    fixed = dict(input_shapes or {})
+    shapes = input_dims(model, input_shapes, default_dim)
     feeds: dict[str, np.ndarray] = {}
     for vi in model.graph.input:
-        if vi.name in inits:
+        if vi.name not in shapes:
             continue
         tt = vi.type.tensor_type
-        if vi.name in fixed:
-            dims = list(fixed[vi.name])
-        else:
-            dims = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else default_dim for d in tt.shape.dim]
+        dims = shapes[vi.name]
         np_type = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type)
         if tt.elem_type == TensorProto.BOOL:
             arr = np.ones(dims, dtype=bool)

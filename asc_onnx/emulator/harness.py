@@ -1,0 +1,223 @@
+"""Compile a generated pointwise kernel with its tiling arithmetic against the emulator headers
+(g++, cached by a hash of every source), run blocks 0..blockDim-1 on numpy inputs, and return
+the outputs with the emulator's counters (GM bytes, vector instructions by kind, UB peak)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from onnx import TensorProto
+
+from ..errors import AscOnnxError
+from ..lower import IO_TYPES, PointwiseKernel
+from ..soc import Soc
+from . import INCLUDE_DIR
+
+NP_TYPES = {TensorProto.FLOAT: np.float32, TensorProto.FLOAT16: np.float16}
+
+
+class EmulatorFaultError(AscOnnxError):
+    """The kernel broke a hardware rule in the emulator (or its tiling refused the shape)."""
+
+
+@dataclass(frozen=True)
+class EmuResult:
+    """Outputs and counters of one emulated kernel run."""
+
+    outputs: tuple[np.ndarray, ...]
+    block_dim: int
+    gm_read_bytes: int
+    gm_write_bytes: int
+    vec_instr: Mapping[str, int]
+    ub_peak_bytes: int
+
+
+def cache_dir() -> Path:
+    """Where compiled emulator programs are kept (``ASC_ONNX_CACHE`` or ~/.cache/asc-onnx)."""
+    root = os.environ.get("ASC_ONNX_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "asc-onnx")
+    return Path(root) / "emu"
+
+
+def main_source(k: PointwiseKernel, struct: str) -> str:
+    """The emulator's ``main``: GM buffers from files, host tiling, blocks one after another."""
+    nin, nout = len(k.inputs), len(k.outputs)
+    bc = list(k.broadcast_inputs)
+    full0 = next(i for i, x in enumerate(k.inputs) if x.kind == "full")
+    args = ", ".join(f"bufs[{i}].data()" for i in range(nin + nout))
+    return f"""// asc-onnx emulator driver for {k.op_type}.
+#include <fstream>
+#include <iostream>
+#include "kernel_operator.h"
+#include "{k.snake}.cpp"
+#include "{k.snake}_tiling_calc.h"
+
+static std::vector<uint8_t> ReadFile(const std::string& path) {{
+    std::ifstream f(path, std::ios::binary);
+    return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}}
+
+static int Report(const std::string& kind, const std::string& msg) {{
+    std::string m;
+    for (char c : msg) m += (c == '"' || c == '\\\\') ? '?' : c;
+    std::cout << "{{\\"error\\": \\"" << kind << "\\", \\"message\\": \\"" << m << "\\"}}" << std::endl;
+    return 2;
+}}
+
+int main(int argc, char** argv) {{
+    if (argc != 8) return Report("usage", "dir soc ubBytes coreNum hasPad hasBf16 dtypeSize");
+    const std::string dir = argv[1];
+    auto& st = asc_emu::St();
+    st.soc.name = argv[2];
+    st.soc.ubBytes = static_cast<uint32_t>(std::stoul(argv[3]));
+    const uint32_t coreNum = static_cast<uint32_t>(std::stoul(argv[4]));
+    st.soc.hasDataCopyPad = std::string(argv[5]) == "1";
+    st.soc.hasBf16 = std::string(argv[6]) == "1";
+    const uint32_t dtypeSize = static_cast<uint32_t>(std::stoul(argv[7]));
+    std::vector<std::vector<uint8_t>> bufs({nin + nout});
+    for (int i = 0; i < {nin}; ++i) bufs[i] = ReadFile(dir + "/in" + std::to_string(i) + ".bin");
+    const uint64_t total = bufs[{full0}].size() / dtypeSize;
+    for (int o = 0; o < {nout}; ++o) bufs[{nin} + o].assign(total * dtypeSize, 0xEE);
+    st.gm.reserve({nin + nout});
+    for (int i = 0; i < {nin + nout}; ++i) {{
+        const bool out = i >= {nin};
+        st.gm.push_back({{(out ? "output " : "input ") + std::to_string(out ? i - {nin} : i), bufs[i].data(),
+                         bufs[i].size(), out, std::vector<int32_t>(out ? bufs[i].size() : 0, -1)}});
+    }}
+    uint64_t periods[{max(1, len(bc))}] = {{0}};
+    {" ".join(f"periods[{j}] = bufs[{i}].size() / dtypeSize;" for j, i in enumerate(bc))}
+    {struct} tiling{{}};
+    const int rc = {k.op_type}ComputeTiling(total, periods, dtypeSize, coreNum, st.soc.ubBytes,
+                                             st.soc.hasDataCopyPad, &tiling);
+    if (rc != 0) return Report("tiling", "tiling refused the shape, reason " + std::to_string(rc));
+    std::vector<uint8_t> tilingBuf(sizeof(tiling));
+    std::memcpy(tilingBuf.data(), &tiling, sizeof(tiling));
+    std::vector<uint8_t> workspace(32);
+    st.blockNum = tiling.blockDim;
+    for (uint32_t b = 0; b < tiling.blockDim; ++b) {{
+        st.blockIdx = b;
+        try {{
+            {k.snake}({args}, workspace.data(), tilingBuf.data());
+        }} catch (const asc_emu::Fault& e) {{
+            return Report("fault", "block " + std::to_string(b) + ": " + e.what());
+        }}
+    }}
+    for (auto& g : st.gm) {{
+        if (!g.output) continue;
+        for (size_t i = 0; i < g.bytes; ++i) {{
+            if (g.writer[i] == -1)
+                return Report("fault", "byte " + std::to_string(i) + " of " + g.name +
+                              " was never written by any block");
+        }}
+    }}
+    for (int o = 0; o < {nout}; ++o) {{
+        std::ofstream f(dir + "/out" + std::to_string(o) + ".bin", std::ios::binary);
+        f.write(reinterpret_cast<const char*>(bufs[{nin} + o].data()), bufs[{nin} + o].size());
+    }}
+    std::cout << "{{\\"block_dim\\": " << tiling.blockDim << ", \\"gm_read\\": " << st.gmReadBytes
+              << ", \\"gm_write\\": " << st.gmWriteBytes << ", \\"ub_peak\\": " << st.ubPeak << ", \\"vec\\": {{";
+    bool first = true;
+    for (auto& kv : st.vecInstr) {{
+        std::cout << (first ? "" : ", ") << "\\"" << kv.first << "\\": " << kv.second;
+        first = false;
+    }}
+    std::cout << "}}}}" << std::endl;
+    return 0;
+}}
+"""
+
+
+def _headers_digest() -> str:
+    h = hashlib.sha256()
+    for p in sorted(INCLUDE_DIR.glob("*.h")):
+        h.update(p.name.encode() + p.read_bytes())
+    return h.hexdigest()
+
+
+def build(k: PointwiseKernel, sources: Mapping[str, str], struct: str, dtype: int) -> Path:
+    """Compile (or reuse) the emulator program of one kernel and dtype; returns the binary."""
+    ctype = IO_TYPES[dtype][0]
+    defines = [f"-DDTYPE_{n.upper()}={ctype}" for n in [x.name for x in k.inputs] + list(k.outputs)]
+    main = main_source(k, struct)
+    flags = ["-std=c++17", "-O2", "-w"] + defines
+    h = hashlib.sha256()
+    for part in [main, _headers_digest(), " ".join(flags)] + [sources[key] for key in sorted(sources)]:
+        h.update(part.encode())
+    target = cache_dir() / h.hexdigest()[:24]
+    prog = target / "prog"
+    if prog.exists():
+        return prog
+    if shutil.which("g++") is None:
+        raise AscOnnxError("the emulator needs g++ (not found on PATH)")
+    work = Path(tempfile.mkdtemp(prefix="asc-emu-"))
+    try:
+        for rel, text in sources.items():
+            (work / rel).parent.mkdir(parents=True, exist_ok=True)
+            (work / rel).write_text(text)
+        (work / "main.cpp").write_text(main)
+        cmd = ["g++", *flags, "-I", str(INCLUDE_DIR), "-I", str(work / "op_kernel"), "-I", str(work / "op_host"),
+               str(work / "main.cpp"), "-o", str(work / "prog")]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise AscOnnxError(f"g++ failed on the generated kernel {k.op_type}:\n{proc.stderr[-3000:]}")
+        target.mkdir(parents=True, exist_ok=True)
+        tmp = target / f"prog.{os.getpid()}"
+        shutil.copy2(work / "prog", tmp)
+        os.replace(tmp, prog)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return prog
+
+
+def run(k: PointwiseKernel, sources: Mapping[str, str], struct: str, inputs: Sequence[np.ndarray], soc: Soc,
+        core_num: int | None = None) -> EmuResult:
+    """Run one kernel on ``inputs`` (all of the kernel's I/O dtype) and return outputs and counters."""
+    dtypes = {onnx_type(a) for a in inputs}
+    if len(dtypes) != 1:
+        raise AscOnnxError(f"{k.op_type}: emulator inputs must share one dtype, got {dtypes}")
+    dtype = dtypes.pop()
+    prog = build(k, sources, struct, dtype)
+    size = IO_TYPES[dtype][1]
+    with tempfile.TemporaryDirectory(prefix="asc-emu-run-") as d:
+        for i, a in enumerate(inputs):
+            Path(d, f"in{i}.bin").write_bytes(np.ascontiguousarray(a).tobytes())
+        cmd = [str(prog), d, soc.name, str(soc.ub_bytes), str(core_num or soc.vector_cores),
+               "1" if soc.has_data_copy_pad else "0", "1" if soc.has_bf16 else "0", str(size)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        try:
+            info = json.loads(proc.stdout.strip().splitlines()[-1])
+        except (IndexError, json.JSONDecodeError):
+            raise AscOnnxError(f"emulator run of {k.op_type} crashed (exit {proc.returncode}): "
+                               f"{proc.stderr[-500:]}") from None
+        if "error" in info:
+            raise EmulatorFaultError(f"{k.op_type} on {soc.name}: {info['error']}: {info['message']}")
+        full = next(a for a, x in zip(inputs, k.inputs) if x.kind == "full")
+        outs = tuple(_read(Path(d, f"out{o}.bin"), dtype, full.shape) for o in range(len(k.outputs)))
+    return EmuResult(outs, info["block_dim"], info["gm_read"], info["gm_write"], info["vec"], info["ub_peak"])
+
+
+def onnx_type(a: np.ndarray) -> int:
+    """ONNX element type of a numpy array (bf16 via ml_dtypes' bfloat16)."""
+    if a.dtype == np.float32:
+        return TensorProto.FLOAT
+    if a.dtype == np.float16:
+        return TensorProto.FLOAT16
+    if a.dtype.name == "bfloat16":
+        return TensorProto.BFLOAT16
+    raise AscOnnxError(f"emulator inputs must be float32, float16 or bfloat16, not {a.dtype}")
+
+
+def _read(path: Path, dtype: int, shape: tuple[int, ...]) -> np.ndarray:
+    if dtype == TensorProto.BFLOAT16:
+        import ml_dtypes
+
+        return np.frombuffer(path.read_bytes(), dtype=ml_dtypes.bfloat16).reshape(shape).copy()
+    return np.frombuffer(path.read_bytes(), dtype=NP_TYPES[dtype]).reshape(shape).copy()

@@ -1,0 +1,125 @@
+// asc-onnx emulator: DataCopy (32-byte granular, rounds down like the hardware) and DataCopyPad.
+#pragma once
+#include "kernel_tensor.h"
+
+namespace AscendC {
+
+struct DataCopyExtParams {
+    uint16_t blockCount = 1;
+    uint32_t blockLen = 0;   // bytes
+    uint32_t srcStride = 0;  // GM->UB: bytes of GM gap; UB->GM: 32-byte blocks of UB gap
+    uint32_t dstStride = 0;  // GM->UB: 32-byte blocks of UB gap; UB->GM: bytes of GM gap
+    uint32_t rsv = 0;
+    DataCopyExtParams() = default;
+    DataCopyExtParams(uint16_t count, uint32_t len, uint32_t src, uint32_t dst, uint32_t r)
+        : blockCount(count), blockLen(len), srcStride(src), dstStride(dst), rsv(r) {}
+};
+
+template <typename T>
+struct DataCopyPadExtParams {
+    bool isPad = false;
+    uint8_t leftPadding = 0;   // elements
+    uint8_t rightPadding = 0;  // elements
+    T paddingValue = T(0);
+    DataCopyPadExtParams() = default;
+    DataCopyPadExtParams(bool pad, uint8_t left, uint8_t right, T value)
+        : isPad(pad), leftPadding(left), rightPadding(right), paddingValue(value) {}
+};
+
+namespace emu_copy {
+inline void CheckUb(const void* p, uint64_t bytes, const char* what) {
+    if (!emu_ub::IsUb(p)) asc_emu::Fail(std::string(what) + ": local tensor is not in the unified buffer");
+    if (emu_ub::Offset(p) % 32 != 0)
+        asc_emu::Fail(std::string(what) + ": unified-buffer address " + std::to_string(emu_ub::Offset(p)) +
+                      " is not 32-byte aligned");
+    if (emu_ub::Offset(p) + bytes > asc_emu::St().soc.ubBytes)
+        asc_emu::Fail(std::string(what) + ": access past the end of the unified buffer");
+}
+template <typename T>
+void CheckFits(const LocalTensor<T>& t, uint64_t bytes, const char* what) {
+    if (bytes > static_cast<uint64_t>(t.GetSize()) * sizeof(T))
+        asc_emu::Fail(std::string(what) + ": " + std::to_string(bytes) + " bytes do not fit the local tensor of " +
+                      std::to_string(t.GetSize() * sizeof(T)) + " bytes");
+}
+}  // namespace emu_copy
+
+// GM -> UB. count*sizeof(T) that is not a multiple of 32 is rounded DOWN: the tail is silently not copied.
+template <typename T>
+__aicore__ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, uint32_t count) {
+    uint64_t bytes = static_cast<uint64_t>(count) * sizeof(T) / 32 * 32;
+    emu_copy::CheckUb(dst.GetPhyAddr(), bytes, "DataCopy GM->UB");
+    emu_copy::CheckFits(dst, bytes, "DataCopy GM->UB");
+    asc_emu::GmRead(src.GetPhyAddr(), bytes, "DataCopy GM->UB");
+    std::memcpy(dst.GetPhyAddr(), src.GetPhyAddr(), bytes);
+}
+
+// UB -> GM, same 32-byte rounding down.
+template <typename T>
+__aicore__ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, uint32_t count) {
+    uint64_t bytes = static_cast<uint64_t>(count) * sizeof(T) / 32 * 32;
+    emu_copy::CheckUb(src.GetPhyAddr(), bytes, "DataCopy UB->GM");
+    emu_copy::CheckFits(src, bytes, "DataCopy UB->GM");
+    asc_emu::GmWrite(dst.GetPhyAddr(), bytes, "DataCopy UB->GM");
+    std::memcpy(dst.GetPhyAddr(), src.GetPhyAddr(), bytes);
+}
+
+// UB -> UB (VECCALC to VECCALC), 32-byte granular.
+template <typename T>
+__aicore__ inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint32_t count) {
+    uint64_t bytes = static_cast<uint64_t>(count) * sizeof(T) / 32 * 32;
+    emu_copy::CheckUb(dst.GetPhyAddr(), bytes, "DataCopy UB->UB");
+    emu_copy::CheckUb(src.GetPhyAddr(), bytes, "DataCopy UB->UB");
+    emu_copy::CheckFits(dst, bytes, "DataCopy UB->UB");
+    emu_copy::CheckFits(src, bytes, "DataCopy UB->UB");
+    std::memmove(dst.GetPhyAddr(), src.GetPhyAddr(), bytes);
+}
+
+// GM -> UB with byte-exact rows; each UB row is padded out to 32 bytes.
+template <typename T>
+__aicore__ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src,
+                                   const DataCopyExtParams& p, const DataCopyPadExtParams<T>& pad) {
+    if (!asc_emu::St().soc.hasDataCopyPad) asc_emu::Fail("DataCopyPad is not available on " + asc_emu::St().soc.name);
+    if (p.blockLen % sizeof(T) != 0) asc_emu::Fail("DataCopyPad: blockLen is not a multiple of the element size");
+    if (p.blockCount > 4095 || p.blockLen > 2097151) asc_emu::Fail("DataCopyPad: blockCount/blockLen out of range");
+    if (pad.leftPadding * sizeof(T) > 32 || pad.rightPadding * sizeof(T) > 32)
+        asc_emu::Fail("DataCopyPad: padding wider than 32 bytes");
+    uint64_t rowUb = (pad.leftPadding * sizeof(T) + p.blockLen + pad.rightPadding * sizeof(T) + 31) / 32 * 32;
+    uint64_t total = p.blockCount == 0 ? 0 : (p.blockCount - 1) * (rowUb + p.dstStride * 32ull) + rowUb;
+    emu_copy::CheckUb(dst.GetPhyAddr(), total, "DataCopyPad GM->UB");
+    emu_copy::CheckFits(dst, total, "DataCopyPad GM->UB");
+    const uint8_t* g = reinterpret_cast<const uint8_t*>(src.GetPhyAddr());
+    uint8_t* u = reinterpret_cast<uint8_t*>(dst.GetPhyAddr());
+    for (uint32_t r = 0; r < p.blockCount; ++r) {
+        const uint8_t* gr = g + r * (static_cast<uint64_t>(p.blockLen) + p.srcStride);
+        uint8_t* ur = u + r * (rowUb + p.dstStride * 32ull);
+        asc_emu::GmRead(gr, p.blockLen, "DataCopyPad GM->UB");
+        T* row = reinterpret_cast<T*>(ur);
+        uint32_t n = p.blockLen / sizeof(T);
+        uint32_t rowElems = static_cast<uint32_t>(rowUb / sizeof(T));
+        std::memcpy(row + pad.leftPadding, gr, p.blockLen);
+        if (pad.isPad) {
+            for (uint32_t i = 0; i < pad.leftPadding; ++i) row[i] = pad.paddingValue;
+            for (uint32_t i = pad.leftPadding + n; i < rowElems; ++i) row[i] = pad.paddingValue;
+        }
+    }
+}
+
+// UB -> GM with byte-exact rows: only blockLen bytes per row reach global memory.
+template <typename T>
+__aicore__ inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyExtParams& p) {
+    if (!asc_emu::St().soc.hasDataCopyPad) asc_emu::Fail("DataCopyPad is not available on " + asc_emu::St().soc.name);
+    if (p.blockLen % sizeof(T) != 0) asc_emu::Fail("DataCopyPad: blockLen is not a multiple of the element size");
+    uint64_t rowUb = (p.blockLen + 31ull) / 32 * 32;
+    uint64_t total = p.blockCount == 0 ? 0 : (p.blockCount - 1) * (rowUb + p.srcStride * 32ull) + rowUb;
+    emu_copy::CheckUb(src.GetPhyAddr(), total, "DataCopyPad UB->GM");
+    emu_copy::CheckFits(src, total, "DataCopyPad UB->GM");
+    uint8_t* g = reinterpret_cast<uint8_t*>(dst.GetPhyAddr());
+    const uint8_t* u = reinterpret_cast<const uint8_t*>(src.GetPhyAddr());
+    for (uint32_t r = 0; r < p.blockCount; ++r) {
+        uint8_t* gr = g + r * (static_cast<uint64_t>(p.blockLen) + p.dstStride);
+        asc_emu::GmWrite(gr, p.blockLen, "DataCopyPad UB->GM");
+        std::memcpy(gr, u + r * (rowUb + p.srcStride * 32ull), p.blockLen);
+    }
+}
+
+}  // namespace AscendC

@@ -1,0 +1,164 @@
+// asc-onnx emulator: level-2 vector instructions Op(dst, src..., count) on unified-buffer tensors.
+// Operands must be 32-byte aligned; dst may alias a source only completely (same start).
+#pragma once
+#include <algorithm>
+#include <cmath>
+
+#include "kernel_tensor.h"
+
+namespace AscendC {
+
+enum class RoundMode { CAST_NONE, CAST_RINT, CAST_FLOOR, CAST_CEIL, CAST_ROUND, CAST_TRUNC, CAST_ODD };
+
+namespace emu_vec {
+
+template <typename T>
+void Operand(const char* api, const LocalTensor<T>& t, uint32_t count) {
+    if (t.GetPhyAddr() == nullptr) asc_emu::Fail(std::string(api) + ": operand not allocated");
+    if (!emu_ub::IsUb(t.GetPhyAddr())) asc_emu::Fail(std::string(api) + ": operand is not in the unified buffer");
+    if (emu_ub::Offset(t.GetPhyAddr()) % 32 != 0)
+        asc_emu::Fail(std::string(api) + ": operand address " + std::to_string(emu_ub::Offset(t.GetPhyAddr())) +
+                      " is not 32-byte aligned");
+    if (count > t.GetSize())
+        asc_emu::Fail(std::string(api) + ": count " + std::to_string(count) + " exceeds the operand's " +
+                      std::to_string(t.GetSize()) + " elements");
+}
+
+template <typename D, typename S>
+void NoPartialOverlap(const char* api, const LocalTensor<D>& d, const LocalTensor<S>& s, uint32_t count) {
+    auto d0 = reinterpret_cast<uintptr_t>(d.GetPhyAddr()), d1 = d0 + count * sizeof(D);
+    auto s0 = reinterpret_cast<uintptr_t>(s.GetPhyAddr()), s1 = s0 + count * sizeof(S);
+    if (d0 < s1 && s0 < d1 && !(d0 == s0 && sizeof(D) == sizeof(S)))
+        asc_emu::Fail(std::string(api) + ": destination partially overlaps a source");
+}
+
+template <typename T>
+constexpr bool IsFloat() {
+    return std::is_same_v<T, float> || std::is_same_v<T, half>;
+}
+
+template <typename T>
+void RequireDtype(const char* api, bool floatOnly) {
+    constexpr bool ok = std::is_same_v<T, float> || std::is_same_v<T, half> || std::is_same_v<T, int32_t> ||
+                        std::is_same_v<T, int16_t>;
+    if (!ok || (floatOnly && !IsFloat<T>()))
+        asc_emu::Fail(std::string(api) + " does not take " + asc_emu::TypeName<T>() + " operands");
+}
+
+template <typename T, typename F>
+void Binary(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b,
+            uint32_t count, bool floatOnly, F f) {
+    RequireDtype<T>(api, floatOnly);
+    Operand(api, dst, count), Operand(api, a, count), Operand(api, b, count);
+    NoPartialOverlap(api, dst, a, count), NoPartialOverlap(api, dst, b, count);
+    T* d = dst.GetPhyAddr();
+    const T *x = a.GetPhyAddr(), *y = b.GetPhyAddr();
+    for (uint32_t i = 0; i < count; ++i) d[i] = f(x[i], y[i]);
+    asc_emu::CountVec(api, count);
+}
+
+template <typename T, typename F>
+void Unary(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& a, uint32_t count, bool floatOnly, F f) {
+    RequireDtype<T>(api, floatOnly);
+    Operand(api, dst, count), Operand(api, a, count);
+    NoPartialOverlap(api, dst, a, count);
+    T* d = dst.GetPhyAddr();
+    const T* x = a.GetPhyAddr();
+    for (uint32_t i = 0; i < count; ++i) d[i] = f(x[i]);
+    asc_emu::CountVec(api, count);
+}
+
+// Transcendentals evaluate in float and round once to T (fp16 results as the vector unit rounds them).
+template <typename T>
+T Via(float v) {
+    return static_cast<T>(v);
+}
+
+}  // namespace emu_vec
+
+#define ASC_EMU_BINARY(NAME, FLOAT_ONLY, EXPR)                                                              \
+    template <typename T>                                                                                   \
+    __aicore__ inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, \
+                                const int32_t& count) {                                                    \
+        emu_vec::Binary(#NAME, dst, src0, src1, static_cast<uint32_t>(count), FLOAT_ONLY,                    \
+                        [](T a, T b) -> T { return EXPR; });                                                 \
+    }
+ASC_EMU_BINARY(Add, false, static_cast<T>(a + b))
+ASC_EMU_BINARY(Sub, false, static_cast<T>(a - b))
+ASC_EMU_BINARY(Mul, false, static_cast<T>(a * b))
+ASC_EMU_BINARY(Div, true, static_cast<T>(a / b))
+ASC_EMU_BINARY(Max, false, (a > b || std::isnan(static_cast<float>(a))) ? a : b)
+ASC_EMU_BINARY(Min, false, (a < b || std::isnan(static_cast<float>(a))) ? a : b)
+#undef ASC_EMU_BINARY
+
+#define ASC_EMU_SCALAR(NAME, EXPR)                                                                              \
+    template <typename T, typename U>                                                                           \
+    __aicore__ inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const U& scalarValue,       \
+                                const int32_t& count) {                                                        \
+        const T s = static_cast<T>(scalarValue);                                                                \
+        emu_vec::Unary(#NAME, dst, src, static_cast<uint32_t>(count), false, [s](T a) -> T { return EXPR; });   \
+    }
+ASC_EMU_SCALAR(Adds, static_cast<T>(a + s))
+ASC_EMU_SCALAR(Muls, static_cast<T>(a * s))
+ASC_EMU_SCALAR(Maxs, (a > s || std::isnan(static_cast<float>(a))) ? a : s)
+ASC_EMU_SCALAR(Mins, (a < s || std::isnan(static_cast<float>(a))) ? a : s)
+ASC_EMU_SCALAR(LeakyRelu, a >= T(0) ? a : static_cast<T>(a * s))
+#undef ASC_EMU_SCALAR
+
+#define ASC_EMU_UNARY(NAME, FLOAT_ONLY, EXPR)                                                                  \
+    template <typename T>                                                                                      \
+    __aicore__ inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count) {   \
+        emu_vec::Unary(#NAME, dst, src, static_cast<uint32_t>(count), FLOAT_ONLY, [](T a) -> T { return EXPR; }); \
+    }
+ASC_EMU_UNARY(Exp, true, emu_vec::Via<T>(std::exp(static_cast<float>(a))))
+ASC_EMU_UNARY(Ln, true, emu_vec::Via<T>(std::log(static_cast<float>(a))))
+ASC_EMU_UNARY(Abs, true, emu_vec::Via<T>(std::fabs(static_cast<float>(a))))
+ASC_EMU_UNARY(Sqrt, true, emu_vec::Via<T>(std::sqrt(static_cast<float>(a))))
+ASC_EMU_UNARY(Rsqrt, true, emu_vec::Via<T>(1.0f / std::sqrt(static_cast<float>(a))))
+ASC_EMU_UNARY(Reciprocal, true, emu_vec::Via<T>(1.0f / static_cast<float>(a)))
+ASC_EMU_UNARY(Relu, false, a > T(0) ? a : T(0))
+#undef ASC_EMU_UNARY
+
+template <typename T, typename U>
+__aicore__ inline void Duplicate(const LocalTensor<T>& dst, const U& scalarValue, const int32_t& count) {
+    emu_vec::Operand("Duplicate", dst, static_cast<uint32_t>(count));
+    T v;
+    if constexpr (std::is_same_v<T, bfloat16_t>) v = bfloat16_t::FromFloatRint(static_cast<float>(scalarValue));
+    else v = static_cast<T>(scalarValue);
+    for (int32_t i = 0; i < count; ++i) dst.GetPhyAddr()[i] = v;
+    asc_emu::CountVec("Duplicate", count);
+}
+
+// Cast between the pairs the generator uses; anything else is refused, like a missing hardware path.
+template <typename D, typename S>
+__aicore__ inline void Cast(const LocalTensor<D>& dst, const LocalTensor<S>& src, const RoundMode& mode,
+                            const uint32_t& count) {
+    emu_vec::Operand("Cast", dst, count), emu_vec::Operand("Cast", src, count);
+    emu_vec::NoPartialOverlap("Cast", dst, src, count);
+    const bool is310p = !asc_emu::St().soc.hasBf16;
+    D* d = dst.GetPhyAddr();
+    const S* s = src.GetPhyAddr();
+    if constexpr (std::is_same_v<D, float> && std::is_same_v<S, half>) {
+        if (mode != RoundMode::CAST_NONE) asc_emu::Fail("Cast half->float takes CAST_NONE only");
+        for (uint32_t i = 0; i < count; ++i) d[i] = static_cast<float>(s[i]);
+    } else if constexpr (std::is_same_v<D, half> && std::is_same_v<S, float>) {
+        if (mode != RoundMode::CAST_NONE && mode != RoundMode::CAST_RINT)
+            asc_emu::Fail("Cast float->half: only CAST_NONE and CAST_RINT are emulated");
+        if (is310p && mode == RoundMode::CAST_RINT) asc_emu::Fail("Cast float->half on 310P takes CAST_NONE or CAST_ODD");
+        for (uint32_t i = 0; i < count; ++i) d[i] = static_cast<half>(s[i]);  // round to nearest even
+    } else if constexpr (std::is_same_v<D, float> && std::is_same_v<S, bfloat16_t>) {
+        if (is310p) asc_emu::Fail("bfloat16 is not supported on " + asc_emu::St().soc.name);
+        if (mode != RoundMode::CAST_NONE) asc_emu::Fail("Cast bf16->float takes CAST_NONE only");
+        for (uint32_t i = 0; i < count; ++i) d[i] = s[i].ToFloat();
+    } else if constexpr (std::is_same_v<D, bfloat16_t> && std::is_same_v<S, float>) {
+        if (is310p) asc_emu::Fail("bfloat16 is not supported on " + asc_emu::St().soc.name);
+        if (mode == RoundMode::CAST_NONE) asc_emu::Fail("Cast float->bf16 does not allow CAST_NONE");
+        if (mode != RoundMode::CAST_RINT) asc_emu::Fail("Cast float->bf16: only CAST_RINT is emulated");
+        for (uint32_t i = 0; i < count; ++i) d[i] = bfloat16_t::FromFloatRint(s[i]);
+    } else {
+        static_assert(sizeof(D) == 0, "Cast pair not emulated");
+    }
+    asc_emu::CountVec("Cast", count);
+}
+
+}  // namespace AscendC

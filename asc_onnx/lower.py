@@ -1,0 +1,346 @@
+"""Stage 5, lower: turn a pointwise fused op into a kernel IR (no C++ here).
+
+The IR is a straight-line program over tile-sized float32 registers: every input tile is
+cast to fp32 (fp16 and bf16 compute in fp32, so transcendentals are fp32 everywhere), the
+body's ONNX ops become level-2 vector instructions (``Add``, ``Muls``, ``Exp`` ...), and the
+output registers are cast back. Ops without a vector instruction are composed from ones that
+exist on every SoC (Sigmoid = 1/(1+exp(-x)), Erf by Abramowitz-Stegun 7.1.26, ...), so the
+same kernel serves 310B, which lacks the advanced activation APIs.
+
+Inputs are ``full`` (the output's shape) or ``broadcast`` (a scalar or trailing-dims tensor
+that repeats with a period); the schedule itself (core split, tiles, copies) is decided by
+the host tiling arithmetic that codegen emits.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+from .errors import AscOnnxError
+from .rewrite import FusedOp
+
+#: Element types a pointwise kernel reads and writes, by ONNX type: C++ name, size.
+IO_TYPES = {TensorProto.FLOAT: ("float", 4), TensorProto.FLOAT16: ("half", 2), TensorProto.BFLOAT16: ("bfloat16_t", 2)}
+
+#: Abramowitz & Stegun 7.1.26: erf(x) ~ 1 - (a1 t + ... + a5 t^5) exp(-x^2), t = 1/(1+p|x|); |error| < 1.5e-7.
+ERF_P = 0.3275911
+ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
+
+
+class LoweringError(AscOnnxError):
+    """The op cannot be served by the pointwise kernel; the message says why."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One vector instruction: ``api(dst, *srcs[, scalar], count)`` on fp32 registers."""
+
+    api: str
+    dst: int
+    srcs: tuple[int, ...] = ()
+    scalar: float | None = None
+
+
+@dataclass(frozen=True)
+class PwInput:
+    """A kernel input: ``full`` tiles, or a ``broadcast`` vector repeated along the flat index."""
+
+    name: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class PointwiseKernel:
+    """Kernel IR of one pointwise fused op type.
+
+    Attributes:
+        op_type / snake: OpDef type and kernel entry name (snake_case per CANN's rule).
+        inputs / outputs: formal names in kernel argument order.
+        steps: the program; registers ``0..len(inputs)-1`` hold the inputs as fp32.
+        out_regs: register holding each output.
+        num_regs: registers after reuse (each is one fp32 tile in the unified buffer).
+        dtypes: ONNX element type per dtype column (all inputs and outputs share it).
+    """
+
+    op_type: str
+    snake: str
+    inputs: tuple[PwInput, ...]
+    outputs: tuple[str, ...]
+    steps: tuple[Step, ...]
+    out_regs: tuple[int, ...]
+    num_regs: int
+    dtypes: tuple[int, ...]
+
+    @property
+    def broadcast_inputs(self) -> tuple[int, ...]:
+        """Indexes of the broadcast inputs."""
+        return tuple(i for i, x in enumerate(self.inputs) if x.kind == "broadcast")
+
+
+def snake_case(op_type: str) -> str:
+    """CANN's OpType -> kernel name rule (cann_facts §1.2): ``AscFusedEw3f`` -> ``asc_fused_ew3f``."""
+    s = op_type[0].lower() + op_type[1:]
+    s = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", s)
+    s = re.sub(r"(?<=[A-Z])([A-Z])(?=[a-z])", r"_\1", s)
+    return s.lower()
+
+
+class _Builder:
+    """Emits steps into fresh virtual registers."""
+
+    def __init__(self, n_inputs: int) -> None:
+        self.steps: list[Step] = []
+        self.next = n_inputs
+
+    def emit(self, api: str, srcs: Sequence[int] = (), scalar: float | None = None) -> int:
+        dst = self.next
+        self.next += 1
+        self.steps.append(Step(api, dst, tuple(srcs), None if scalar is None else float(scalar)))
+        return dst
+
+    def dup(self, v: float) -> int:
+        return self.emit("Duplicate", (), v)
+
+    def sigmoid(self, x: int) -> int:
+        t = self.emit("Adds", (self.emit("Exp", (self.emit("Muls", (x,), -1.0),)),), 1.0)
+        return self.emit("Div", (self.dup(1.0), t))
+
+    def tanh(self, x: int) -> int:
+        # tanh(x) = 2*sigmoid(2x) - 1; absolute error ~1e-7 near 0, exact limits at +-inf.
+        t = self.emit("Adds", (self.emit("Exp", (self.emit("Muls", (x,), -2.0),)),), 1.0)
+        return self.emit("Adds", (self.emit("Div", (self.dup(2.0), t)),), -1.0)
+
+    def erf(self, x: int) -> int:
+        ax = self.emit("Abs", (x,))
+        t = self.emit("Div", (self.dup(1.0), self.emit("Adds", (self.emit("Muls", (ax,), ERF_P),), 1.0)))
+        poly = self.emit("Muls", (t,), ERF_A[4])
+        for a in reversed(ERF_A[:4]):
+            poly = self.emit("Mul", (self.emit("Adds", (poly,), a), t))
+        e = self.emit("Exp", (self.emit("Muls", (self.emit("Mul", (x, x)),), -1.0),))
+        y = self.emit("Adds", (self.emit("Muls", (self.emit("Mul", (poly, e)),), -1.0),), 1.0)
+        sign = self.emit("Div", (x, self.emit("Maxs", (ax,), 1e-30)))
+        return self.emit("Mul", (y, sign))
+
+    def softplus(self, x: int) -> int:
+        # max(x, 0) + ln(1 + exp(-|x|)): no overflow for large |x|.
+        e = self.emit("Exp", (self.emit("Muls", (self.emit("Abs", (x,)),), -1.0),))
+        return self.emit("Add", (self.emit("Maxs", (x,), 0.0), self.emit("Ln", (self.emit("Adds", (e,), 1.0),))))
+
+    def expm1_neg(self, x: int, alpha: float) -> int:
+        """alpha * (exp(min(x, 0)) - 1)."""
+        return self.emit("Muls", (self.emit("Adds", (self.emit("Exp", (self.emit("Mins", (x,), 0.0),)),), -1.0),),
+                         alpha)
+
+
+def _attr(node, name: str, default):
+    for a in node.attribute:
+        if a.name == name:
+            return helper.get_attribute_value(a)
+    return default
+
+
+def _lower_node(b: _Builder, node, args: list[int | float]) -> int:
+    """One ONNX node; ``args`` are registers (int) or scalar constants (float)."""
+    op = node.op_type
+    reg = [a for a in args if isinstance(a, int)]
+
+    def both(api: str, sapi: str, commutative: bool = True) -> int:
+        x, y = args
+        if isinstance(x, int) and isinstance(y, int):
+            return b.emit(api, (x, y))
+        if isinstance(x, int):
+            return b.emit(sapi, (x,), y)
+        if commutative:
+            return b.emit(sapi, (y,), x)
+        return b.emit(api, (b.dup(x), y))
+
+    if op == "Add":
+        return both("Add", "Adds")
+    if op == "Mul":
+        return both("Mul", "Muls")
+    if op == "Max":
+        return both("Max", "Maxs")
+    if op == "Min":
+        return both("Min", "Mins")
+    if op == "Sub":
+        x, y = args
+        if isinstance(x, int) and not isinstance(y, int):
+            return b.emit("Adds", (x,), -y)
+        if not isinstance(x, int):
+            return b.emit("Adds", (b.emit("Muls", (y,), -1.0),), x)
+        return b.emit("Sub", (x, y))
+    if op == "Div":
+        x, y = args
+        if isinstance(x, int) and not isinstance(y, int):
+            return b.emit("Div", (x, b.dup(y)))
+        return b.emit("Div", (x if isinstance(x, int) else b.dup(x), y))
+    if op == "Pow":
+        x, e = args
+        if not isinstance(x, int) or isinstance(e, int):
+            raise LoweringError("Pow with a tensor exponent is not served by the pointwise kernel")
+        if e == 0.5:
+            return b.emit("Sqrt", (x,))
+        if float(e).is_integer() and 1 <= e <= 4:
+            acc = x
+            for _ in range(int(e) - 1):
+                acc = b.emit("Mul", (acc, x))
+            return acc if acc != x else b.emit("Adds", (x,), 0.0)
+        return b.emit("Exp", (b.emit("Muls", (b.emit("Ln", (x,)),), e),))
+    if not reg:
+        raise LoweringError(f"{op} of constants only")
+    x = reg[0]
+    simple = {"Relu": "Relu", "Abs": "Abs", "Sqrt": "Sqrt", "Exp": "Exp", "Log": "Ln"}
+    if op in simple and len(args) == 1:
+        return b.emit(simple[op], (x,))
+    if op == "Neg":
+        return b.emit("Muls", (x,), -1.0)
+    if op == "Reciprocal":
+        return b.emit("Div", (b.dup(1.0), x))
+    if op == "Sigmoid":
+        return b.sigmoid(x)
+    if op == "Tanh":
+        return b.tanh(x)
+    if op == "Erf":
+        return b.erf(x)
+    if op == "LeakyRelu":
+        return b.emit("LeakyRelu", (x,), _attr(node, "alpha", 0.01))
+    if op == "Softplus":
+        return b.softplus(x)
+    if op == "Softsign":
+        return b.emit("Div", (x, b.emit("Adds", (b.emit("Abs", (x,)),), 1.0)))
+    if op in ("Elu", "Selu"):
+        alpha = _attr(node, "alpha", 1.0 if op == "Elu" else 1.67326319217681884765625)
+        y = b.emit("Add", (b.emit("Maxs", (x,), 0.0), b.expm1_neg(x, alpha)))
+        return y if op == "Elu" else b.emit("Muls", (y,), _attr(node, "gamma", 1.05070102214813232421875))
+    if op == "Celu":
+        alpha = _attr(node, "alpha", 1.0)
+        neg = b.emit("Mins", (b.emit("Muls", (b.emit("Adds", (b.emit("Exp", (b.emit("Muls", (x,), 1.0 / alpha),)),),
+                                                         -1.0),), alpha),), 0.0)
+        return b.emit("Add", (b.emit("Maxs", (x,), 0.0), neg))
+    if op in ("HardSigmoid", "HardSwish"):
+        alpha, beta = (_attr(node, "alpha", 0.2), _attr(node, "beta", 0.5)) if op == "HardSigmoid" else (1 / 6, 0.5)
+        hs = b.emit("Mins", (b.emit("Maxs", (b.emit("Adds", (b.emit("Muls", (x,), alpha),), beta),), 0.0),), 1.0)
+        return hs if op == "HardSigmoid" else b.emit("Mul", (x, hs))
+    if op == "Clip":
+        lo = args[1] if len(args) > 1 and args[1] is not None else None
+        hi = args[2] if len(args) > 2 and args[2] is not None else None
+        if isinstance(lo, int) or isinstance(hi, int):
+            raise LoweringError("Clip with tensor bounds is not served by the pointwise kernel")
+        y = x
+        if lo is not None:
+            y = b.emit("Maxs", (y,), lo)
+        if hi is not None:
+            y = b.emit("Mins", (y,), hi)
+        return y if y != x else b.emit("Adds", (x,), 0.0)
+    if op == "Mish":
+        return b.emit("Mul", (x, b.tanh(b.softplus(x))))
+    if op == "Gelu":
+        if _attr(node, "approximate", b"none") in (b"tanh", "tanh"):
+            cube = b.emit("Mul", (b.emit("Mul", (x, x)), x))
+            inner = b.emit("Muls", (b.emit("Add", (x, b.emit("Muls", (cube,), 0.044715))),), math.sqrt(2 / math.pi))
+            t = b.tanh(inner)
+        else:
+            t = b.erf(b.emit("Muls", (x,), 1 / math.sqrt(2)))
+        return b.emit("Mul", (b.emit("Muls", (x,), 0.5), b.emit("Adds", (t,), 1.0)))
+    if op == "PRelu":
+        slope = args[1]
+        neg = b.emit("Mins", (x,), 0.0)
+        neg = b.emit("Mul", (neg, slope)) if isinstance(slope, int) else b.emit("Muls", (neg,), slope)
+        return b.emit("Add", (b.emit("Maxs", (x,), 0.0), neg))
+    raise LoweringError(f"{op} is not served by the pointwise kernel yet")
+
+
+def _allocate(steps: list[Step], n_inputs: int, outputs: list[int],
+              pinned: set[int]) -> tuple[list[Step], list[int], int]:
+    """Reuse registers once their last reader has run (linear scan over the straight-line program).
+
+    ``pinned`` registers (broadcast inputs, expanded once per core and read by every tile) are never reused.
+    """
+    last: dict[int, int] = {}
+    for i, s in enumerate(steps):
+        for r in s.srcs:
+            last[r] = i
+    for r in outputs:
+        last[r] = len(steps)
+    phys: dict[int, int] = {i: i for i in range(n_inputs)}
+    free: list[int] = []
+    count = n_inputs
+    out: list[Step] = []
+    for i, s in enumerate(steps):
+        srcs = tuple(phys[r] for r in s.srcs)
+        for r in set(s.srcs):  # a register read for the last time may be the destination (full alias is allowed)
+            if last.get(r) == i and r not in outputs and r not in pinned:
+                free.append(phys[r])
+        if free:
+            free.sort()
+            dst = free.pop(0)
+        else:
+            dst = count
+            count += 1
+        phys[s.dst] = dst
+        out.append(Step(s.api, dst, srcs, s.scalar))
+    return out, [phys[r] for r in outputs], max(count, 1)
+
+
+def _scalar(tensor: TensorProto) -> float:
+    arr = numpy_helper.to_array(tensor)
+    if arr.size != 1:
+        raise LoweringError("a non-scalar constant in the body is not served by the pointwise kernel")
+    return float(np.asarray(arr, dtype=np.float64).reshape(-1)[0])
+
+
+def _input_kinds(op: FusedOp) -> tuple[PwInput, ...]:
+    kinds: list[str] = []
+    for i, name in enumerate(op.input_names):
+        seen = set()
+        for inst in op.instances:
+            shape, out = inst.input_shapes[i], inst.output_shapes[0]
+            if shape is None or out is None:
+                raise LoweringError(f"input {name} has an unknown shape")
+            if list(shape) == list(out):
+                seen.add("full")
+            else:
+                seen.add("broadcast")
+        if len(seen) > 1:
+            raise LoweringError(f"input {name} is full-shaped in one use and broadcast in another")
+        kinds.append(seen.pop())
+    return tuple(PwInput(n, k) for n, k in zip(op.input_names, kinds))
+
+
+def lower_pointwise(op: FusedOp) -> PointwiseKernel:
+    """Lower one pointwise fused op; raises LoweringError with the reason when it cannot."""
+    if op.kernel != "pointwise":
+        raise LoweringError(f"{op.kernel} kernels are not generated yet (pointwise only)")
+    dtypes = []
+    for col in op.dtype_columns:
+        if len(set(col)) != 1 or col[0] not in IO_TYPES:
+            raise LoweringError(f"dtype column {col} mixes or uses unsupported element types")
+        dtypes.append(col[0])
+    inputs = _input_kinds(op)
+    b = _Builder(len(inputs))
+    values: dict[str, int | float] = {n: i for i, n in enumerate(op.input_names)}
+    values[""] = None  # type: ignore[assignment]
+    for node in op.function.node:
+        if node.op_type == "Constant":
+            values[node.output[0]] = _scalar(node.attribute[0].t)
+            continue
+        if len(node.output) != 1:
+            raise LoweringError(f"{node.op_type} with several outputs is not served by the pointwise kernel")
+        values[node.output[0]] = _lower_node(b, node, [values[i] for i in node.input])
+    outs = []
+    for name in op.output_names:
+        v = values[name]
+        outs.append(v if isinstance(v, int) else b.dup(v))
+    pinned = {i for i, x in enumerate(inputs) if x.kind == "broadcast"}
+    steps, out_regs, n = _allocate(b.steps, len(inputs), outs, pinned)
+    return PointwiseKernel(op.op_type, snake_case(op.op_type), inputs, op.output_names, tuple(steps),
+                           tuple(out_regs), n, tuple(dtypes))
+
+
+__all__ = ["lower_pointwise", "PointwiseKernel", "Step", "PwInput", "LoweringError", "snake_case", "IO_TYPES"]

@@ -1,0 +1,44 @@
+"""The SoCs asc-onnx targets and the numbers its kernels and the emulator need (cann_facts.md §3.4, §7, §13)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import AscOnnxError
+
+
+@dataclass(frozen=True)
+class Soc:
+    """One target SoC.
+
+    Attributes:
+        name: the ``--soc_version`` family asc-onnx accepts (``Ascend910B``).
+        atc_soc: the default ``--soc_version`` for the atc command.
+        compute_unit: ``AddConfig`` / ``ASCEND_COMPUTE_UNIT`` string.
+        ub_bytes: unified-buffer bytes the host tiling sees (GetCoreMemSize(UB)).
+        vector_cores: vector cores the host tiling sees (GetCoreNumAiv()).
+        has_data_copy_pad: DataCopyPad exists (not on 310P).
+        has_bf16: bf16 vector data exists (not on 310P).
+    """
+
+    name: str
+    atc_soc: str
+    compute_unit: str
+    ub_bytes: int
+    vector_cores: int
+    has_data_copy_pad: bool
+    has_bf16: bool
+
+
+SOCS = {
+    "Ascend910B": Soc("Ascend910B", "Ascend910B1", "ascend910b", 196352, 48, True, True),
+    "Ascend310P": Soc("Ascend310P", "Ascend310P3", "ascend310p", 253952, 8, False, False),
+}
+
+
+def get_soc(name: str) -> Soc:
+    """Look a SoC up by family name (``Ascend910B1`` is accepted as ``Ascend910B``)."""
+    for key, soc in SOCS.items():
+        if name == key or name.startswith(key):
+            return soc
+    raise AscOnnxError(f"unknown SoC {name!r}; asc-onnx targets {', '.join(SOCS)}")

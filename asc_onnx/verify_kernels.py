@@ -1,0 +1,202 @@
+"""Stage 8 (kernel rung), verify: every generated kernel in the emulator against onnxruntime on
+the fused op's function body, on random inputs, on activations captured from a run of the
+original model, and on edge shapes; plus the data movement of each op (fused vs unfused vs the
+compulsory minimum)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+from onnx import ModelProto, TensorProto, helper
+
+from .emulator.harness import EmulatorFaultError, run
+from .errors import AscOnnxError
+from .lower import IO_TYPES
+from .package import Kernel
+from .rewrite import DOMAIN, FusedOp
+from .soc import Soc
+from .validate import compare_arrays
+
+NP = {TensorProto.FLOAT: np.float32, TensorProto.FLOAT16: np.float16}
+
+
+@dataclass(frozen=True)
+class KernelCheck:
+    """One emulated run compared with onnxruntime."""
+
+    op_type: str
+    inputs: str  # random / captured / edge name
+    shape: tuple[int, ...]
+    dtype: str
+    max_abs: float
+    max_rel: float
+    gm_bytes: int
+    block_dim: int
+    ok: bool
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class DataMovement:
+    """Global-memory bytes of one op type on one shape."""
+
+    op_type: str
+    shape: tuple[int, ...]
+    fused: int
+    unfused: int
+    compulsory: int
+
+
+def body_model(op: FusedOp, dtypes: Sequence[int]) -> ModelProto:
+    """A one-node model calling the op's function: onnxruntime's reference for the kernel."""
+    opset = next(o.version for o in op.function.opset_import if o.domain in ("", "ai.onnx"))
+    node = helper.make_node(op.op_type, list(op.input_names), list(op.output_names), domain=DOMAIN)
+    graph = helper.make_graph([node], "body",
+                              [helper.make_tensor_value_info(n, dtypes[0], None) for n in op.input_names],
+                              [helper.make_tensor_value_info(n, dtypes[0], None) for n in op.output_names])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid(DOMAIN, 1)],
+                              functions=[op.function])
+    model.ir_version = 10
+    return model
+
+
+def reference(op: FusedOp, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """The function body on onnxruntime CPU (graph optimizations off)."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    dtype = TensorProto.FLOAT if inputs[0].dtype == np.float32 else TensorProto.FLOAT16
+    sess = ort.InferenceSession(body_model(op, [dtype]).SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return sess.run(None, dict(zip(op.input_names, inputs)))
+
+
+def concrete(shape: Sequence[object] | None, default_dim: int) -> tuple[int, ...]:
+    """A shape with symbolic dims replaced by ``default_dim``."""
+    return tuple(d if isinstance(d, int) and d >= 0 else default_dim for d in (shape or ()))
+
+
+def random_inputs(k: Kernel, dtype: int, out_shape: tuple[int, ...], seed: int = 0,
+                  shapes: Sequence[tuple[int, ...]] | None = None) -> list[np.ndarray]:
+    """Seeded normal inputs: full inputs of ``out_shape``, broadcast inputs of their instance shape."""
+    rng = np.random.default_rng(seed)
+    inst = k.op.instances[0]
+    out = []
+    for i, x in enumerate(k.ir.inputs):
+        shape = out_shape if x.kind == "full" else (shapes[i] if shapes else concrete(inst.input_shapes[i], 4))
+        out.append((rng.standard_normal(shape) * 2).astype(np.float32).astype(NP[dtype]))
+    return out
+
+
+def check(k: Kernel, inputs: Sequence[np.ndarray], soc: Soc, label: str, core_num: int | None = None) -> KernelCheck:
+    """Emulate one kernel on ``inputs`` and compare every output with onnxruntime."""
+    dtype = TensorProto.FLOAT if inputs[0].dtype == np.float32 else TensorProto.FLOAT16
+    shape = next(tuple(a.shape) for a, x in zip(inputs, k.ir.inputs) if x.kind == "full")
+    name = IO_TYPES[dtype][0]
+    try:
+        res = run(k.ir, k.files, f"{k.op.op_type}TilingData", inputs, soc, core_num)
+    except EmulatorFaultError as exc:
+        return KernelCheck(k.op.op_type, label, shape, name, float("inf"), float("inf"), 0, 0, False, str(exc))
+    refs = reference(k.op, inputs)
+    cmps = [compare_arrays(n, r, g, dtype) for n, r, g in zip(k.op.output_names, refs, res.outputs)]
+    return KernelCheck(k.op.op_type, label, shape, name, max(c.max_abs for c in cmps), max(c.max_rel for c in cmps),
+                       res.gm_read_bytes + res.gm_write_bytes, res.block_dim, all(c.ok for c in cmps))
+
+
+def capture(model: str | os.PathLike | ModelProto, names: Sequence[str],
+            feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Values of intermediate tensors ``names`` from an onnxruntime run of the original model."""
+    import onnxruntime as ort
+
+    proto = model if isinstance(model, ModelProto) else onnx.load(str(model))
+    work = ModelProto()
+    work.CopyFrom(proto)
+    have = {o.name for o in work.graph.output} | {i.name for i in work.graph.input}
+    for n in names:
+        if n not in have:
+            work.graph.output.append(onnx.ValueInfoProto(name=n))
+            have.add(n)
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.log_severity_level = 3
+    try:
+        sess = ort.InferenceSession(work.SerializeToString(), so, providers=["CPUExecutionProvider"])
+        outs = sess.run(list(names), dict(feeds))
+    except Exception as exc:
+        raise AscOnnxError(f"capturing activations failed: {str(exc).splitlines()[0][:300]}") from None
+    return dict(zip(names, outs))
+
+
+def data_movement(k: Kernel, inputs: Sequence[np.ndarray], fused_bytes: int) -> DataMovement:
+    """GM bytes: fused kernel (emulator), unfused chain (each body node reads its inputs and writes
+    its output), and the compulsory minimum (inputs read once, outputs written once)."""
+    full = next(a for a, x in zip(inputs, k.ir.inputs) if x.kind == "full")
+    size = full.itemsize
+    nbytes = {n: a.nbytes for n, a in zip(k.op.input_names, inputs)}
+    consts = {n.output[0] for n in k.op.function.node if n.op_type == "Constant"}
+    unfused = 0
+    for node in k.op.function.node:
+        if node.op_type == "Constant":
+            continue
+        unfused += sum(nbytes.get(i, full.size * size) for i in node.input if i and i not in consts)
+        unfused += full.size * size * len([o for o in node.output if o])
+    compulsory = sum(a.nbytes for a in inputs) + full.nbytes * len(k.op.output_names)
+    return DataMovement(k.op.op_type, tuple(full.shape), fused_bytes, unfused, compulsory)
+
+
+__all__ = ["check", "capture", "reference", "random_inputs", "data_movement", "KernelCheck", "DataMovement", "table",
+           "verify_kernels",
+           "body_model", "concrete"]
+
+
+def _captured_inputs(kernels: Sequence[Kernel], original: str | os.PathLike | ModelProto,
+                     feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Real activations for the first instance of every kernel (initializers read from the model)."""
+    proto = original if isinstance(original, ModelProto) else onnx.load(str(original))
+    inits = {i.name: i for i in proto.graph.initializer}
+    wanted = [n for k in kernels for n in k.op.instances[0].inputs]
+    values = {n: onnx.numpy_helper.to_array(inits[n]) for n in wanted if n in inits}
+    values.update({n: feeds[n] for n in wanted if n in feeds})
+    rest = [n for n in dict.fromkeys(wanted) if n not in values]
+    if rest:
+        values.update(capture(proto, rest, feeds))
+    return values
+
+
+def verify_kernels(kernels: Sequence[Kernel], original: str | os.PathLike | ModelProto | None,
+                   feeds: Mapping[str, np.ndarray] | None, soc: Soc, default_dim: int = 4
+                   ) -> tuple[tuple[KernelCheck, ...], tuple[DataMovement, ...]]:
+    """Every kernel on random inputs per dtype column and, given the original model and its
+    feeds, on activations captured from it; data movement from the first random run."""
+    checks: list[KernelCheck] = []
+    moves: list[DataMovement] = []
+    captured = _captured_inputs(kernels, original, feeds) if original is not None and feeds is not None else {}
+    for k in kernels:
+        inst = k.op.instances[0]
+        shape = concrete(inst.output_shapes[0], default_dim)
+        for dtype in k.ir.dtypes:
+            inputs = random_inputs(k, dtype, shape)
+            c = check(k, inputs, soc, "random")
+            checks.append(c)
+            if len(moves) == 0 or moves[-1].op_type != k.op.op_type:
+                moves.append(data_movement(k, inputs, c.gm_bytes))
+        real = [captured.get(n) for n in inst.inputs]
+        if captured and all(r is not None and r.dtype in (np.float32, np.float16) for r in real) \
+                and len({r.dtype for r in real}) == 1:
+            checks.append(check(k, real, soc, "captured"))
+    return tuple(checks), tuple(moves)
+
+
+def table(checks: Sequence[KernelCheck]) -> str:
+    """The emulate table: op, inputs, shape, dtype, max error, GM bytes, verdict."""
+    rows = [f"{'op':<28} {'inputs':<9} {'shape':<20} {'dtype':<6} {'max abs err':>11} {'GM bytes':>10} "
+            f"{'blocks':>6}  verdict"]
+    for c in checks:
+        verdict = "ok" if c.ok else ("FAULT " + (c.error or "")[:120] if c.error else "MISMATCH")
+        rows.append(f"{c.op_type[:28]:<28} {c.inputs:<9} {str(list(c.shape))[:20]:<20} {c.dtype:<6} "
+                    f"{c.max_abs:>11.3e} {c.gm_bytes:>10} {c.block_dim:>6}  {verdict}")
+    return "\n".join(rows)
