@@ -64,15 +64,34 @@ def body_model(op: FusedOp, dtypes: Sequence[int]) -> ModelProto:
     return model
 
 
+def dtype_of(a: np.ndarray) -> int:
+    """ONNX element type of a float array (bf16 through ml_dtypes)."""
+    if a.dtype == np.float32:
+        return TensorProto.FLOAT
+    if a.dtype == np.float16:
+        return TensorProto.FLOAT16
+    if a.dtype.name == "bfloat16":
+        return TensorProto.BFLOAT16
+    raise AscOnnxError(f"kernel inputs must be float32, float16 or bfloat16, not {a.dtype}")
+
+
 def reference(op: FusedOp, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """The function body on onnxruntime CPU (graph optimizations off)."""
+    """The function body on onnxruntime CPU (graph optimizations off).
+
+    The body runs in the dtype it was matched in (its constants are typed): inputs of another
+    dtype (fp16 or bf16 through an fp32 body) are widened exactly, and the result is rounded
+    to the inputs' dtype, which is what the kernel must reproduce."""
     import onnxruntime as ort
 
+    body = op.instances[0].input_dtypes[0]
+    have = dtype_of(inputs[0])
+    feed = inputs if have == body else [a.astype(NP.get(body, np.float32)) for a in inputs]
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    dtype = TensorProto.FLOAT if inputs[0].dtype == np.float32 else TensorProto.FLOAT16
-    sess = ort.InferenceSession(body_model(op, [dtype]).SerializeToString(), so, providers=["CPUExecutionProvider"])
-    return sess.run(None, dict(zip(op.input_names, inputs)))
+    sess = ort.InferenceSession(body_model(op, [dtype_of(feed[0])]).SerializeToString(), so,
+                                providers=["CPUExecutionProvider"])
+    outs = sess.run(None, dict(zip(op.input_names, feed)))
+    return outs if have == body else [o.astype(inputs[0].dtype) for o in outs]
 
 
 def concrete(shape: Sequence[object] | None, default_dim: int) -> tuple[int, ...]:
@@ -81,20 +100,34 @@ def concrete(shape: Sequence[object] | None, default_dim: int) -> tuple[int, ...
 
 
 def random_inputs(k: Kernel, dtype: int, out_shape: tuple[int, ...], seed: int = 0,
-                  shapes: Sequence[tuple[int, ...]] | None = None) -> list[np.ndarray]:
-    """Seeded normal inputs: full inputs of ``out_shape``, broadcast inputs of their instance shape."""
+                  broadcast_shapes: Sequence[tuple[int, ...]] | None = None) -> list[np.ndarray]:
+    """Seeded normal inputs: full inputs of ``out_shape``; broadcast inputs of their instance shape
+    (or ``broadcast_shapes``, one per broadcast input)."""
     rng = np.random.default_rng(seed)
     inst = k.op.instances[0]
+    given = iter(broadcast_shapes or ())
     out = []
     for i, x in enumerate(k.ir.inputs):
-        shape = out_shape if x.kind == "full" else (shapes[i] if shapes else concrete(inst.input_shapes[i], 4))
-        out.append((rng.standard_normal(shape) * 2).astype(np.float32).astype(NP[dtype]))
+        if x.kind == "full":
+            shape = out_shape
+        else:
+            shape = next(given) if broadcast_shapes else concrete(inst.input_shapes[i], 4)
+        out.append((rng.standard_normal(shape) * 2).astype(np.float32).astype(np_type(dtype)))
     return out
+
+
+def np_type(dtype: int) -> type:
+    """numpy type of an ONNX float type."""
+    if dtype == TensorProto.BFLOAT16:
+        import ml_dtypes
+
+        return ml_dtypes.bfloat16
+    return NP[dtype]
 
 
 def check(k: Kernel, inputs: Sequence[np.ndarray], soc: Soc, label: str, core_num: int | None = None) -> KernelCheck:
     """Emulate one kernel on ``inputs`` and compare every output with onnxruntime."""
-    dtype = TensorProto.FLOAT if inputs[0].dtype == np.float32 else TensorProto.FLOAT16
+    dtype = dtype_of(inputs[0])
     shape = next(tuple(a.shape) for a, x in zip(inputs, k.ir.inputs) if x.kind == "full")
     name = IO_TYPES[dtype][0]
     try:

@@ -9,8 +9,9 @@ the emulator compile):
   take whole units, the last core also takes the remainder;
 * each core walks its range in tiles that fill the unified buffer, double buffered;
 * copy mode 0 (910B/310B): byte-exact ``DataCopyPad`` for every tile;
-  mode 1 (310P, no DataCopyPad): 32-byte ``DataCopy``; the last tile is moved back so it ends at
-  the tensor's end (it recomputes a few of its own elements, never touching another core's);
+  mode 1 (310P, no DataCopyPad): 32-byte ``DataCopy``; a ragged last tile is done as its aligned
+  head plus one 32-byte window ending at the tensor's end (recomputing a few of the core's own
+  elements, never touching another core's);
   mode 2 (310P, tensor under 32 bytes): scalar ``GetValue``/``SetValue`` copies.
 """
 
@@ -56,6 +57,7 @@ def tiling_header(k: PointwiseKernel) -> str:
         "    uint64_t unitsPerCore;  // whole units of a core",
         "    uint64_t extraUnits;    // cores [0, extraUnits) take one unit more",
         "    uint64_t tileLength;    // elements per unified-buffer tile (multiple of unitLength)",
+        "    uint64_t tileStride;    // tileLength rounded up to 16: fp32 register spacing, 32-byte aligned",
         f"    uint64_t period[{nb}];      // elements of each broadcast input (its repeat period)",
         "    uint32_t copyMode;      // 0 DataCopyPad, 1 aligned DataCopy, 2 scalar copies",
         "    uint32_t blockDim;      // cores launched",
@@ -87,7 +89,8 @@ def tiling_calc(k: PointwiseKernel) -> str:
     with out.indent():
         out("if (totalLength == 0 || coreNum == 0) return 1;",
           "const uint64_t alignElems = 32 / dtypeSize;",
-          f"uint64_t unit = {ALIGN_ELEMS};",
+          "// DataCopyPad moves any byte count; without it every core and tile must start on 32 bytes.",
+          f"uint64_t unit = hasDataCopyPad ? 1 : {ALIGN_ELEMS};",
           f"for (int i = 0; i < {nb}; ++i) {{",
           "    uint64_t a = unit, b = periods[i];",
           "    while (b != 0) { uint64_t r = a % b; a = b; b = r; }",
@@ -100,8 +103,8 @@ def tiling_calc(k: PointwiseKernel) -> str:
           f" + 4ull * {nb};",
           "uint64_t fixed = 256;  // slack for 32-byte padding of each buffer",
           f"for (int i = 0; i < {nb}; ++i) fixed += (periods[i] * dtypeSize + 31) / 32 * 32;  // staging",
-          "if (ubBytes <= fixed || (ubBytes - fixed) / perElem < unit) return 2;",
-          "uint64_t tile = (ubBytes - fixed) / perElem / unit * unit;",
+          "if (ubBytes <= fixed || (ubBytes - fixed) / perElem < unit + 16) return 2;",
+          "uint64_t tile = ((ubBytes - fixed) / perElem - 16) / unit * unit;  // 16: register stride round-up",
           "const uint64_t units = totalLength >= unit ? totalLength / unit : 1;",
           f"// At least {MIN_CORE_BYTES // 1024} KiB per core: smaller slices cost launches and broadcast re-reads.",
           f"const uint64_t minUnits = ({MIN_CORE_BYTES} + unit * dtypeSize - 1) / (unit * dtypeSize);",
@@ -115,6 +118,7 @@ def tiling_calc(k: PointwiseKernel) -> str:
           "t->unitsPerCore = perCore;",
           "t->extraUnits = units % blockDim;",
           "t->tileLength = tile;",
+          "t->tileStride = (tile + 15) / 16 * 16;",
           "t->blockDim = static_cast<uint32_t>(blockDim);",
           "if (hasDataCopyPad) {",
           "    t->copyMode = 0;",
@@ -206,30 +210,38 @@ def kernel_source(k: PointwiseKernel, rule: str, body_ops: list[str], sources: l
                 out(f"pipe.InitBuffer(inQueue{cap(ins[i])}, BUFFER_NUM, td.tileLength * sizeof(T));")
             for n in outs:
                 out(f"pipe.InitBuffer(outQueue{cap(n)}, BUFFER_NUM, td.tileLength * sizeof(T));")
-            out("pipe.InitBuffer(regBuf, NUM_REGS * td.tileLength * sizeof(float));")
+            out("pipe.InitBuffer(regBuf, NUM_REGS * td.tileStride * sizeof(float));")
             for j, i in enumerate(sorted(bc)):
-                out(f"pipe.InitBuffer(bcastBuf{j}, td.tileLength * sizeof(float));",
+                out(f"pipe.InitBuffer(bcastBuf{j}, td.tileStride * sizeof(float));",
                   f"pipe.InitBuffer(stageBuf{j}, (td.period[{j}] * sizeof(T) + 31) / 32 * 32);",
                   f"LoadBroadcast({n_arg(ins[i])}Gm, bcastBuf{j}.Get<float>(), stageBuf{j}.Get<T>(), td.period[{j}]);")
         out("}", "")
         out("__aicore__ inline void Process()", "{")
         with out.indent():
-            out("for (uint64_t offset = start; offset < end; offset += td.tileLength) {")
+            out("const uint64_t alignElems = 32 / sizeof(T);",
+                "for (uint64_t offset = start; offset < end; offset += td.tileLength) {")
             with out.indent():
-                out("uint64_t len = end - offset < td.tileLength ? end - offset : td.tileLength;",
-                  "if (td.copyMode == 1 && len % (32 / sizeof(T)) != 0) {",
-                  "    // 310P: move the last tile back so that it ends at the tensor's end, all of it 32-byte copies.",
-                  "    const uint64_t up = (len + 32 / sizeof(T) - 1) / (32 / sizeof(T)) * (32 / sizeof(T));",
-                  "    offset = offset + len - up;",
-                  "    len = up;",
-                  "}",
-                  "CopyIn(offset, static_cast<uint32_t>(len));",
-                  "Compute(static_cast<uint32_t>(len));",
-                  "CopyOut(offset, static_cast<uint32_t>(len));")
+                out("const uint64_t len = end - offset < td.tileLength ? end - offset : td.tileLength;",
+                    "if (td.copyMode == 1 && len % alignElems != 0) {",
+                    "    // 310P: the 32-byte aligned head as usual, then one 32-byte window that ends exactly at",
+                    "    // the tensor's end (it recomputes a few of this core's own elements).",
+                    "    const uint64_t head = len / alignElems * alignElems;",
+                    "    if (head > 0) Tile(offset, head);",
+                    "    Tile(end - alignElems, alignElems);",
+                    "    break;",
+                    "}",
+                    "Tile(offset, len);")
             out("}")
         out("}")
     out("", "private:")
     with out.indent():
+        out("__aicore__ inline void Tile(uint64_t offset, uint64_t len)",
+            "{",
+            "    CopyIn(offset, static_cast<uint32_t>(len));",
+            "    Compute(static_cast<uint32_t>(len));",
+            "    CopyOut(offset, static_cast<uint32_t>(len));",
+            "}",
+            "")
         out("template <typename U>",
           "__aicore__ inline void Load(const AscendC::LocalTensor<U>& dst, const AscendC::GlobalTensor<U>& src, "
           "uint32_t count)",
@@ -299,10 +311,10 @@ def kernel_source(k: PointwiseKernel, rule: str, body_ops: list[str], sources: l
                 if r < len(ins) and r in bc:
                     out(f"AscendC::LocalTensor<float> r{r} = bcastBuf{bj[r]}.Get<float>();  // {ins[r]}, broadcast")
                 elif r < len(ins):
-                    out(f"AscendC::LocalTensor<float> r{r} = ToFloat({ins[r]}Local, regs[{r} * td.tileLength], count);"
+                    out(f"AscendC::LocalTensor<float> r{r} = ToFloat({ins[r]}Local, regs[{r} * td.tileStride], count);"
                       f"  // {ins[r]}")
                 else:
-                    out(f"AscendC::LocalTensor<float> r{r} = regs[{r} * td.tileLength];")
+                    out(f"AscendC::LocalTensor<float> r{r} = regs[{r} * td.tileStride];")
             for step in k.steps:
                 out(_step_call(step, ""))
             for n, r in zip(outs, k.out_regs):

@@ -1,0 +1,143 @@
+"""Every pointwise op type made from the fixture models, run in the emulator against onnxruntime on
+its function body: real shapes and edge shapes, Ascend910B and Ascend310P, fp32/fp16/bf16.
+
+Tolerances are validate.TOLERANCES (fp32 1e-5 rel + 1e-5 abs, fp16 1e-3 rel + 1e-2 abs, bf16 1e-2 rel
++ 5e-2 abs). fp16 and bf16 runs of an fp32 body compare with the body on the exactly widened inputs,
+rounded back: the kernel's one rounding at the end must land within that tolerance."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from conftest import MODELS
+from onnx import TensorProto
+
+import asc_onnx
+from asc_onnx import FuseOptions
+from asc_onnx.emulator.harness import EmulatorFaultError, run
+from asc_onnx.soc import SOCS
+from asc_onnx.verify_kernels import check, concrete, random_inputs
+
+F32, F16, BF16 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16
+
+
+def _collect():
+    kernels = {}
+    for path in sorted(MODELS.glob("*.onnx")):
+        res = asc_onnx.fuse(path, options=FuseOptions(emulate=False), validate=False)
+        for k in res.kernels:
+            kernels.setdefault(k.op.signature, k)
+    return sorted(kernels.values(), key=lambda k: k.op.op_type)
+
+
+KERNELS = _collect()
+IDS = [k.op.op_type for k in KERNELS]
+
+
+def test_fixtures_give_every_pointwise_family():
+    rules = {k.op.rule for k in KERNELS}
+    assert {"SiLU", "BiasGELU", "GELUTanh", "ElementwiseChain"} <= rules
+
+
+def _edge_inputs(k, n_rows: int, period: int, dtype: int):
+    """Full inputs of (n_rows, period) or (n_rows*period,), broadcast inputs of (period,)."""
+    if k.ir.broadcast_inputs:
+        return random_inputs(k, dtype, (n_rows, period), seed=n_rows,
+                             broadcast_shapes=[(period,)] * len(k.ir.broadcast_inputs))
+    return random_inputs(k, dtype, (n_rows * period,), seed=n_rows)
+
+
+def _assert_ok(c):
+    assert c.ok, f"{c.op_type} {c.inputs} {c.shape} {c.dtype}: max abs {c.max_abs} {c.error or ''}"
+
+
+@pytest.mark.parametrize("soc", sorted(SOCS))
+@pytest.mark.parametrize("k", KERNELS, ids=IDS)
+def test_real_shapes(k, soc):
+    for dtype in k.ir.dtypes:
+        inputs = random_inputs(k, dtype, concrete(k.op.instances[0].output_shapes[0], 4))
+        _assert_ok(check(k, inputs, SOCS[soc], "real"))
+
+
+EDGES = {
+    "one_element": (1, 1),
+    "tail_not_32B": (3, 333),       # 999 elements: neither 32-byte multiple in fp32 nor fp16
+    "fewer_than_cores": (7, 1),     # 7 elements on 48 cores; under 32 bytes on 310P (scalar copies)
+    "multi_core_tail": (6061, 33),  # 200013 elements: several cores, ragged last core
+}
+
+
+@pytest.mark.parametrize("edge", sorted(EDGES))
+@pytest.mark.parametrize("k", KERNELS, ids=IDS)
+def test_edge_shapes_910b(k, edge):
+    rows, period = EDGES[edge]
+    for dtype in (F32, F16):
+        _assert_ok(check(k, _edge_inputs(k, rows, period, dtype), SOCS["Ascend910B"], edge))
+
+
+@pytest.mark.parametrize("edge", sorted(EDGES))
+@pytest.mark.parametrize("k", KERNELS, ids=IDS)
+def test_edge_shapes_310p(k, edge):
+    rows, period = EDGES[edge]
+    for dtype in (F32, F16):
+        inputs = _edge_inputs(k, rows, period, dtype)
+        n = inputs[0].size if not k.ir.broadcast_inputs else rows * period
+        c = check(k, inputs, SOCS["Ascend310P"], edge)
+        aligned = n * inputs[0].itemsize < 32 or n % (32 // inputs[0].itemsize) == 0
+        if c.error and "tiling refused" in c.error:
+            # documented 310P limit: a broadcast input needs 32-byte aligned periods and tails without DataCopyPad
+            assert k.ir.broadcast_inputs and (period % 16 or not aligned), c.error
+        else:
+            _assert_ok(c)
+
+
+@pytest.mark.parametrize("k", KERNELS, ids=IDS)
+def test_more_than_ten_million_elements(k):
+    rows, period = (303031, 33)  # 10,000,023 elements
+    c = check(k, _edge_inputs(k, rows, period, F32), SOCS["Ascend910B"], "10M")
+    _assert_ok(c)
+    assert c.block_dim == 48
+
+
+@pytest.mark.parametrize("k", KERNELS, ids=IDS)
+def test_bf16_through_fp32(k):
+    _assert_ok(check(k, _edge_inputs(k, 129, 33, BF16), SOCS["Ascend910B"], "bf16"))
+
+
+def test_bf16_refused_on_310p():
+    k = KERNELS[0]
+    c = check(k, _edge_inputs(k, 4, 16, BF16), SOCS["Ascend310P"], "bf16")
+    assert not c.ok and "bfloat16 is not supported on Ascend310P" in c.error
+
+
+def test_gm_traffic_is_the_compulsory_minimum_on_910b():
+    for k in KERNELS:
+        inputs = _edge_inputs(k, 6061, 33, F32)
+        res = run(k.ir, k.files, f"{k.op.op_type}TilingData", inputs, SOCS["Ascend910B"])
+        full = inputs[0].nbytes
+        broadcast = sum(a.nbytes for a, x in zip(inputs, k.ir.inputs) if x.kind == "broadcast")
+        assert res.gm_write_bytes == full * len(k.ir.outputs)
+        # every full input once, each broadcast period once per core
+        assert res.gm_read_bytes == full * (len(inputs) - len(k.ir.broadcast_inputs)) + broadcast * res.block_dim
+
+
+def test_planted_tail_bug_is_caught():
+    """Drop the last element of every store: the emulator must report the unwritten output bytes."""
+    k = next(k for k in KERNELS if not k.ir.broadcast_inputs)
+    path = f"op_kernel/{k.ir.snake}.cpp"
+    buggy = dict(k.files)
+    buggy[path] = buggy[path].replace("Store({0}Gm[offset], {0}Local, len);".format(k.ir.outputs[0]),
+                                      "Store({0}Gm[offset], {0}Local, len - 1);".format(k.ir.outputs[0]))
+    assert buggy[path] != k.files[path]
+    with pytest.raises(EmulatorFaultError, match="was never written by any block"):
+        run(k.ir, buggy, f"{k.op.op_type}TilingData", _edge_inputs(k, 3, 333, F32), SOCS["Ascend910B"])
+
+
+def test_planted_wrong_math_is_caught():
+    k = next(k for k in KERNELS if k.op.rule == "SiLU")
+    path = f"op_kernel/{k.ir.snake}.cpp"
+    wrong = dict(k.files)
+    wrong[path] = wrong[path].replace("AscendC::Exp(", "AscendC::Relu(", 1)
+    c = check(dataclasses.replace(k, files=wrong), _edge_inputs(k, 3, 333, F32), SOCS["Ascend910B"], "mutant")
+    assert not c.ok and c.error is None and c.max_abs > 1e-2
