@@ -4,6 +4,11 @@
   graph output, so the model's interface stays as it was).
 * ``Div(1, x)`` becomes ``Reciprocal(x)``; ``Pow(x, 2)`` becomes ``Mul(x, x)``. Both are
   exact in IEEE arithmetic (one correctly rounded operation each), so numerics do not change.
+* ``Sum`` of two inputs becomes ``Add`` (the same single rounding).
+* Tiny constant subexpressions are folded: ``CastLike``/``Cast`` of a constant (to the other
+  operand's type), and ``Add``/``Sub``/``Mul``/``Div``/``Sqrt``/``Neg``/``Reciprocal`` of
+  constants, each one correctly rounded IEEE operation in the constant's own type, which is
+  what the runtime computes. ONNX function expansions are full of these.
 * Default attributes that the patterns read are made explicit (``keepdims``, Softmax
   ``axis``, Gemm ``alpha``/``beta``/``transA``/``transB``, LeakyRelu ``alpha`` ...).
 
@@ -16,6 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+import onnx
 import onnx_graphsurgeon as gs
 
 from .graph import FLOAT_TYPES, const_array, graph_output_ids, numel, onnx_dtype
@@ -44,6 +51,7 @@ class CanonStats:
     casts_removed: int
     reciprocals: int
     squares: int
+    folded: int = 0
 
 
 def _bypass(graph: gs.Graph, node: gs.Node, outputs: set[int]) -> bool:
@@ -98,9 +106,49 @@ def canonicalize(graph: gs.Graph, opset: int) -> CanonStats:
                 node.op = "Mul"
                 _set_inputs(node, [node.inputs[0], node.inputs[0]])
                 squares += 1
-    if ids or casts:  # bypassed nodes have no inputs or outputs left
+        elif node.op == "Sum" and len(node.inputs) == 2:
+            node.op = "Add"
+    folded = _fold_constants(graph, outputs)
+    if ids or casts or folded:  # bypassed and folded nodes have no inputs or outputs left
         graph.nodes = [n for n in graph.nodes if n.outputs]
-    return CanonStats(ids, casts, recips, squares)
+    return CanonStats(ids, casts, recips, squares, folded)
+
+
+#: Ops folded when every input is a tiny constant: one correctly rounded operation each.
+FOLDABLE = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide, "Sqrt": np.sqrt,
+            "Neg": np.negative, "Reciprocal": lambda a: np.divide(np.ones_like(a), a)}
+
+
+def _fold_constants(graph: gs.Graph, outputs: set[int]) -> int:
+    """Replace tiny constant subexpressions by constants (see module doc); returns the count."""
+    count = 0
+    for node in graph.nodes:
+        if (node.domain or "") not in ("", "ai.onnx") or len(node.outputs) != 1 or id(node.outputs[0]) in outputs:
+            continue
+        value = None
+        if node.op in ("CastLike", "Cast") and node.inputs:
+            src = const_array(node.inputs[0])
+            to = onnx_dtype(node.inputs[1]) if node.op == "CastLike" and len(node.inputs) > 1 \
+                else node.attrs.get("to")
+            if src is not None and to in FLOAT_TYPES | {onnx.TensorProto.DOUBLE} and src.dtype.kind == "f":
+                value = src.astype(onnx.helper.tensor_dtype_to_np_dtype(to))
+        elif node.op in FOLDABLE:
+            args = [const_array(t) for t in node.inputs]
+            if args and all(a is not None and a.dtype.kind == "f" for a in args) and len({a.dtype for a in args}) == 1:
+                with np.errstate(all="ignore"):
+                    value = np.asarray(FOLDABLE[node.op](*args), dtype=args[0].dtype)
+        if value is None:
+            continue
+        out = node.outputs[0]
+        folded = gs.Constant(f"{out.name}__folded", np.ascontiguousarray(value))
+        for consumer in list(out.outputs):
+            for i, t in enumerate(consumer.inputs):
+                if t is out:
+                    consumer.inputs[i] = folded
+        node.inputs.clear()
+        node.outputs.clear()
+        count += 1
+    return count
 
 
 def _set_inputs(node: gs.Node, inputs: list[gs.Tensor]) -> None:

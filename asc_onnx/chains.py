@@ -11,6 +11,7 @@ more nodes become fused ops named by their body's hash.
 
 from __future__ import annotations
 
+import onnx
 import onnx_graphsurgeon as gs
 
 from .graph import COMMUTATIVE, FLOAT_TYPES, const_array, is_const, onnx_dtype, producer
@@ -25,7 +26,10 @@ UNARY = frozenset({
 BINARY = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "PRelu"})
 #: Ops whose extra inputs must be scalar constants (Clip's min and max).
 CLIP = "Clip"
-ELEMENTWISE = UNARY | BINARY | {CLIP}
+#: Comparisons: float operands, a bool mask that only a Where inside the chain may read.
+COMPARE = frozenset({"Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Equal"})
+WHERE = "Where"
+ELEMENTWISE = UNARY | BINARY | COMPARE | {CLIP, WHERE}
 
 
 def _broadcastable(t: gs.Tensor, out_shape: list) -> bool:
@@ -55,7 +59,14 @@ def _eligible(node: gs.Node, claimed: set[int]) -> bool:
         if any(const_array(t, limit=1) is None for t in ins[1:]):
             return False
         ins = ins[:1]
-    if onnx_dtype(node.outputs[0]) not in FLOAT_TYPES or any(onnx_dtype(t) not in FLOAT_TYPES for t in ins):
+    out_ok = onnx_dtype(node.outputs[0]) == onnx.TensorProto.BOOL if node.op in COMPARE \
+        else onnx_dtype(node.outputs[0]) in FLOAT_TYPES
+    if node.op == WHERE:
+        cond = producer(ins[0])
+        if cond is None or cond.op not in COMPARE:
+            return False  # only a mask computed inside the chain
+        ins = ins[1:]
+    if not out_ok or any(onnx_dtype(t) not in FLOAT_TYPES for t in ins):
         return False
     out_shape = node.outputs[0].shape
     if not any(list(t.shape or []) == list(out_shape) and not is_const(t) for t in ins):
@@ -120,10 +131,11 @@ def find_chains(graph: gs.Graph, rule: Rule, claimed: set[int], outputs: set[int
     """Find elementwise chains among unclaimed nodes; claims what it returns."""
     fusions: list[Fusion] = []
     for root in reversed(graph.nodes):
-        if not _eligible(root, claimed):
+        if root.op in COMPARE or not _eligible(root, claimed):
             continue
         group = _grow(root, claimed, outputs)
-        if len(group) < 2:
+        if len(group) < 2 or any(n.op == WHERE and id(producer(n.inputs[0])) not in {id(g) for g in group}
+                                 for n in group):
             continue
         members = {id(n): n for n in group}
         nodes = tuple(sorted(group, key=lambda n: order[id(n)]))

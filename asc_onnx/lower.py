@@ -33,6 +33,11 @@ ERF_P = 0.3275911
 ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
 
 
+#: ONNX comparison -> Ascend C CMPMODE, and the mode with operands swapped.
+CMP_MODES = {"Less": "LT", "Greater": "GT", "LessOrEqual": "LE", "GreaterOrEqual": "GE", "Equal": "EQ"}
+SWAPPED = {"LT": "GT", "GT": "LT", "LE": "GE", "GE": "LE", "EQ": "EQ"}
+
+
 class LoweringError(AscOnnxError):
     """The op cannot be served by the pointwise kernel; the message says why."""
 
@@ -45,6 +50,7 @@ class Step:
     dst: int
     srcs: tuple[int, ...] = ()
     scalar: float | None = None
+    mode: str | None = None  # CMPMODE of Compare/Compares
 
 
 @dataclass(frozen=True)
@@ -98,10 +104,10 @@ class _Builder:
         self.steps: list[Step] = []
         self.next = n_inputs
 
-    def emit(self, api: str, srcs: Sequence[int] = (), scalar: float | None = None) -> int:
+    def emit(self, api: str, srcs: Sequence[int] = (), scalar: float | None = None, mode: str | None = None) -> int:
         dst = self.next
         self.next += 1
-        self.steps.append(Step(api, dst, tuple(srcs), None if scalar is None else float(scalar)))
+        self.steps.append(Step(api, dst, tuple(srcs), None if scalar is None else float(scalar), mode))
         return dst
 
     def dup(self, v: float) -> int:
@@ -180,6 +186,17 @@ def _lower_node(b: _Builder, node, args: list[int | float]) -> int:
         if isinstance(x, int) and not isinstance(y, int):
             return b.emit("Div", (x, b.dup(y)))
         return b.emit("Div", (x if isinstance(x, int) else b.dup(x), y))
+    if op in CMP_MODES:
+        x, y = args
+        mode, swapped = CMP_MODES[op], SWAPPED[CMP_MODES[op]]
+        if isinstance(x, int) and isinstance(y, int):
+            return b.emit("Compare", (x, y), mode=mode)
+        if isinstance(x, int):
+            return b.emit("Compares", (x,), y, mode=mode)
+        return b.emit("Compares", (y,), x, mode=swapped)
+    if op == "Where":
+        cond, x, y = args
+        return b.emit("Select", (cond, x if isinstance(x, int) else b.dup(x), y if isinstance(y, int) else b.dup(y)))
     if op == "Pow":
         x, e = args
         if not isinstance(x, int) or isinstance(e, int):
@@ -284,7 +301,7 @@ def _allocate(steps: list[Step], n_inputs: int, outputs: list[int],
             dst = count
             count += 1
         phys[s.dst] = dst
-        out.append(Step(s.api, dst, srcs, s.scalar))
+        out.append(Step(s.api, dst, srcs, s.scalar, s.mode))
     return out, [phys[r] for r in outputs], max(count, 1)
 
 

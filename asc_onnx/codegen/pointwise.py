@@ -57,7 +57,7 @@ def tiling_header(k: PointwiseKernel) -> str:
         "    uint64_t unitsPerCore;  // whole units of a core",
         "    uint64_t extraUnits;    // cores [0, extraUnits) take one unit more",
         "    uint64_t tileLength;    // elements per unified-buffer tile (multiple of unitLength)",
-        "    uint64_t tileStride;    // tileLength rounded up to 16: fp32 register spacing, 32-byte aligned",
+        "    uint64_t tileStride;    // tileLength rounded up to 64: fp32 register spacing, whole 256-byte repeats",
         f"    uint64_t period[{nb}];      // elements of each broadcast input (its repeat period)",
         "    uint32_t copyMode;      // 0 DataCopyPad, 1 aligned DataCopy, 2 scalar copies",
         "    uint32_t blockDim;      // cores launched",
@@ -103,8 +103,8 @@ def tiling_calc(k: PointwiseKernel) -> str:
           f" + 4ull * {nb};",
           "uint64_t fixed = 256;  // slack for 32-byte padding of each buffer",
           f"for (int i = 0; i < {nb}; ++i) fixed += (periods[i] * dtypeSize + 31) / 32 * 32;  // staging",
-          "if (ubBytes <= fixed || (ubBytes - fixed) / perElem < unit + 16) return 2;",
-          "uint64_t tile = ((ubBytes - fixed) / perElem - 16) / unit * unit;  // 16: register stride round-up",
+          "if (ubBytes <= fixed || (ubBytes - fixed) / perElem < unit + 64) return 2;",
+          "uint64_t tile = ((ubBytes - fixed) / perElem - 64) / unit * unit;  // 64: register stride round-up",
           "const uint64_t units = totalLength >= unit ? totalLength / unit : 1;",
           f"// At least {MIN_CORE_BYTES // 1024} KiB per core: smaller slices cost launches and broadcast re-reads.",
           f"const uint64_t minUnits = ({MIN_CORE_BYTES} + unit * dtypeSize - 1) / (unit * dtypeSize);",
@@ -118,7 +118,7 @@ def tiling_calc(k: PointwiseKernel) -> str:
           "t->unitsPerCore = perCore;",
           "t->extraUnits = units % blockDim;",
           "t->tileLength = tile;",
-          "t->tileStride = (tile + 15) / 16 * 16;",
+          "t->tileStride = (tile + 63) / 64 * 64;",
           "t->blockDim = static_cast<uint32_t>(blockDim);",
           "if (hasDataCopyPad) {",
           "    t->copyMode = 0;",
@@ -136,6 +136,17 @@ def tiling_calc(k: PointwiseKernel) -> str:
 def _step_call(step, reg: str) -> str:
     dst = f"r{step.dst}"
     srcs = ", ".join(f"r{s}" for s in step.srcs)
+    mask = "template ReinterpretCast<uint8_t>()"
+    if step.api == "Compare":
+        return (f"AscendC::Compare({dst}.{mask}, {srcs}, AscendC::CMPMODE::{step.mode}, "
+                "CompareCount(count));")
+    if step.api == "Compares":
+        return (f"AscendC::Compares({dst}.{mask}, {srcs}, {f32(step.scalar)}, AscendC::CMPMODE::{step.mode}, "
+                "CompareCount(count));")
+    if step.api == "Select":
+        m, a, b = (f"r{s}" for s in step.srcs)
+        return (f"AscendC::Select({dst}, {m}.{mask}, {a}, {b}, AscendC::SELMODE::VSEL_TENSOR_TENSOR_MODE, "
+                "count);")
     if step.api == "Duplicate":
         return f"AscendC::Duplicate({dst}, {f32(step.scalar)}, count);"
     if step.scalar is not None:
@@ -161,6 +172,9 @@ def kernel_source(k: PointwiseKernel, rule: str, body_ops: list[str], sources: l
       "namespace {",
       f"constexpr int32_t BUFFER_NUM = {BUFFER_NUM};  // double buffering",
       f"constexpr uint32_t NUM_REGS = {k.num_regs};",
+      "",
+      "// Compare works on whole 256-byte repeats: round the fp32 count up (registers are sized for it).",
+      "__aicore__ inline uint32_t CompareCount(uint32_t count) { return (count + 63) / 64 * 64; }",
       "",
       "template <typename T>",
       "__aicore__ inline AscendC::LocalTensor<float> ToFloat(const AscendC::LocalTensor<T>& src,",
@@ -207,9 +221,9 @@ def kernel_source(k: PointwiseKernel, rule: str, body_ops: list[str], sources: l
             for n in outs:
                 out(f"{n}Gm.SetGlobalBuffer((__gm__ T*){n}, td.totalLength);")
             for i in full:
-                out(f"pipe.InitBuffer(inQueue{cap(ins[i])}, BUFFER_NUM, td.tileLength * sizeof(T));")
+                out(f"pipe.InitBuffer(inQueue{cap(ins[i])}, BUFFER_NUM, td.tileStride * sizeof(T));")
             for n in outs:
-                out(f"pipe.InitBuffer(outQueue{cap(n)}, BUFFER_NUM, td.tileLength * sizeof(T));")
+                out(f"pipe.InitBuffer(outQueue{cap(n)}, BUFFER_NUM, td.tileStride * sizeof(T));")
             out("pipe.InitBuffer(regBuf, NUM_REGS * td.tileStride * sizeof(float));")
             for j, i in enumerate(sorted(bc)):
                 out(f"pipe.InitBuffer(bcastBuf{j}, td.tileStride * sizeof(float));",

@@ -161,4 +161,65 @@ __aicore__ inline void Cast(const LocalTensor<D>& dst, const LocalTensor<S>& src
     asc_emu::CountVec("Cast", count);
 }
 
+enum class CMPMODE { LT, GT, EQ, LE, GE, NE };
+enum class SELMODE { VSEL_CMPMASK_SPR, VSEL_TENSOR_SCALAR_MODE, VSEL_TENSOR_TENSOR_MODE };
+
+namespace emu_vec {
+inline bool Cmp(float a, float b, CMPMODE m) {
+    switch (m) {
+        case CMPMODE::LT: return a < b;
+        case CMPMODE::GT: return a > b;
+        case CMPMODE::EQ: return a == b;
+        case CMPMODE::LE: return a <= b;
+        case CMPMODE::GE: return a >= b;
+        default: return a != b;
+    }
+}
+// Compare/Compares write one mask bit per element and compute whole 256-byte repeats only:
+// the part of count that does not fill a repeat is silently not computed (cann_facts §5.1).
+template <typename T, typename F>
+void CompareImpl(const char* api, const LocalTensor<uint8_t>& dst, const LocalTensor<T>& a, uint32_t count, F rhs,
+                 CMPMODE mode) {
+    static_assert(std::is_same_v<T, float> || std::is_same_v<T, half>, "Compare takes half or float");
+    Operand(api, a, count);
+    Operand(api, dst, (count + 7) / 8);
+    const uint32_t done = static_cast<uint32_t>(count * sizeof(T) / 256 * 256 / sizeof(T));
+    uint8_t* bits = dst.GetPhyAddr();
+    for (uint32_t i = 0; i < done; ++i) {
+        const bool v = Cmp(static_cast<float>(a.GetPhyAddr()[i]), static_cast<float>(rhs(i)), mode);
+        bits[i / 8] = static_cast<uint8_t>(v ? (bits[i / 8] | (1u << (i % 8))) : (bits[i / 8] & ~(1u << (i % 8))));
+    }
+    asc_emu::CountVec(api, count);
+}
+}  // namespace emu_vec
+
+template <typename T>
+__aicore__ inline void Compare(const LocalTensor<uint8_t>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,
+                               CMPMODE mode, uint32_t count) {
+    emu_vec::Operand("Compare", src1, count);
+    const T* b = src1.GetPhyAddr();
+    emu_vec::CompareImpl("Compare", dst, src0, count, [b](uint32_t i) { return b[i]; }, mode);
+}
+
+template <typename T, typename U>
+__aicore__ inline void Compares(const LocalTensor<uint8_t>& dst, const LocalTensor<T>& src0, const U& scalar,
+                                CMPMODE mode, uint32_t count) {
+    const T s = static_cast<T>(scalar);
+    emu_vec::CompareImpl("Compares", dst, src0, count, [s](uint32_t) { return s; }, mode);
+}
+
+// Select: dst[i] = mask bit i ? src0[i] : src1[i].
+template <typename T>
+__aicore__ inline void Select(const LocalTensor<T>& dst, const LocalTensor<uint8_t>& mask, const LocalTensor<T>& src0,
+                              const LocalTensor<T>& src1, SELMODE mode, uint32_t count) {
+    if (mode != SELMODE::VSEL_TENSOR_TENSOR_MODE) asc_emu::Fail("Select: only VSEL_TENSOR_TENSOR_MODE is emulated");
+    emu_vec::Operand("Select", dst, count), emu_vec::Operand("Select", src0, count);
+    emu_vec::Operand("Select", src1, count), emu_vec::Operand("Select", mask, (count + 7) / 8);
+    emu_vec::NoPartialOverlap("Select", dst, src0, count), emu_vec::NoPartialOverlap("Select", dst, src1, count);
+    const uint8_t* bits = mask.GetPhyAddr();
+    for (uint32_t i = 0; i < count; ++i)
+        dst.GetPhyAddr()[i] = ((bits[i / 8] >> (i % 8)) & 1u) ? src0.GetPhyAddr()[i] : src1.GetPhyAddr()[i];
+    asc_emu::CountVec("Select", count);
+}
+
 }  // namespace AscendC
