@@ -80,3 +80,39 @@ def test_validation_mismatch_exits_1(tmp_path, capsys):
     capsys.readouterr()
     assert main(["validate", str(MODELS / "cnn_silu_legacy.onnx"), str(out)]) == 1
     assert "MISMATCH" in capsys.readouterr().out
+
+
+def test_fuse_writes_package_and_emulate_reruns_its_kernels(tmp_path, capsys):
+    out = tmp_path / "o"
+    assert main(["fuse", str(MODELS / "cnn_silu_legacy_fp16.onnx"), "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "AscSilu" in text and "captured" in text and "1.00x minimum" in text
+    assert (out / "op_package" / "op_kernel" / "asc_silu.cpp").is_file() and (out / "atc.sh").is_file()
+    assert main(["emulate", str(out), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {r["inputs"] for r in rows} == {"random", "captured"} and all(r["ok"] for r in rows)
+    # emulate runs the package's own files: a broken kernel on disk is caught
+    kernel = out / "op_package" / "op_kernel" / "asc_silu.cpp"
+    kernel.write_text(kernel.read_text().replace("AscendC::Exp(", "AscendC::Relu(", 1))
+    assert main(["emulate", str(out)]) == 1
+    assert "MISMATCH" in capsys.readouterr().out
+
+
+def test_no_emulate_and_310p(tmp_path, capsys):
+    out = tmp_path / "o"
+    assert main(["fuse", str(MODELS / "cnn_silu_legacy.onnx"), "-o", str(out), "--no-emulate", "--soc", "Ascend310P",
+                 "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["kernels"]["emulated"] == [] and report["atc"]["soc"] == "Ascend310P"
+    assert "ascend310p" in (out / "op_package" / "CMakePresets.json").read_text()
+
+
+def test_build_and_convert_without_cann_stop_clearly(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("ASCEND_HOME_PATH", raising=False)
+    out = tmp_path / "o"
+    assert main(["fuse", str(MODELS / "cnn_silu_legacy.onnx"), "-o", str(out), "--no-emulate", "--no-validate"]) == 0
+    capsys.readouterr()
+    for cmd in ("build", "convert"):
+        assert main([cmd, str(out)]) == 2
+        err = capsys.readouterr().err
+        assert "CANN is not installed here" in err and len(err.strip().splitlines()) == 1
