@@ -355,7 +355,7 @@ def match(graph: gs.Graph, rules: Sequence[Rule], generic: Rule | None = None) -
     variants = sorted(((r, p) for r in rules for p in r.variants), key=lambda rp: -rp[1].size)
     for rule, pattern in variants:
         anchors = by_type.get(pattern.root.op_type, [])
-        if anchors:
+        if anchors and all(pn.op_type in by_type for pn in pattern.nodes):  # else it cannot match anywhere
             _match_rule_variant(rule, pattern, anchors, claimed, outputs, order, fusions, misses)
     near = _dedupe_misses(misses, claimed, graph)  # before the generic pass: its chains are no excuse
     if generic is not None:

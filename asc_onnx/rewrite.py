@@ -192,10 +192,8 @@ def rewrite(graph: gs.Graph, source: ModelProto, fusions: Sequence[Fusion], atc_
             name, tuple(n.name for n in f.nodes), tuple(t.name for t in f.inputs), tuple(t.name for t in f.outputs),
             tuple(onnx_dtype(t) or 0 for t in f.inputs), tuple(onnx_dtype(t) or 0 for t in f.outputs),
             tuple(_shape(t) for t in f.inputs), tuple(_shape(t) for t in f.outputs)))
-        for n in f.nodes:
-            n.inputs.clear()
-            n.outputs.clear()
-            removed.add(id(n))
+        removed.update(id(n) for n in f.nodes)
+        _detach(f.nodes, removed)
         node = gs.Node(op=op_type, name=name, domain=DOMAIN, inputs=list(f.inputs), outputs=list(f.outputs))
         fused_nodes.append((node, f))
     _place(graph, fused_nodes, removed)
@@ -215,6 +213,30 @@ def rewrite(graph: gs.Graph, source: ModelProto, fusions: Sequence[Fusion], atc_
     return RewriteResult(asc, atc, ops, notes)
 
 
+def _detach(nodes: Sequence[gs.Node], removed: set[int]) -> None:
+    """Unlink nodes from their tensors by identity.
+
+    graphsurgeon's own ``inputs.clear()`` removes the node from each tensor's consumer list with
+    ``list.remove``, which compares nodes attribute by attribute: quadratic on shared scalars.
+    """
+    for n in nodes:
+        for t in list(n.inputs) + list(n.outputs):
+            for lst in (t.outputs, t.inputs):
+                keep = [x for x in lst if id(x) not in removed]
+                if len(keep) != len(lst):
+                    list.clear(lst)
+                    list.extend(lst, keep)
+        list.clear(n.inputs)
+        list.clear(n.outputs)
+
+
+def _drop_unused_constants(graph: gs.Graph) -> None:
+    """Remove Constant nodes nothing reads any more (what graphsurgeon's cleanup would do, in O(n))."""
+    outputs = {id(t) for t in graph.outputs}
+    graph.nodes = [n for n in graph.nodes if not (n.op == "Constant" and all(
+        not t.outputs and id(t) not in outputs for t in n.outputs))]
+
+
 def _place(graph: gs.Graph, fused: list[tuple[gs.Node, Fusion]], removed: set[int]) -> None:
     """Put each fused node where its last matched node was; toposort only if that breaks order."""
     pos = {id(n): i for i, n in enumerate(graph.nodes)}
@@ -229,7 +251,7 @@ def _place(graph: gs.Graph, fused: list[tuple[gs.Node, Fusion]], removed: set[in
         elif id(n) not in removed:
             nodes.append(n)
     graph.nodes = nodes
-    graph.cleanup(remove_unused_graph_inputs=False)
+    _drop_unused_constants(graph)
     if not ordered_ok:
         graph.toposort()
 
