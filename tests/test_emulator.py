@@ -55,6 +55,14 @@ def test_vector_api_matches_numpy(api, name):
                                rtol=1e-6, atol=1e-7)
 
 
+def test_compare_and_select(api):
+    x = (np.arange(8) % 7 - 3).astype(np.float32)
+    assert api["SelectLtZero"] == list(np.where(x < 0, x, 100))
+    assert api["SelectGeHalf"] == list(np.where(x >= 0.5, x, 100))
+    # a count under one 256-byte repeat computes nothing: the GE mask from before is still there
+    assert api["ComparePartialRepeat"] == api["SelectGeHalf"]
+
+
 def test_datacopy_rounds_down_to_32_bytes(api):
     # 11 floats = 44 bytes: only 8 floats (32 bytes) arrive; the rest keeps its old value
     assert api["DataCopyRoundsDown"] == [0, 1, 2, 3, 4, 5, 6, 7, -7, -7, -7, -7]

@@ -58,6 +58,24 @@ int main() {
     Duplicate(h2, static_cast<half>(0.0001f), 16);
     Add(h, h, h2, 16);
     Cast(d, h, RoundMode::CAST_NONE, 8); Print("HalfAdd", d, 8); std::cout << ", ";
+    // Compare / Compares / Select: masks of whole 256-byte repeats (64 floats)
+    {
+        TBuf<TPosition::VECCALC> cbuf;
+        pipe.InitBuffer(cbuf, 4 * 64 * 4);
+        LocalTensor<float> x = cbuf.Get<float>(), y = x[64], z = x[128], m = x[192];
+        for (uint32_t i = 0; i < 64; ++i) x.SetValue(i, static_cast<float>(i % 7) - 3.0f), y.SetValue(i, 0.5f);
+        Compares(m.ReinterpretCast<uint8_t>(), x, 0.0f, CMPMODE::LT, 64);
+        Duplicate(z, 100.0f, 64);
+        Select(d, m.ReinterpretCast<uint8_t>(), x, z, SELMODE::VSEL_TENSOR_TENSOR_MODE, 8);
+        Print("SelectLtZero", d, 8); std::cout << ", ";
+        Compare(m.ReinterpretCast<uint8_t>(), x, y, CMPMODE::GE, 64);
+        Select(d, m.ReinterpretCast<uint8_t>(), x, z, SELMODE::VSEL_TENSOR_TENSOR_MODE, 8);
+        Print("SelectGeHalf", d, 8); std::cout << ", ";
+        // 8 floats = 32 bytes: no whole 256-byte repeat, so nothing is computed and the old mask stays
+        Compares(m.ReinterpretCast<uint8_t>(), x, 100.0f, CMPMODE::GT, 8);
+        Select(d, m.ReinterpretCast<uint8_t>(), x, z, SELMODE::VSEL_TENSOR_TENSOR_MODE, 8);
+        Print("ComparePartialRepeat", d, 8); std::cout << ", ";
+    }
     // GM <-> UB copies: DataCopy rounds down to 32 bytes, DataCopyPad is byte exact and pads
     std::vector<float> gmIn(20), gmOut(20, -1.0f);
     for (int i = 0; i < 20; ++i) gmIn[i] = static_cast<float>(i);
