@@ -340,6 +340,8 @@ def lower_pointwise(op: FusedOp) -> PointwiseKernel:
             raise LoweringError(f"dtype column {col} mixes or uses unsupported element types")
         dtypes.append(col[0])
     inputs = _input_kinds(op)
+    if not any(x.kind == "full" for x in inputs):
+        raise LoweringError("no input has the output's shape")
     b = _Builder(len(inputs))
     values: dict[str, int | float] = {n: i for i, n in enumerate(op.input_names)}
     values[""] = None  # type: ignore[assignment]
