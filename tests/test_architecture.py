@@ -53,3 +53,18 @@ def test_public_api():
     assert set(asc_onnx.__all__) >= {"fuse", "inspect", "validate", "FuseOptions", "FuseResult", "AscOnnxError"}
     for name in asc_onnx.__all__:
         assert hasattr(asc_onnx, name), name
+
+
+def test_installed_package_carries_every_subpackage_and_the_emulator_headers(tmp_path):
+    """Build the wheel as a user's `pip install .` would and look inside it."""
+    import subprocess
+    import sys
+    import zipfile
+
+    root = PKG.parent
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w",
+                    str(tmp_path), str(root)], check=True, capture_output=True)
+    names = set(zipfile.ZipFile(next(tmp_path.glob("asc_onnx-*.whl"))).namelist())
+    for p in PKG.rglob("*"):
+        if p.suffix in (".py", ".h") and "__pycache__" not in p.parts:
+            assert f"asc_onnx/{p.relative_to(PKG).as_posix()}" in names, p
