@@ -57,13 +57,16 @@ def test_public_api():
 
 def test_installed_package_carries_every_subpackage_and_the_emulator_headers(tmp_path):
     """Build the wheel as a user's `pip install .` would and look inside it."""
+    import shutil
     import subprocess
     import sys
     import zipfile
 
-    root = PKG.parent
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w",
-                    str(tmp_path), str(root)], check=True, capture_output=True)
+    src = tmp_path / "src"  # a clean copy: an in-tree build/ folder would hide a missing package
+    shutil.copytree(PKG.parent, src, ignore=shutil.ignore_patterns(
+        "build", "*.egg-info", "__pycache__", ".git", "models", "bench", "tests", "out"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(src)],
+                   check=True, capture_output=True)
     names = set(zipfile.ZipFile(next(tmp_path.glob("asc_onnx-*.whl"))).namelist())
     for p in PKG.rglob("*"):
         if p.suffix in (".py", ".h") and "__pycache__" not in p.parts:
