@@ -85,11 +85,17 @@ int main() {
     gi.SetGlobalBuffer(gmIn.data(), 20);
     go.SetGlobalBuffer(gmOut.data(), 20);
     Duplicate(d, -7.0f, 32);
+    SetFlag<HardEvent::V_MTE2>(0);  // the copy overwrites what the vector unit wrote
+    WaitFlag<HardEvent::V_MTE2>(0);
     DataCopy(d, gi, 11);  // 44 bytes -> 32 copied
     Print("DataCopyRoundsDown", d, 12); std::cout << ", ";
     Duplicate(d, -7.0f, 32);
+    SetFlag<HardEvent::V_MTE2>(0);
+    WaitFlag<HardEvent::V_MTE2>(0);
     DataCopyPad(d, gi[3], DataCopyExtParams{1, 5 * 4, 0, 0, 0}, DataCopyPadExtParams<float>{true, 0, 2, 9.0f});
     Print("DataCopyPadIn", d, 10); std::cout << ", ";
+    SetFlag<HardEvent::MTE2_MTE3>(0);
+    WaitFlag<HardEvent::MTE2_MTE3>(0);
     DataCopyPad(go[1], d, DataCopyExtParams{1, 3 * 4, 0, 0, 0});
     std::cout << "\"DataCopyPadOut\": [";
     for (int i = 0; i < 6; ++i) std::cout << (i ? ", " : "") << gmOut[i];

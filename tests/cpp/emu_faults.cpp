@@ -101,6 +101,7 @@ int main(int argc, char** argv) {
     SetupGm();
     try {
         Run(argv[1]);
+        asc_emu::EndBlock();
     } catch (const asc_emu::Fault& e) {
         std::cout << "FAULT " << e.what() << std::endl;
         return 0;

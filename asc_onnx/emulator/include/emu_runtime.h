@@ -1,19 +1,27 @@
 // asc-onnx Ascend C CPU emulator: runtime state shared by every header.
-// Our own code, written from the public Ascend C documentation (see shared/reference/cann_facts.md).
-// It runs a kernel one block after another and fails loudly where the hardware would misbehave.
+// Our own code, written from the public Ascend C documentation and the open implementation in
+// shared/ascend/asc-devkit (see shared/reference/cann_facts.md). It runs a kernel one block after
+// another and fails loudly where the hardware would misbehave.
 #pragma once
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #define __aicore__
 #define __global__
 #define __gm__
 #define GM_ADDR uint8_t*
+
+// The architecture the kernel is compiled for, as bisheng defines it: 2201 Atlas A2/A3 (910B), 2002 310P.
+#ifndef __NPU_ARCH__
+#define __NPU_ARCH__ 2201
+#endif
 
 namespace asc_emu {
 
@@ -24,12 +32,73 @@ struct Fault : std::runtime_error {
 
 [[noreturn]] inline void Fail(const std::string& what) { throw Fault(what); }
 
-// What differs between SoCs for the code the generator emits.
+// Where in the kernel an API was called: the default argument of every emulated API, so the
+// constructor's own defaults take the caller's file and line.
+struct Loc {
+    const char* file;
+    int line;
+    Loc(const char* f = __builtin_FILE(), int l = __builtin_LINE()) : file(f), line(l) {}
+    std::string Str() const {
+        const char* base = std::strrchr(file, '/');
+        return std::string(base ? base + 1 : file) + ":" + std::to_string(line);
+    }
+};
+#define ASC_EMU_HERE (asc_emu::Loc())
+
+// What differs between SoCs for the code the generator emits (defaults follow __NPU_ARCH__).
 struct Soc {
+#if __NPU_ARCH__ == 2002
+    std::string name = "Ascend310P";
+    uint32_t ubBytes = 262144;       // GetCoreMemSize(UB): 256 KiB, nothing subtracted on 310P
+    uint32_t tmpUbOffset = 253952;   // TMP_UB_OFFSET, 248 KiB (impl/basic_api/utils/kernel_utils_constants.h)
+    bool hasDataCopyPad = false;     // compiles, does nothing at run time (dav_m200 data copy impl)
+    bool hasBf16 = false;
+#else
     std::string name = "Ascend910B";
-    uint32_t ubBytes = 196352;  // host-reported UB (196608 - 256 reserved), cann_facts §3.4
-    bool hasDataCopyPad = true;  // not on 310P / 910A (cann_facts §4.3)
-    bool hasBf16 = true;         // no bf16 at all on 310P (cann_facts §5.2)
+    uint32_t ubBytes = 196352;       // GetCoreMemSize(UB): 196608 - 256 reserved for KFC
+    uint32_t tmpUbOffset = 188416;   // TMP_UB_OFFSET, 184 KiB
+    bool hasDataCopyPad = true;
+    bool hasBf16 = true;
+#endif
+};
+
+// The four in-order pipes of a vector core. S is ordered with every other pipe by the compiler's
+// auto-sync; V with V by auto-inserted barriers; everything else only by queues, flags and barriers
+// (docs: 同步控制/核内同步/关键特性说明.md, table 1).
+enum PipeId { PS = 0, PV = 1, PMTE2 = 2, PMTE3 = 3, NPIPES = 4 };
+inline const char* PipeName(int p) {
+    static const char* n[] = {"S", "V", "MTE2", "MTE3"};
+    return n[p];
+}
+
+// One issued operation, for fault messages.
+struct OpRec {
+    int pipe;
+    std::string what;
+    Loc loc;
+};
+
+// A vector clock: c[q] = how many of pipe q's operations are known complete.
+struct Clock {
+    uint64_t c[NPIPES] = {0, 0, 0, 0};
+    void Join(const Clock& o) {
+        for (int i = 0; i < NPIPES; ++i) c[i] = c[i] > o.c[i] ? c[i] : o.c[i];
+    }
+};
+
+// Last access of one 32-byte unified-buffer block.
+struct UbBlock {
+    int32_t writeOp = -1;           // op that wrote it last
+    uint64_t writeSeq = 0;          // that op's sequence number on its pipe
+    int32_t readOp[NPIPES] = {-1, -1, -1, -1};  // latest reader per pipe since the write
+    uint64_t readSeq[NPIPES] = {0, 0, 0, 0};
+};
+
+// Last MTE3 write of one 32-byte global-memory block of an output (byte mask).
+struct GmBlock {
+    int32_t op = -1;
+    uint64_t seq = 0;
+    uint32_t mask = 0;
 };
 
 // One global-memory allocation the harness registered.
@@ -39,6 +108,22 @@ struct GmBuffer {
     size_t bytes;
     bool output;
     std::vector<int32_t> writer;  // block that wrote each byte, -1 = never written
+    std::vector<GmBlock> mte3 = {};  // in-flight MTE3 writes, per 32-byte block
+};
+
+// One 64-byte line of the scalar data cache (GlobalTensor::GetValue/SetValue).
+struct CacheLine {
+    uint8_t data[64];
+    uint64_t dirty = 0;  // byte mask of SetValue writes not yet cleaned to GM
+    int32_t op = -1;     // last SetValue
+};
+
+struct PipeState {
+    uint64_t seq[NPIPES] = {0, 0, 0, 0};  // operations issued per pipe
+    Clock known[NPIPES];                   // known[p]: what pipe p's next operation is ordered after
+    std::vector<UbBlock> ub = std::vector<UbBlock>(512 * 1024 / 32);
+    std::map<int, Clock> flags;            // pending SetFlag per (event, id)
+    std::map<uintptr_t, CacheLine> cache;  // data-cache lines by GM address / 64
 };
 
 struct State {
@@ -49,14 +134,127 @@ struct State {
     uint64_t gmWriteBytes = 0;
     std::map<std::string, uint64_t> vecInstr;  // vector instructions by API name
     std::map<std::string, uint64_t> vecElems;  // elements processed by API name
+    uint64_t scalarInstr = 0;                  // scalar UB/GM accesses (GetValue/SetValue)
     std::vector<GmBuffer> gm;
     uint64_t ubPeak = 0;
+    uint64_t ubUsed = 0;  // bytes the running block's TPipe has handed out (from offset 0)
+    std::vector<OpRec> ops;  // operations of the running block
+    PipeState pipes;
 };
 
 inline State& St() {
     static State s;
     return s;
 }
+
+// Start a block: fresh pipes, no pending flags, an empty data cache.
+inline void ResetBlock() {
+    St().ops.clear();
+    St().pipes = PipeState{};
+}
+
+inline std::string Describe(int32_t op) {
+    const OpRec& r = St().ops[op];
+    return r.what + " (" + PipeName(r.pipe) + ", " + r.loc.Str() + ")";
+}
+
+// Issue one operation on a pipe; returns its id. Its sequence number is St().pipes.seq[pipe].
+inline int32_t Issue(int pipe, const std::string& what, const Loc& loc) {
+    auto& ps = St().pipes;
+    ps.seq[pipe] += 1;
+    // S and V are ordered with their own earlier operations (S trivially, V by auto-inserted barriers).
+    if (pipe == PS || pipe == PV) ps.known[pipe].c[pipe] = ps.seq[pipe] - 1;
+    // The compiler orders S with every pipe in both directions.
+    if (pipe == PS) {
+        for (int q = 0; q < NPIPES; ++q) ps.known[PS].c[q] = ps.seq[q] - (q == PS ? 1 : 0);
+    }
+    St().ops.push_back(OpRec{pipe, what, loc});
+    return static_cast<int32_t>(St().ops.size() - 1);
+}
+
+inline bool Ordered(int pipe, int otherPipe, uint64_t otherSeq) {
+    if (pipe == PS || otherPipe == PS) return true;  // compiler auto-sync
+    if (pipe == otherPipe && (pipe == PS || pipe == PV)) return true;
+    return St().pipes.known[pipe].c[otherPipe] >= otherSeq;
+}
+
+[[noreturn]] inline void Race(const char* kind, int32_t op, int32_t other, uint64_t ubOffset) {
+    Fail(std::string("pipe race (") + kind + ") on unified-buffer offset " + std::to_string(ubOffset) + ": " +
+         Describe(op) + " touches bytes that " + Describe(other) +
+         " may still be using; nothing orders the two (EnQue/DeQue, SetFlag/WaitFlag or PipeBarrier)");
+}
+
+// Record a unified-buffer access of `op` over [offset, offset + bytes) and fault on an unordered conflict.
+inline void UbAccess(int32_t op, uint64_t offset, uint64_t bytes, bool write) {
+    if (bytes == 0) return;
+    auto& ps = St().pipes;
+    const int p = St().ops[op].pipe;
+    const uint64_t seq = ps.seq[p];
+    for (uint64_t b = offset / 32; b < (offset + bytes + 31) / 32 && b < ps.ub.size(); ++b) {
+        UbBlock& u = ps.ub[b];
+        if (u.writeOp >= 0 && u.writeOp != op && !Ordered(p, St().ops[u.writeOp].pipe, u.writeSeq))
+            Race(write ? "write after write" : "read after write", op, u.writeOp, b * 32);
+        if (write) {
+            for (int q = 0; q < NPIPES; ++q) {
+                if (u.readOp[q] >= 0 && u.readOp[q] != op && !Ordered(p, q, u.readSeq[q]))
+                    Race("write after read", op, u.readOp[q], b * 32);
+            }
+            u = UbBlock{};
+            u.writeOp = op;
+            u.writeSeq = seq;
+        } else {
+            u.readOp[p] = op;
+            u.readSeq[p] = seq;
+        }
+    }
+}
+
+// A scalar access of the unified buffer: the compiler makes S wait for the pipes that last wrote (and, for a
+// write, read) those bytes, and since S dispatches every later instruction, all pipes are then ordered after them.
+inline void SAccess(uint64_t offset, uint64_t bytes, bool write) {
+    auto& ps = St().pipes;
+    St().scalarInstr += 1;
+    for (uint64_t b = offset / 32; b < (offset + bytes + 31) / 32 && b < ps.ub.size(); ++b) {
+        const UbBlock& u = ps.ub[b];
+        for (int q = 0; q < NPIPES; ++q) {
+            const bool dep = (u.writeOp >= 0 && St().ops[u.writeOp].pipe == q) || (write && u.readOp[q] >= 0);
+            if (!dep) continue;
+            Clock c = ps.known[q];
+            c.c[q] = ps.seq[q];
+            for (int p = 0; p < NPIPES; ++p) ps.known[p].Join(c);
+        }
+    }
+}
+
+// SetFlag on the source pipe: the flag fires once every operation issued there so far is done.
+inline void SetFlag(int src, int key, const Loc& loc) {
+    auto& ps = St().pipes;
+    Issue(src, "SetFlag", loc);
+    Clock c = ps.known[src];
+    c.c[src] = ps.seq[src];
+    ps.flags[key] = c;
+}
+
+// WaitFlag on the destination pipe: later operations there are ordered after what the flag covers.
+inline void WaitFlag(int dst, int key, const char* event, const Loc& loc) {
+    auto& ps = St().pipes;
+    auto it = ps.flags.find(key);
+    if (it == ps.flags.end())
+        Fail(std::string("WaitFlag<") + event + "> at " + loc.Str() +
+             " without a SetFlag before it: the pipe would wait forever");
+    Issue(dst, "WaitFlag", loc);
+    ps.known[dst].Join(it->second);
+    ps.flags.erase(it);
+}
+
+// Snapshot of a pipe's completed work (what an EnQue/FreeTensor hands to the other side).
+inline Clock Snapshot(int src) {
+    Clock c = St().pipes.known[src];
+    c.c[src] = St().pipes.seq[src];
+    return c;
+}
+
+inline void Join(int dst, const Clock& c) { St().pipes.known[dst].Join(c); }
 
 inline GmBuffer& FindGm(const void* p, size_t bytes, const char* what) {
     auto* a = static_cast<const uint8_t*>(p);
@@ -73,13 +271,29 @@ inline GmBuffer& FindGm(const void* p, size_t bytes, const char* what) {
     Fail(std::string(what) + ": address outside every global-memory tensor");
 }
 
+// Data-cache lines holding SetValue bytes not yet cleaned overlap [p, p + bytes): a DMA would miss them.
+inline void NoDirtyLines(const void* p, size_t bytes, const char* what) {
+    auto& cache = St().pipes.cache;
+    if (cache.empty()) return;
+    auto a = reinterpret_cast<uintptr_t>(p);
+    for (uintptr_t line = a / 64; line <= (a + bytes - 1) / 64; ++line) {
+        auto it = cache.find(line);
+        if (it != cache.end() && it->second.dirty != 0)
+            Fail(std::string(what) + " touches global memory that " + Describe(it->second.op) +
+                 " left in the data cache: call DataCacheCleanAndInvalid first");
+    }
+}
+
 inline void GmRead(const void* p, size_t bytes, const char* what) {
     if (bytes == 0) return;
     FindGm(p, bytes, what);
+    NoDirtyLines(p, bytes, what);
     St().gmReadBytes += bytes;
 }
 
-inline void GmWrite(const void* p, size_t bytes, const char* what) {
+// A write that reaches global memory; `op` >= 0 is an MTE3 copy whose overlap with an earlier in-flight
+// MTE3 copy needs PipeBarrier<PIPE_MTE3> (docs: PipeBarrier(ISASI).md).
+inline void GmWrite(const void* p, size_t bytes, const char* what, int32_t op = -1) {
     if (bytes == 0) return;
     GmBuffer& b = FindGm(p, bytes, what);
     if (!b.output) Fail(std::string(what) + ": write into input tensor '" + b.name + "'");
@@ -92,12 +306,38 @@ inline void GmWrite(const void* p, size_t bytes, const char* what) {
         }
         b.writer[i] = me;
     }
+    if (op >= 0) {
+        NoDirtyLines(p, bytes, what);
+        auto& ps = St().pipes;
+        if (b.mte3.size() != (b.bytes + 31) / 32) b.mte3.assign((b.bytes + 31) / 32, GmBlock{});
+        for (size_t blk = off / 32; blk <= (off + bytes - 1) / 32; ++blk) {
+            const size_t lo = blk * 32 > off ? blk * 32 : off;
+            const size_t hi = (blk + 1) * 32 < off + bytes ? (blk + 1) * 32 : off + bytes;
+            uint32_t mask = 0;
+            for (size_t i = lo; i < hi; ++i) mask |= 1u << (i - blk * 32);
+            GmBlock& g = b.mte3[blk];
+            if (g.op >= 0 && (g.mask & mask) != 0 && ps.known[PMTE3].c[PMTE3] < g.seq)
+                Fail(std::string("overlapping global-memory writes: ") + Describe(op) + " and " + Describe(g.op) +
+                     " both write bytes of '" + b.name + "' near offset " + std::to_string(lo) +
+                     " with no PipeBarrier<PIPE_MTE3> between them");
+            g = GmBlock{op, ps.seq[PMTE3], (g.op >= 0 && ps.known[PMTE3].c[PMTE3] < g.seq ? g.mask : 0) | mask};
+        }
+    }
     St().gmWriteBytes += bytes;
 }
 
 inline void CountVec(const char* api, uint64_t elems) {
     St().vecInstr[api] += 1;
     St().vecElems[api] += elems;
+}
+
+// End of a block: SetValue bytes still in the data cache never reach global memory.
+inline void EndBlock() {
+    for (auto& kv : St().pipes.cache) {
+        if (kv.second.dirty != 0)
+            Fail(Describe(kv.second.op) + " wrote global memory through the data cache and nothing cleaned it "
+                 "(DataCacheCleanAndInvalid): the bytes are lost when the kernel ends");
+    }
 }
 
 }  // namespace asc_emu

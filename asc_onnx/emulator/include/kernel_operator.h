@@ -8,16 +8,66 @@
 #include "kernel_tensor.h"
 #include "kernel_tpipe.h"
 
+// Pipe names are global enumerators, as in the CCE headers.
+enum pipe_t { PIPE_S, PIPE_V, PIPE_MTE2, PIPE_MTE3, PIPE_ALL };
+
 namespace AscendC {
 __aicore__ inline int64_t GetBlockIdx() { return asc_emu::St().blockIdx; }
 __aicore__ inline int64_t GetBlockNum() { return asc_emu::St().blockNum; }
-enum PipeType { PIPE_V, PIPE_MTE2, PIPE_MTE3, PIPE_S, PIPE_ALL };
-template <PipeType P>
-__aicore__ inline void PipeBarrier() {}
+
+// PipeBarrier<P>: every operation issued on P so far completes before the next one on P starts. V needs
+// none (the compiler inserts it); MTE2/MTE3 need one where two copies touch overlapping addresses.
+template <pipe_t P>
+__aicore__ inline void PipeBarrier(asc_emu::Loc loc = ASC_EMU_HERE) {
+    auto& ps = asc_emu::St().pipes;
+    if constexpr (P == PIPE_ALL) {
+        for (int p = 0; p < asc_emu::NPIPES; ++p)
+            for (int q = 0; q < asc_emu::NPIPES; ++q) ps.known[p].c[q] = ps.seq[q];
+    } else {
+        constexpr int p = P == PIPE_S ? asc_emu::PS : P == PIPE_V ? asc_emu::PV : P == PIPE_MTE2 ? asc_emu::PMTE2
+                                                                                                : asc_emu::PMTE3;
+        asc_emu::Issue(p, "PipeBarrier", loc);
+        ps.known[p].c[p] = ps.seq[p];
+    }
+}
+
+enum class CacheLine { SINGLE_CACHE_LINE, ENTIRE_DATA_CACHE };
+enum class DcciDst { CACHELINE_ALL, CACHELINE_UB, CACHELINE_OUT, CACHELINE_ATOMIC };
+
+// Write back (and drop) data-cache lines: the one holding dst, or all of them.
+template <typename T, CacheLine L, DcciDst D>
+__aicore__ inline void DataCacheCleanAndInvalid(const GlobalTensor<T>& dst) {
+    auto& cache = asc_emu::St().pipes.cache;
+    const uintptr_t want = reinterpret_cast<uintptr_t>(dst.GetPhyAddr()) / 64;
+    for (auto it = cache.begin(); it != cache.end();) {
+        if (L == CacheLine::SINGLE_CACHE_LINE && it->first != want) {
+            ++it;
+            continue;
+        }
+        uint8_t* base = reinterpret_cast<uint8_t*>(it->first * 64);
+        for (int k = 0; k < 64; ++k) {
+            if (it->second.dirty >> k & 1u) {
+                asc_emu::GmWrite(base + k, 1, "DataCacheCleanAndInvalid");
+                base[k] = it->second.data[k];
+            }
+        }
+        it = cache.erase(it);
+    }
+}
 }  // namespace AscendC
 
-// Kernel type and tiling registration (CANN's standard C++ tiling struct mode).
-#define KERNEL_TASK_TYPE_DEFAULT(type)
+// Kernel types (impl/basic_api/utils/kernel_utils_macros.h); 310P runs AICORE or MIX_VECTOR_CORE kernels only.
+enum KernelMetaType { KERNEL_TYPE_AIV_ONLY, KERNEL_TYPE_AIC_ONLY, KERNEL_TYPE_MIX_AIV_1_0, KERNEL_TYPE_MIX_AIC_1_1,
+                      KERNEL_TYPE_MIX_AIC_1_2, KERNEL_TYPE_AICORE, KERNEL_TYPE_VECTORCORE,
+                      KERNEL_TYPE_MIX_AICORE, KERNEL_TYPE_MIX_VECTOR_CORE };
+#if __NPU_ARCH__ == 2002
+#define KERNEL_TASK_TYPE_DEFAULT(type)                                                                \
+    static_assert((type) == KERNEL_TYPE_AICORE || (type) == KERNEL_TYPE_MIX_VECTOR_CORE,              \
+                  "310P kernels are KERNEL_TYPE_AICORE or KERNEL_TYPE_MIX_VECTOR_CORE (设置Kernel类型.md)")
+#else
+#define KERNEL_TASK_TYPE_DEFAULT(type) \
+    static_assert((type) != KERNEL_TYPE_AICORE || true, "")
+#endif
 #define REGISTER_TILING_DEFAULT(Struct) using AscEmuTilingStruct = Struct
 #define GET_TILING_DATA(var, tiling) \
     AscEmuTilingStruct var;          \

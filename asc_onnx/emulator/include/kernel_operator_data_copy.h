@@ -44,40 +44,39 @@ void CheckFits(const LocalTensor<T>& t, uint64_t bytes, const char* what) {
 }  // namespace emu_copy
 
 // GM -> UB. count*sizeof(T) that is not a multiple of 32 is rounded DOWN: the tail is silently not copied.
+// Runs on MTE2: the UB bytes are pending until a queue, flag or barrier orders them for another pipe.
 template <typename T>
-__aicore__ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, uint32_t count) {
+__aicore__ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, uint32_t count,
+                                asc_emu::Loc loc = ASC_EMU_HERE) {
     uint64_t bytes = static_cast<uint64_t>(count) * sizeof(T) / 32 * 32;
     emu_copy::CheckUb(dst.GetPhyAddr(), bytes, "DataCopy GM->UB");
     emu_copy::CheckFits(dst, bytes, "DataCopy GM->UB");
     asc_emu::GmRead(src.GetPhyAddr(), bytes, "DataCopy GM->UB");
+    const int32_t op = asc_emu::Issue(asc_emu::PMTE2, "DataCopy GM->UB", loc);
+    asc_emu::UbAccess(op, emu_ub::Offset(dst.GetPhyAddr()), bytes, true);
     std::memcpy(dst.GetPhyAddr(), src.GetPhyAddr(), bytes);
 }
 
 // UB -> GM, same 32-byte rounding down.
+// Runs on MTE3.
 template <typename T>
-__aicore__ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, uint32_t count) {
+__aicore__ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, uint32_t count,
+                                asc_emu::Loc loc = ASC_EMU_HERE) {
     uint64_t bytes = static_cast<uint64_t>(count) * sizeof(T) / 32 * 32;
     emu_copy::CheckUb(src.GetPhyAddr(), bytes, "DataCopy UB->GM");
     emu_copy::CheckFits(src, bytes, "DataCopy UB->GM");
-    asc_emu::GmWrite(dst.GetPhyAddr(), bytes, "DataCopy UB->GM");
+    const int32_t op = asc_emu::Issue(asc_emu::PMTE3, "DataCopy UB->GM", loc);
+    asc_emu::UbAccess(op, emu_ub::Offset(src.GetPhyAddr()), bytes, false);
+    asc_emu::GmWrite(dst.GetPhyAddr(), bytes, "DataCopy UB->GM", op);
     std::memcpy(dst.GetPhyAddr(), src.GetPhyAddr(), bytes);
 }
 
-// UB -> UB (VECCALC to VECCALC), 32-byte granular.
-template <typename T>
-__aicore__ inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint32_t count) {
-    uint64_t bytes = static_cast<uint64_t>(count) * sizeof(T) / 32 * 32;
-    emu_copy::CheckUb(dst.GetPhyAddr(), bytes, "DataCopy UB->UB");
-    emu_copy::CheckUb(src.GetPhyAddr(), bytes, "DataCopy UB->UB");
-    emu_copy::CheckFits(dst, bytes, "DataCopy UB->UB");
-    emu_copy::CheckFits(src, bytes, "DataCopy UB->UB");
-    std::memmove(dst.GetPhyAddr(), src.GetPhyAddr(), bytes);
-}
 
 // GM -> UB with byte-exact rows; each UB row is padded out to 32 bytes.
 template <typename T>
 __aicore__ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src,
-                                   const DataCopyExtParams& p, const DataCopyPadExtParams<T>& pad) {
+                                   const DataCopyExtParams& p, const DataCopyPadExtParams<T>& pad,
+                                   asc_emu::Loc loc = ASC_EMU_HERE) {
     if (!asc_emu::St().soc.hasDataCopyPad) asc_emu::Fail("DataCopyPad is not available on " + asc_emu::St().soc.name);
     if (p.blockLen % sizeof(T) != 0) asc_emu::Fail("DataCopyPad: blockLen is not a multiple of the element size");
     if (p.blockCount > 4095 || p.blockLen > 2097151) asc_emu::Fail("DataCopyPad: blockCount/blockLen out of range");
@@ -87,6 +86,8 @@ __aicore__ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor
     uint64_t total = p.blockCount == 0 ? 0 : (p.blockCount - 1) * (rowUb + p.dstStride * 32ull) + rowUb;
     emu_copy::CheckUb(dst.GetPhyAddr(), total, "DataCopyPad GM->UB");
     emu_copy::CheckFits(dst, total, "DataCopyPad GM->UB");
+    const int32_t op = asc_emu::Issue(asc_emu::PMTE2, "DataCopyPad GM->UB", loc);
+    asc_emu::UbAccess(op, emu_ub::Offset(dst.GetPhyAddr()), total, true);
     const uint8_t* g = reinterpret_cast<const uint8_t*>(src.GetPhyAddr());
     uint8_t* u = reinterpret_cast<uint8_t*>(dst.GetPhyAddr());
     for (uint32_t r = 0; r < p.blockCount; ++r) {
@@ -106,18 +107,21 @@ __aicore__ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor
 
 // UB -> GM with byte-exact rows: only blockLen bytes per row reach global memory.
 template <typename T>
-__aicore__ inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyExtParams& p) {
+__aicore__ inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyExtParams& p,
+                                   asc_emu::Loc loc = ASC_EMU_HERE) {
     if (!asc_emu::St().soc.hasDataCopyPad) asc_emu::Fail("DataCopyPad is not available on " + asc_emu::St().soc.name);
     if (p.blockLen % sizeof(T) != 0) asc_emu::Fail("DataCopyPad: blockLen is not a multiple of the element size");
     uint64_t rowUb = (p.blockLen + 31ull) / 32 * 32;
     uint64_t total = p.blockCount == 0 ? 0 : (p.blockCount - 1) * (rowUb + p.srcStride * 32ull) + rowUb;
     emu_copy::CheckUb(src.GetPhyAddr(), total, "DataCopyPad UB->GM");
     emu_copy::CheckFits(src, total, "DataCopyPad UB->GM");
+    const int32_t op = asc_emu::Issue(asc_emu::PMTE3, "DataCopyPad UB->GM", loc);
+    asc_emu::UbAccess(op, emu_ub::Offset(src.GetPhyAddr()), total, false);
     uint8_t* g = reinterpret_cast<uint8_t*>(dst.GetPhyAddr());
     const uint8_t* u = reinterpret_cast<const uint8_t*>(src.GetPhyAddr());
     for (uint32_t r = 0; r < p.blockCount; ++r) {
         uint8_t* gr = g + r * (static_cast<uint64_t>(p.blockLen) + p.dstStride);
-        asc_emu::GmWrite(gr, p.blockLen, "DataCopyPad UB->GM");
+        asc_emu::GmWrite(gr, p.blockLen, "DataCopyPad UB->GM", op);
         std::memcpy(gr, u + r * (rowUb + p.srcStride * 32ull), p.blockLen);
     }
 }

@@ -32,6 +32,15 @@ void NoPartialOverlap(const char* api, const LocalTensor<D>& d, const LocalTenso
         asc_emu::Fail(std::string(api) + ": destination partially overlaps a source");
 }
 
+// Issue one vector instruction: reads of every source, then the write of dst, on the V pipe.
+template <typename D>
+void VecAccess(const char* api, const asc_emu::Loc& loc, const LocalTensor<D>& dst, uint64_t dstBytes,
+               std::initializer_list<std::pair<const void*, uint64_t>> srcs) {
+    const int32_t op = asc_emu::Issue(asc_emu::PV, api, loc);
+    for (auto& s : srcs) asc_emu::UbAccess(op, emu_ub::Offset(s.first), s.second, false);
+    asc_emu::UbAccess(op, emu_ub::Offset(dst.GetPhyAddr()), dstBytes, true);
+}
+
 template <typename T>
 constexpr bool IsFloat() {
     return std::is_same_v<T, float> || std::is_same_v<T, half>;
@@ -47,10 +56,11 @@ void RequireDtype(const char* api, bool floatOnly) {
 
 template <typename T, typename F>
 void Binary(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b,
-            uint32_t count, bool floatOnly, F f) {
+            uint32_t count, bool floatOnly, F f, const asc_emu::Loc& loc) {
     RequireDtype<T>(api, floatOnly);
     Operand(api, dst, count), Operand(api, a, count), Operand(api, b, count);
     NoPartialOverlap(api, dst, a, count), NoPartialOverlap(api, dst, b, count);
+    VecAccess(api, loc, dst, count * sizeof(T), {{a.GetPhyAddr(), count * sizeof(T)}, {b.GetPhyAddr(), count * sizeof(T)}});
     T* d = dst.GetPhyAddr();
     const T *x = a.GetPhyAddr(), *y = b.GetPhyAddr();
     for (uint32_t i = 0; i < count; ++i) d[i] = f(x[i], y[i]);
@@ -58,10 +68,12 @@ void Binary(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& a,
 }
 
 template <typename T, typename F>
-void Unary(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& a, uint32_t count, bool floatOnly, F f) {
+void Unary(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& a, uint32_t count, bool floatOnly, F f,
+           const asc_emu::Loc& loc) {
     RequireDtype<T>(api, floatOnly);
     Operand(api, dst, count), Operand(api, a, count);
     NoPartialOverlap(api, dst, a, count);
+    VecAccess(api, loc, dst, count * sizeof(T), {{a.GetPhyAddr(), count * sizeof(T)}});
     T* d = dst.GetPhyAddr();
     const T* x = a.GetPhyAddr();
     for (uint32_t i = 0; i < count; ++i) d[i] = f(x[i]);
@@ -79,9 +91,9 @@ T Via(float v) {
 #define ASC_EMU_BINARY(NAME, FLOAT_ONLY, EXPR)                                                              \
     template <typename T>                                                                                   \
     __aicore__ inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, \
-                                const int32_t& count) {                                                    \
+                                const int32_t& count, asc_emu::Loc loc = ASC_EMU_HERE) {                   \
         emu_vec::Binary(#NAME, dst, src0, src1, static_cast<uint32_t>(count), FLOAT_ONLY,                    \
-                        [](T a, T b) -> T { return EXPR; });                                                 \
+                        [](T a, T b) -> T { return EXPR; }, loc);                                            \
     }
 ASC_EMU_BINARY(Add, false, static_cast<T>(a + b))
 ASC_EMU_BINARY(Sub, false, static_cast<T>(a - b))
@@ -94,9 +106,9 @@ ASC_EMU_BINARY(Min, false, (a < b || std::isnan(static_cast<float>(a))) ? a : b)
 #define ASC_EMU_SCALAR(NAME, EXPR)                                                                              \
     template <typename T, typename U>                                                                           \
     __aicore__ inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const U& scalarValue,       \
-                                const int32_t& count) {                                                        \
+                                const int32_t& count, asc_emu::Loc loc = ASC_EMU_HERE) {                       \
         const T s = static_cast<T>(scalarValue);                                                                \
-        emu_vec::Unary(#NAME, dst, src, static_cast<uint32_t>(count), false, [s](T a) -> T { return EXPR; });   \
+        emu_vec::Unary(#NAME, dst, src, static_cast<uint32_t>(count), false, [s](T a) -> T { return EXPR; }, loc); \
     }
 ASC_EMU_SCALAR(Adds, static_cast<T>(a + s))
 ASC_EMU_SCALAR(Muls, static_cast<T>(a * s))
@@ -107,8 +119,9 @@ ASC_EMU_SCALAR(LeakyRelu, a >= T(0) ? a : static_cast<T>(a * s))
 
 #define ASC_EMU_UNARY(NAME, FLOAT_ONLY, EXPR)                                                                  \
     template <typename T>                                                                                      \
-    __aicore__ inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count) {   \
-        emu_vec::Unary(#NAME, dst, src, static_cast<uint32_t>(count), FLOAT_ONLY, [](T a) -> T { return EXPR; }); \
+    __aicore__ inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count,     \
+                                asc_emu::Loc loc = ASC_EMU_HERE) {                                             \
+        emu_vec::Unary(#NAME, dst, src, static_cast<uint32_t>(count), FLOAT_ONLY, [](T a) -> T { return EXPR; }, loc); \
     }
 ASC_EMU_UNARY(Exp, true, emu_vec::Via<T>(std::exp(static_cast<float>(a))))
 ASC_EMU_UNARY(Ln, true, emu_vec::Via<T>(std::log(static_cast<float>(a))))
@@ -120,8 +133,10 @@ ASC_EMU_UNARY(Relu, false, a > T(0) ? a : T(0))
 #undef ASC_EMU_UNARY
 
 template <typename T, typename U>
-__aicore__ inline void Duplicate(const LocalTensor<T>& dst, const U& scalarValue, const int32_t& count) {
+__aicore__ inline void Duplicate(const LocalTensor<T>& dst, const U& scalarValue, const int32_t& count,
+                                 asc_emu::Loc loc = ASC_EMU_HERE) {
     emu_vec::Operand("Duplicate", dst, static_cast<uint32_t>(count));
+    emu_vec::VecAccess("Duplicate", loc, dst, count * sizeof(T), {});
     T v;
     if constexpr (std::is_same_v<T, bfloat16_t>) v = bfloat16_t::FromFloatRint(static_cast<float>(scalarValue));
     else v = static_cast<T>(scalarValue);
@@ -132,9 +147,10 @@ __aicore__ inline void Duplicate(const LocalTensor<T>& dst, const U& scalarValue
 // Cast between the pairs the generator uses; anything else is refused, like a missing hardware path.
 template <typename D, typename S>
 __aicore__ inline void Cast(const LocalTensor<D>& dst, const LocalTensor<S>& src, const RoundMode& mode,
-                            const uint32_t& count) {
+                            const uint32_t& count, asc_emu::Loc loc = ASC_EMU_HERE) {
     emu_vec::Operand("Cast", dst, count), emu_vec::Operand("Cast", src, count);
     emu_vec::NoPartialOverlap("Cast", dst, src, count);
+    emu_vec::VecAccess("Cast", loc, dst, count * sizeof(D), {{src.GetPhyAddr(), count * sizeof(S)}});
     const bool is310p = !asc_emu::St().soc.hasBf16;
     D* d = dst.GetPhyAddr();
     const S* s = src.GetPhyAddr();
@@ -179,10 +195,12 @@ inline bool Cmp(float a, float b, CMPMODE m) {
 // the part of count that does not fill a repeat is silently not computed (cann_facts §5.1).
 template <typename T, typename F>
 void CompareImpl(const char* api, const LocalTensor<uint8_t>& dst, const LocalTensor<T>& a, uint32_t count, F rhs,
-                 CMPMODE mode) {
+                 CMPMODE mode, const void* b, const asc_emu::Loc& loc) {
     static_assert(std::is_same_v<T, float> || std::is_same_v<T, half>, "Compare takes half or float");
     Operand(api, a, count);
     Operand(api, dst, (count + 7) / 8);
+    if (b != nullptr) VecAccess(api, loc, dst, (count + 7) / 8, {{a.GetPhyAddr(), count * sizeof(T)}, {b, count * sizeof(T)}});
+    else VecAccess(api, loc, dst, (count + 7) / 8, {{a.GetPhyAddr(), count * sizeof(T)}});
     const uint32_t done = static_cast<uint32_t>(count * sizeof(T) / 256 * 256 / sizeof(T));
     uint8_t* bits = dst.GetPhyAddr();
     for (uint32_t i = 0; i < done; ++i) {
@@ -195,24 +213,34 @@ void CompareImpl(const char* api, const LocalTensor<uint8_t>& dst, const LocalTe
 
 template <typename T>
 __aicore__ inline void Compare(const LocalTensor<uint8_t>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,
-                               CMPMODE mode, uint32_t count) {
+                               CMPMODE mode, uint32_t count, asc_emu::Loc loc = ASC_EMU_HERE) {
     emu_vec::Operand("Compare", src1, count);
     const T* b = src1.GetPhyAddr();
-    emu_vec::CompareImpl("Compare", dst, src0, count, [b](uint32_t i) { return b[i]; }, mode);
+    emu_vec::CompareImpl("Compare", dst, src0, count, [b](uint32_t i) { return b[i]; }, mode, b, loc);
 }
 
 template <typename T, typename U>
 __aicore__ inline void Compares(const LocalTensor<uint8_t>& dst, const LocalTensor<T>& src0, const U& scalar,
-                                CMPMODE mode, uint32_t count) {
+                                CMPMODE mode, uint32_t count, asc_emu::Loc loc = ASC_EMU_HERE) {
     const T s = static_cast<T>(scalar);
-    emu_vec::CompareImpl("Compares", dst, src0, count, [s](uint32_t) { return s; }, mode);
+    emu_vec::CompareImpl("Compares", dst, src0, count, [s](uint32_t) { return s; }, mode, nullptr, loc);
 }
 
 // Select: dst[i] = mask bit i ? src0[i] : src1[i].
 template <typename T>
 __aicore__ inline void Select(const LocalTensor<T>& dst, const LocalTensor<uint8_t>& mask, const LocalTensor<T>& src0,
-                              const LocalTensor<T>& src1, SELMODE mode, uint32_t count) {
+                              const LocalTensor<T>& src1, SELMODE mode, uint32_t count, asc_emu::Loc loc = ASC_EMU_HERE) {
     if (mode != SELMODE::VSEL_TENSOR_TENSOR_MODE) asc_emu::Fail("Select: only VSEL_TENSOR_TENSOR_MODE is emulated");
+    // Tensor-tensor mode first writes the mask's address into 128 bytes at TMP_UB_OFFSET with a Duplicate
+    // (impl/basic_api/dav_c220 and dav_m200 kernel_operator_vec_cmpsel_impl.h): UB that must stay free.
+    const uint32_t tmp = asc_emu::St().soc.tmpUbOffset;
+    if (asc_emu::St().ubUsed > tmp)
+        asc_emu::Fail("Select at " + loc.Str() + " writes 128 bytes at unified-buffer offset " + std::to_string(tmp) +
+                      " (TMP_UB_OFFSET), inside the kernel's own buffers (" + std::to_string(asc_emu::St().ubUsed) +
+                      " bytes allocated): reserve 8 KB (ReserveLocalMemory(RESERVED_SIZE_8K)) on the host");
+    emu_vec::VecAccess("Select", loc, dst, count * sizeof(T),
+                       {{src0.GetPhyAddr(), count * sizeof(T)}, {src1.GetPhyAddr(), count * sizeof(T)},
+                        {mask.GetPhyAddr(), (count + 7) / 8}});
     emu_vec::Operand("Select", dst, count), emu_vec::Operand("Select", src0, count);
     emu_vec::Operand("Select", src1, count), emu_vec::Operand("Select", mask, (count + 7) / 8);
     emu_vec::NoPartialOverlap("Select", dst, src0, count), emu_vec::NoPartialOverlap("Select", dst, src1, count);

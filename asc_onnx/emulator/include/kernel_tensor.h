@@ -32,13 +32,37 @@ public:
         t.size_ = size_ > offset ? size_ - offset : 0;
         return t;
     }
-    __aicore__ inline T GetValue(uint64_t i) const {
-        asc_emu::GmRead(ptr_ + i, sizeof(T), "GlobalTensor::GetValue");
-        return ptr_[i];
+    // Scalar reads and writes of global memory go through the core's data cache (64-byte lines): a
+    // SetValue reaches GM only when DataCacheCleanAndInvalid cleans its line (docs: GlobalTensor/SetValue.md).
+    __aicore__ inline T GetValue(uint64_t i, asc_emu::Loc loc = ASC_EMU_HERE) const {
+        asc_emu::Issue(asc_emu::PS, "GlobalTensor::GetValue", loc);
+        asc_emu::FindGm(ptr_ + i, sizeof(T), "GlobalTensor::GetValue");
+        asc_emu::St().scalarInstr += 1;
+        T v;
+        std::memcpy(&v, ptr_ + i, sizeof(T));
+        auto a = reinterpret_cast<uintptr_t>(ptr_ + i);
+        auto it = asc_emu::St().pipes.cache.find(a / 64);
+        if (it != asc_emu::St().pipes.cache.end()) {
+            for (size_t k = 0; k < sizeof(T); ++k) {
+                if (it->second.dirty >> ((a + k) % 64) & 1u) reinterpret_cast<uint8_t*>(&v)[k] = it->second.data[(a + k) % 64];
+            }
+        } else {
+            asc_emu::St().gmReadBytes += sizeof(T);
+        }
+        return v;
     }
-    __aicore__ inline void SetValue(uint64_t i, T v) const {
-        asc_emu::GmWrite(ptr_ + i, sizeof(T), "GlobalTensor::SetValue");
-        ptr_[i] = v;
+    __aicore__ inline void SetValue(uint64_t i, T v, asc_emu::Loc loc = ASC_EMU_HERE) const {
+        const int32_t op = asc_emu::Issue(asc_emu::PS, "GlobalTensor::SetValue", loc);
+        asc_emu::GmBuffer& b = asc_emu::FindGm(ptr_ + i, sizeof(T), "GlobalTensor::SetValue");
+        if (!b.output) asc_emu::Fail("GlobalTensor::SetValue: write into input tensor '" + b.name + "'");
+        asc_emu::St().scalarInstr += 1;
+        auto a = reinterpret_cast<uintptr_t>(ptr_ + i);
+        asc_emu::CacheLine& line = asc_emu::St().pipes.cache[a / 64];
+        for (size_t k = 0; k < sizeof(T); ++k) {
+            line.data[(a + k) % 64] = reinterpret_cast<const uint8_t*>(&v)[k];
+            line.dirty |= 1ull << ((a + k) % 64);
+        }
+        line.op = op;
     }
     __aicore__ inline __gm__ T* GetPhyAddr() const { return ptr_; }
     __aicore__ inline uint64_t GetSize() const { return size_; }
@@ -60,12 +84,16 @@ public:
                                           std::to_string(size_) + " elements");
         return LocalTensor(ptr_ + offset, size_ - offset, slot_);
     }
+    // Scalar accesses run on the S pipe, which the compiler's auto-sync orders with every other pipe in
+    // both directions: they never race, and they order later work after what they waited for.
     __aicore__ inline T GetValue(uint32_t i) const {
         Check(i);
+        asc_emu::SAccess(emu_ub::Offset(ptr_ + i), sizeof(T), false);
         return ptr_[i];
     }
     __aicore__ inline void SetValue(uint32_t i, T v) const {
         Check(i);
+        asc_emu::SAccess(emu_ub::Offset(ptr_ + i), sizeof(T), true);
         ptr_[i] = v;
     }
     template <typename U>

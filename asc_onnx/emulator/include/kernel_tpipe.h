@@ -1,4 +1,5 @@
-// asc-onnx emulator: TPipe (UB allocator), TQue (VECIN/VECOUT queues with depth), TBuf (scratch).
+// asc-onnx emulator: TPipe (UB allocator, event IDs), TQue (queues with the synchronisation their
+// EnQue/DeQue and AllocTensor/FreeTensor insert), TBuf (scratch with no synchronisation at all).
 #pragma once
 #include <deque>
 
@@ -12,16 +13,24 @@ struct EmuSlot {
     uint8_t* ptr = nullptr;
     uint32_t bytes = 0;
     EmuSlotState state = EmuSlotState::FREE;
+    asc_emu::Clock enqueued;  // producer pipe's work when it was EnQue'd
+    asc_emu::Clock freed;     // consumer pipe's work when it was freed
 };
 
-class TPipe;
+// Buffers of all queues at one position share QUE_MAX_EVENT event IDs (impl/basic_api/kernel_macros.h: 8 on
+// A2/A3 and 310P), so at most 8 TQue buffers per position (4 double-buffered queues).
+constexpr int32_t QUE_MAX_EVENT = 8;
 
-namespace emu_ub {
-inline TPipe*& CurrentPipe() {
-    static TPipe* p = nullptr;
-    return p;
+namespace emu_que {
+// Which pipe writes a queue's buffers and which reads them, by position (kernel_tquebind_impl.h: VECIN is
+// MTE2 -> V, VECOUT is V -> MTE3, VECCALC is V -> V).
+constexpr int Producer(TPosition p) {
+    return p == TPosition::VECIN ? asc_emu::PMTE2 : asc_emu::PV;
 }
-}  // namespace emu_ub
+constexpr int Consumer(TPosition p) {
+    return p == TPosition::VECOUT ? asc_emu::PMTE3 : asc_emu::PV;
+}
+}  // namespace emu_que
 
 template <TPosition POS, int32_t DEPTH>
 class TQue {
@@ -31,19 +40,23 @@ public:
         for (auto& s : slots_) {
             if (s.state == EmuSlotState::FREE) {
                 s.state = EmuSlotState::ALLOCATED;
+                asc_emu::Join(emu_que::Producer(POS), s.freed);  // WaitFlag on the free event
                 return LocalTensor<T>(reinterpret_cast<T*>(s.ptr), s.bytes / sizeof(T), &s);
             }
         }
         asc_emu::Fail("TQue::AllocTensor: all " + std::to_string(slots_.size()) +
                       " buffers are in use (missing FreeTensor?)");
     }
+    // Re-EnQue of a dequeued tensor is allowed (kernel_tquebind_impl.h).
     template <typename T>
     __aicore__ inline void EnQue(const LocalTensor<T>& t) {
         EmuSlot* s = Own(t.Slot(), "EnQue");
-        if (s->state != EmuSlotState::ALLOCATED) asc_emu::Fail("TQue::EnQue of a tensor that is not freshly allocated");
+        if (s->state != EmuSlotState::ALLOCATED && s->state != EmuSlotState::DEQUEUED)
+            asc_emu::Fail("TQue::EnQue of a tensor that is not allocated (freed or already in the queue)");
         if (static_cast<int32_t>(fifo_.size()) >= DEPTH)
             asc_emu::Fail("TQue::EnQue: queue depth " + std::to_string(DEPTH) + " exceeded");
         s->state = EmuSlotState::ENQUEUED;
+        s->enqueued = asc_emu::Snapshot(emu_que::Producer(POS));  // SetFlag producer -> consumer
         fifo_.push_back(s);
     }
     template <typename T>
@@ -52,6 +65,7 @@ public:
         EmuSlot* s = fifo_.front();
         fifo_.pop_front();
         s->state = EmuSlotState::DEQUEUED;
+        asc_emu::Join(emu_que::Consumer(POS), s->enqueued);  // WaitFlag producer -> consumer
         return LocalTensor<T>(reinterpret_cast<T*>(s->ptr), s->bytes / sizeof(T), s);
     }
     template <typename T>
@@ -60,6 +74,7 @@ public:
         if (s->state == EmuSlotState::FREE) asc_emu::Fail("TQue::FreeTensor: double free");
         if (s->state == EmuSlotState::ENQUEUED) asc_emu::Fail("TQue::FreeTensor of a tensor still in the queue");
         s->state = EmuSlotState::FREE;
+        s->freed = asc_emu::Snapshot(emu_que::Consumer(POS));  // SetFlag consumer -> producer
     }
     std::vector<EmuSlot>& Slots() { return slots_; }
 
@@ -92,12 +107,62 @@ private:
     EmuSlot slot_;
 };
 
+enum class HardEvent : uint8_t { MTE2_V, V_MTE2, MTE3_V, V_MTE3, MTE2_MTE3, MTE3_MTE2, S_V, V_S, MTE2_S, S_MTE2,
+                                 MTE3_S, S_MTE3 };
+using TEventID = int8_t;
+using event_t = int8_t;
+
+namespace emu_evt {
+constexpr int Src(HardEvent e) {
+    switch (e) {
+        case HardEvent::MTE2_V: case HardEvent::MTE2_MTE3: case HardEvent::MTE2_S: return asc_emu::PMTE2;
+        case HardEvent::MTE3_V: case HardEvent::MTE3_MTE2: case HardEvent::MTE3_S: return asc_emu::PMTE3;
+        case HardEvent::S_V: case HardEvent::S_MTE2: case HardEvent::S_MTE3: return asc_emu::PS;
+        default: return asc_emu::PV;
+    }
+}
+constexpr int Dst(HardEvent e) {
+    switch (e) {
+        case HardEvent::V_MTE2: case HardEvent::MTE3_MTE2: case HardEvent::S_MTE2: return asc_emu::PMTE2;
+        case HardEvent::V_MTE3: case HardEvent::MTE2_MTE3: case HardEvent::S_MTE3: return asc_emu::PMTE3;
+        case HardEvent::V_S: case HardEvent::MTE2_S: case HardEvent::MTE3_S: return asc_emu::PS;
+        default: return asc_emu::PV;
+    }
+}
+inline const char* Name(HardEvent e) {
+    static const char* n[] = {"MTE2_V", "V_MTE2", "MTE3_V", "V_MTE3", "MTE2_MTE3", "MTE3_MTE2", "S_V", "V_S",
+                              "MTE2_S", "S_MTE2", "MTE3_S", "S_MTE3"};
+    return n[static_cast<int>(e)];
+}
+}  // namespace emu_evt
+
+template <HardEvent E>
+__aicore__ inline void SetFlag(int32_t id, asc_emu::Loc loc = ASC_EMU_HERE) {
+    asc_emu::SetFlag(emu_evt::Src(E), static_cast<int>(E) * 64 + id, loc);
+}
+
+template <HardEvent E>
+__aicore__ inline void WaitFlag(int32_t id, asc_emu::Loc loc = ASC_EMU_HERE) {
+    asc_emu::WaitFlag(emu_evt::Dst(E), static_cast<int>(E) * 64 + id, emu_evt::Name(E), loc);
+}
+
+class TPipe;
+
+namespace emu_ub {
+inline TPipe*& CurrentPipe() {
+    static TPipe* p = nullptr;
+    return p;
+}
+}  // namespace emu_ub
+
 class TPipe {
 public:
     TPipe() {
         // Fresh UB for this block, filled with 0xFF bytes (NaN as float/half) so reads of unwritten UB show.
         std::memset(emu_ub::arena, 0xFF, sizeof(emu_ub::arena));
         emu_ub::CurrentPipe() = this;
+        asc_emu::ResetBlock();
+        asc_emu::St().ubUsed = 0;
     }
     ~TPipe() {
         if (emu_ub::CurrentPipe() == this) emu_ub::CurrentPipe() = nullptr;
@@ -105,6 +170,11 @@ public:
     template <TPosition POS, int32_t DEPTH>
     __aicore__ inline void InitBuffer(TQue<POS, DEPTH>& que, uint32_t num, uint32_t len) {
         if (num == 0 || len == 0) asc_emu::Fail("TPipe::InitBuffer with zero buffers or zero length");
+        int32_t& used = queBuffers_[static_cast<int>(POS)];
+        if (used + static_cast<int32_t>(num) > QUE_MAX_EVENT)
+            asc_emu::Fail("TPipe::InitBuffer: " + std::to_string(used + num) + " queue buffers at one position; " +
+                          "the hardware has " + std::to_string(QUE_MAX_EVENT) + " event IDs per position");
+        used += static_cast<int32_t>(num);
         que.Slots().assign(num, EmuSlot{});
         for (auto& s : que.Slots()) Take(s, len);
     }
@@ -112,6 +182,14 @@ public:
     __aicore__ inline void InitBuffer(TBuf<POS>& buf, uint32_t len) {
         if (len == 0) asc_emu::Fail("TPipe::InitBuffer with zero length");
         Take(buf.Slot(), len);
+    }
+    // An event ID for a hand-written SetFlag/WaitFlag pair.
+    __aicore__ inline TEventID FetchEventID(HardEvent e) {
+        return static_cast<TEventID>(nextEvent_[static_cast<int>(e)]++ % 8);
+    }
+    template <HardEvent E>
+    __aicore__ inline TEventID FetchEventID() {
+        return FetchEventID(E);
     }
     __aicore__ inline void Destroy() {}
 
@@ -126,9 +204,14 @@ private:
         s.bytes = padded;
         s.state = EmuSlotState::FREE;
         used_ += padded;
+        asc_emu::St().ubUsed = used_;
         if (used_ > asc_emu::St().ubPeak) asc_emu::St().ubPeak = used_;
     }
     uint32_t used_ = 0;
+    int32_t queBuffers_[16] = {0};
+    int32_t nextEvent_[16] = {0};
 };
+
+__aicore__ inline TPipe* GetTPipePtr() { return emu_ub::CurrentPipe(); }
 
 }  // namespace AscendC

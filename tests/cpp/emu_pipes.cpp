@@ -1,0 +1,141 @@
+// Pipe, reserved-memory, queue-budget and data-cache rules: argv[1] names a scenario; each rule has one
+// that breaks it (the emulator must print FAULT ...) and one that obeys it (OK). Built for 2201 and 2002.
+#include <iostream>
+#include <vector>
+
+#include "kernel_operator.h"
+
+using namespace AscendC;
+
+static std::vector<float> gIn(4096, 1.0f), gOut(4096, 0.0f);
+
+static void Run(const std::string& s) {
+    asc_emu::St().gm.push_back({"in", reinterpret_cast<uint8_t*>(gIn.data()), gIn.size() * 4, false, {}});
+    asc_emu::St().gm.push_back({"out", reinterpret_cast<uint8_t*>(gOut.data()), gOut.size() * 4, true,
+                                std::vector<int32_t>(gOut.size() * 4, -1)});
+    TPipe pipe;
+    GlobalTensor<float> xGm, yGm;
+    xGm.SetGlobalBuffer(gIn.data(), gIn.size());
+    yGm.SetGlobalBuffer(gOut.data(), gOut.size());
+    TBuf<TPosition::VECCALC> aBuf, bBuf;
+    pipe.InitBuffer(aBuf, 1024);
+    pipe.InitBuffer(bBuf, 1024);
+    LocalTensor<float> a = aBuf.Get<float>(), b = bBuf.Get<float>();
+    if (s == "mte2_v_race" || s == "mte2_v_flag") {
+        // GM -> TBuf, then a vector op on it: only a flag orders MTE2 before V.
+        DataCopy(a, xGm, 64);
+        if (s == "mte2_v_flag") {
+            SetFlag<HardEvent::MTE2_V>(0);
+            WaitFlag<HardEvent::MTE2_V>(0);
+        }
+        Muls(b, a, 2.0f, 64);
+    } else if (s == "v_mte3_race" || s == "v_mte3_flag") {
+        Duplicate(a, 3.0f, 64);
+        if (s == "v_mte3_flag") {
+            SetFlag<HardEvent::V_MTE3>(0);
+            WaitFlag<HardEvent::V_MTE3>(0);
+        }
+        DataCopy(yGm, a, 64);
+    } else if (s == "v_mte2_war" || s == "v_mte2_flag") {
+        // The vector unit reads a buffer the next copy-in overwrites.
+        Duplicate(b, 0.0f, 64);
+        Add(b, a, b, 64);
+        if (s == "v_mte2_flag") {
+            SetFlag<HardEvent::V_MTE2>(0);
+            WaitFlag<HardEvent::V_MTE2>(0);
+        }
+        DataCopy(a, xGm, 64);
+    } else if (s == "queue_skips_deque" || s == "queue_ordered") {
+        TQue<QuePosition::VECIN, 1> inQueueX;
+        TQue<QuePosition::VECOUT, 1> outQueueY;
+        pipe.InitBuffer(inQueueX, 2, 256);
+        pipe.InitBuffer(outQueueY, 2, 256);
+        for (int tile = 0; tile < 3; ++tile) {
+            LocalTensor<float> xLocal = inQueueX.AllocTensor<float>();
+            DataCopy(xLocal, xGm[tile * 64], 64);
+            inQueueX.EnQue(xLocal);
+            LocalTensor<float> yLocal = outQueueY.AllocTensor<float>();
+            if (s == "queue_ordered") xLocal = inQueueX.DeQue<float>();
+            Muls(yLocal, xLocal, 2.0f, 64);
+            outQueueY.EnQue(yLocal);
+            if (s == "queue_skips_deque") xLocal = inQueueX.DeQue<float>();
+            inQueueX.FreeTensor(xLocal);
+            yLocal = outQueueY.DeQue<float>();
+            DataCopy(yGm[tile * 64], yLocal, 64);
+            outQueueY.FreeTensor(yLocal);
+        }
+    } else if (s == "reenque") {
+        TQue<QuePosition::VECIN, 1> inQueueX;
+        pipe.InitBuffer(inQueueX, 1, 256);
+        LocalTensor<float> xLocal = inQueueX.AllocTensor<float>();
+        inQueueX.EnQue(xLocal);
+        xLocal = inQueueX.DeQue<float>();
+        inQueueX.EnQue(xLocal);
+        xLocal = inQueueX.DeQue<float>();
+        inQueueX.FreeTensor(xLocal);
+    } else if (s == "mte3_overlap" || s == "mte3_barrier") {
+        // 310P's ragged tail: an aligned head, then a 32-byte window that overlaps its end.
+        Duplicate(a, 5.0f, 64);
+        SetFlag<HardEvent::V_MTE3>(0);
+        WaitFlag<HardEvent::V_MTE3>(0);
+        DataCopy(yGm, a, 32);
+        if (s == "mte3_barrier") PipeBarrier<PIPE_MTE3>();
+        DataCopy(yGm[28], a, 8);
+    } else if (s == "wait_without_set") {
+        WaitFlag<HardEvent::MTE2_V>(1);
+    } else if (s == "select_tmp_ub" || s == "select_reserved") {
+        // Fill the UB up to the host-reported size (or 8 KB short of it), then Select.
+        const uint32_t rest = asc_emu::St().soc.ubBytes - 2048 - (s == "select_reserved" ? 8192 : 0);
+        TBuf<TPosition::VECCALC> big;
+        pipe.InitBuffer(big, rest);
+        Duplicate(a, 1.0f, 64);
+        Duplicate(b, 2.0f, 64);
+        LocalTensor<float> m = big.Get<float>();
+        Compares(m.ReinterpretCast<uint8_t>(), a, 0.0f, CMPMODE::GT, 64);
+        Select(a, m.ReinterpretCast<uint8_t>(), a, b, SELMODE::VSEL_TENSOR_TENSOR_MODE, 64);
+    } else if (s == "queue_budget" || s == "queue_budget_ok") {
+        TQue<QuePosition::VECIN, 1> q0, q1, q2, q3, q4;
+        pipe.InitBuffer(q0, 2, 64);
+        pipe.InitBuffer(q1, 2, 64);
+        pipe.InitBuffer(q2, 2, 64);
+        pipe.InitBuffer(q3, 2, 64);
+        if (s == "queue_budget") pipe.InitBuffer(q4, 2, 64);
+    } else if (s == "setvalue_no_flush" || s == "setvalue_flushed") {
+        yGm.SetValue(3, 7.5f);
+        if (s == "setvalue_flushed") {
+            DataCacheCleanAndInvalid<float, CacheLine::SINGLE_CACHE_LINE, DcciDst::CACHELINE_OUT>(yGm);
+            std::cout << "GM " << gOut[3] << " ";
+        }
+    } else if (s == "setvalue_then_dma") {
+        yGm.SetValue(3, 7.5f);
+        Duplicate(a, 1.0f, 64);
+        SetFlag<HardEvent::V_MTE3>(0);
+        WaitFlag<HardEvent::V_MTE3>(0);
+        DataCopy(yGm, a, 8);
+    } else if (s == "ub_full") {
+        TBuf<TPosition::VECCALC> big;
+        pipe.InitBuffer(big, asc_emu::St().soc.ubBytes - 2048);
+    } else if (s == "ub_over") {
+        TBuf<TPosition::VECCALC> big;
+        pipe.InitBuffer(big, asc_emu::St().soc.ubBytes - 2048 + 32);
+    } else if (s == "scalar_orders") {
+        // A scalar read of the copied data makes S wait for MTE2; the vector op dispatched after it is ordered.
+        DataCopy(a, xGm, 64);
+        float v = a.GetValue(0);
+        Muls(b, a, v, 64);
+    } else {
+        asc_emu::Fail("unknown scenario " + s);
+    }
+}
+
+int main(int argc, char** argv) {
+    try {
+        Run(argv[1]);
+        asc_emu::EndBlock();
+    } catch (const asc_emu::Fault& e) {
+        std::cout << "FAULT " << e.what() << std::endl;
+        return 0;
+    }
+    std::cout << "OK " << asc_emu::St().soc.name << std::endl;
+    return 0;
+}

@@ -1,0 +1,101 @@
+"""The emulator's pipe, reserved-memory, queue-budget and data-cache rules.
+
+Each rule is proven twice by a small hand-written kernel in ``tests/cpp/emu_pipes.cpp``: one that
+breaks it (the fault fires, naming both operations and their kernel lines) and one that obeys it.
+The rules come from the open implementation (``asc-devkit/impl``) and the synchronisation docs."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from asc_onnx.emulator import INCLUDE_DIR
+
+HERE = Path(__file__).resolve().parent / "cpp"
+ARCHES = {"Ascend910B": "2201", "Ascend310P": "2002"}
+
+
+@pytest.fixture(scope="module")
+def pipes(tmp_path_factory):
+    d = tmp_path_factory.mktemp("pipes")
+    exes = {}
+    for soc, arch in ARCHES.items():
+        exes[soc] = d / f"pipes{arch}"
+        subprocess.run(["g++", "-std=c++17", "-O1", "-w", f"-D__NPU_ARCH__={arch}", "-I", str(INCLUDE_DIR),
+                        str(HERE / "emu_pipes.cpp"), "-o", str(exes[soc])], check=True, capture_output=True)
+    return lambda soc, s: subprocess.run([str(exes[soc]), s], check=True, capture_output=True,
+                                         text=True).stdout.strip()
+
+
+# scenario that breaks a rule -> (what the fault says, the scenario that obeys it)
+RULES = {
+    "mte2_v_race": (["read after write", "Muls (V, emu_pipes.cpp:", "DataCopy GM->UB (MTE2, emu_pipes.cpp:"],
+                    "mte2_v_flag"),
+    "v_mte3_race": (["read after write", "DataCopy UB->GM (MTE3", "Duplicate (V"], "v_mte3_flag"),
+    "v_mte2_war": (["write after read", "DataCopy GM->UB (MTE2", "Add (V"], "v_mte2_flag"),
+    "queue_skips_deque": (["read after write", "Muls (V"], "queue_ordered"),
+    "mte3_overlap": (["overlapping global-memory writes", "no PipeBarrier<PIPE_MTE3>"], "mte3_barrier"),
+    "select_tmp_ub": (["TMP_UB_OFFSET", "reserve 8 KB"], "select_reserved"),
+    "queue_budget": (["10 queue buffers at one position", "8 event IDs"], "queue_budget_ok"),
+    "setvalue_no_flush": (["GlobalTensor::SetValue (S, emu_pipes.cpp:", "DataCacheCleanAndInvalid"],
+                          "setvalue_flushed"),
+    "setvalue_then_dma": (["left in the data cache"], "setvalue_flushed"),
+    "wait_without_set": (["without a SetFlag", "wait forever"], "mte2_v_flag"),
+    "ub_over": (["unified buffer overflow"], "ub_full"),
+}
+
+
+@pytest.mark.parametrize("soc", sorted(ARCHES))
+@pytest.mark.parametrize("scenario", sorted(RULES))
+def test_rule_fires_and_obeying_kernel_passes(pipes, soc, scenario):
+    words, obeying = RULES[scenario]
+    out = pipes(soc, scenario)
+    assert out.startswith("FAULT"), out
+    for w in words:
+        assert w in out, out
+    good = pipes(soc, obeying)
+    assert good.endswith(f"OK {soc}"), good
+
+
+def test_race_names_both_kernel_lines(pipes):
+    out = pipes("Ascend910B", "mte2_v_race")
+    src = (HERE / "emu_pipes.cpp").read_text().splitlines()
+    copy = next(i for i, t in enumerate(src, 1) if "DataCopy(a, xGm, 64);" in t)
+    muls = next(i for i, t in enumerate(src, 1) if "Muls(b, a, 2.0f, 64);" in t)
+    assert f"emu_pipes.cpp:{copy}" in out and f"emu_pipes.cpp:{muls}" in out, out
+
+
+def test_ub_sizes_as_get_core_mem_size_reports(pipes):
+    # 910B: 196608 - 256 (KFC); 310P: the whole 256 KiB (platform_ascendc.cpp GetCoreMemSize)
+    assert "196384 bytes requested, 196352 available" in pipes("Ascend910B", "ub_over")
+    assert "262176 bytes requested, 262144 available" in pipes("Ascend310P", "ub_over")
+
+
+def test_select_scratch_offset_per_soc(pipes):
+    assert "offset 188416" in pipes("Ascend910B", "select_tmp_ub")  # 184 KiB
+    assert "offset 253952" in pipes("Ascend310P", "select_tmp_ub")  # 248 KiB
+
+
+def test_setvalue_reaches_gm_only_after_clean(pipes):
+    assert pipes("Ascend910B", "setvalue_flushed").startswith("GM 7.5")
+
+
+@pytest.mark.parametrize("scenario", ["reenque", "scalar_orders"])
+def test_allowed_patterns(pipes, scenario):
+    # re-EnQue of a dequeued tensor is allowed (kernel_tquebind_impl.h); a scalar read orders later work
+    assert pipes("Ascend910B", scenario) == "OK Ascend910B"
+
+
+@pytest.mark.parametrize("arch,ktype,ok", [("2002", "KERNEL_TYPE_AIV_ONLY", False),
+                                           ("2002", "KERNEL_TYPE_AICORE", True),
+                                           ("2201", "KERNEL_TYPE_AIV_ONLY", True)])
+def test_kernel_type_per_soc(tmp_path, arch, ktype, ok):
+    src = tmp_path / "k.cpp"
+    src.write_text(f'#include "kernel_operator.h"\nvoid k() {{ KERNEL_TASK_TYPE_DEFAULT({ktype}); }}\n')
+    proc = subprocess.run(["g++", "-std=c++17", "-fsyntax-only", f"-D__NPU_ARCH__={arch}", "-I", str(INCLUDE_DIR),
+                           str(src)], capture_output=True, text=True)
+    assert (proc.returncode == 0) == ok, proc.stderr
+    if not ok:
+        assert "310P kernels are KERNEL_TYPE_AICORE" in proc.stderr
