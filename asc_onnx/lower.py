@@ -82,11 +82,17 @@ class PointwiseKernel:
     out_regs: tuple[int, ...]
     num_regs: int
     dtypes: tuple[int, ...]
+    const_steps: tuple[Step, ...] = ()  # Duplicates of constants: run once per core, their registers pinned
 
     @property
     def broadcast_inputs(self) -> tuple[int, ...]:
         """Indexes of the broadcast inputs."""
         return tuple(i for i, x in enumerate(self.inputs) if x.kind == "broadcast")
+
+    @property
+    def uses_select(self) -> bool:
+        """Select writes scratch at TMP_UB_OFFSET: the host must reserve 8 KB of UB for it."""
+        return any(s.api == "Select" for s in self.steps)
 
 
 def snake_case(op_type: str) -> str:
@@ -103,6 +109,7 @@ class _Builder:
     def __init__(self, n_inputs: int) -> None:
         self.steps: list[Step] = []
         self.next = n_inputs
+        self.consts: dict[float, int] = {}
 
     def emit(self, api: str, srcs: Sequence[int] = (), scalar: float | None = None, mode: str | None = None) -> int:
         dst = self.next
@@ -111,11 +118,21 @@ class _Builder:
         return dst
 
     def dup(self, v: float) -> int:
-        return self.emit("Duplicate", (), v)
+        """A register holding constant ``v``: one Duplicate per constant, hoisted out of the tile loop."""
+        key = float(np.float32(v)) if not math.isnan(v) else float("nan")
+        if key not in self.consts:
+            self.consts[key] = self.emit("Duplicate", (), v)
+        return self.consts[key]
+
+    def one_plus_exp_neg(self, x: int) -> int:
+        return self.emit("Adds", (self.emit("Exp", (self.emit("Muls", (x,), -1.0),)),), 1.0)
 
     def sigmoid(self, x: int) -> int:
-        t = self.emit("Adds", (self.emit("Exp", (self.emit("Muls", (x,), -1.0),)),), 1.0)
-        return self.emit("Div", (self.dup(1.0), t))
+        return self.emit("Div", (self.dup(1.0), self.one_plus_exp_neg(x)))
+
+    def silu(self, x: int) -> int:
+        """x * sigmoid(x) as x / (1 + exp(-x)): four vector passes instead of five."""
+        return self.emit("Div", (x, self.one_plus_exp_neg(x)))
 
     def tanh(self, x: int) -> int:
         # tanh(x) = 2*sigmoid(2x) - 1; absolute error ~1e-7 near 0, exact limits at +-inf.
@@ -203,11 +220,20 @@ def _lower_node(b: _Builder, node, args: list[int | float]) -> int:
             raise LoweringError("Pow with a tensor exponent is not served by the pointwise kernel")
         if e == 0.5:
             return b.emit("Sqrt", (x,))
-        if float(e).is_integer() and 1 <= e <= 4:
-            acc = x
-            for _ in range(int(e) - 1):
-                acc = b.emit("Mul", (acc, x))
-            return acc if acc != x else b.emit("Adds", (x,), 0.0)
+        if float(e).is_integer() and 1 <= abs(e) <= 64:
+            # Square-and-multiply: exact sign for negative x (exp(e ln x) would be NaN there).
+            acc, sq, n = None, x, int(abs(e))
+            while n:
+                if n & 1:
+                    acc = sq if acc is None else b.emit("Mul", (acc, sq))
+                n >>= 1
+                if n:
+                    sq = b.emit("Mul", (sq, sq))
+            acc = acc if acc != x else b.emit("Muls", (x,), 1.0)
+            return acc if e > 0 else b.emit("Div", (b.dup(1.0), acc))
+        if float(e).is_integer():
+            raise LoweringError(f"Pow with integer exponent {e} beyond +-64 is not served by the pointwise kernel")
+        # Non-integer exponents: ONNX gives NaN for x < 0, and so does exp(e ln x).
         return b.emit("Exp", (b.emit("Muls", (b.emit("Ln", (x,)),), e),))
     if not reg:
         raise LoweringError(f"{op} of constants only")
@@ -345,21 +371,49 @@ def lower_pointwise(op: FusedOp) -> PointwiseKernel:
     b = _Builder(len(inputs))
     values: dict[str, int | float] = {n: i for i, n in enumerate(op.input_names)}
     values[""] = None  # type: ignore[assignment]
+    silu_of = _silu_products(op.function)
     for node in op.function.node:
         if node.op_type == "Constant":
             values[node.output[0]] = _scalar(node.attribute[0].t)
             continue
         if len(node.output) != 1:
             raise LoweringError(f"{node.op_type} with several outputs is not served by the pointwise kernel")
+        if node.output[0] in silu_of:
+            values[node.output[0]] = b.silu(values[silu_of[node.output[0]][0]])
+            continue
+        if node.op_type == "Sigmoid" and node.output[0] in {s for _, s in silu_of.values()}:
+            continue  # only read by the x * sigmoid(x) product, lowered as one SiLU
         values[node.output[0]] = _lower_node(b, node, [values[i] for i in node.input])
     outs = []
     for name in op.output_names:
         v = values[name]
         outs.append(v if isinstance(v, int) else b.dup(v))
-    pinned = {i for i, x in enumerate(inputs) if x.kind == "broadcast"}
-    steps, out_regs, n = _allocate(b.steps, len(inputs), outs, pinned)
-    return PointwiseKernel(op.op_type, snake_case(op.op_type), inputs, op.output_names, tuple(steps),
-                           tuple(out_regs), n, tuple(dtypes))
+    consts = [st for st in b.steps if st.api == "Duplicate"]
+    body = [st for st in b.steps if st.api != "Duplicate"]
+    pinned = {i for i, x in enumerate(inputs) if x.kind == "broadcast"} | {st.dst for st in consts}
+    steps, out_regs, n = _allocate(consts + body, len(inputs), outs, pinned)
+    return PointwiseKernel(op.op_type, snake_case(op.op_type), inputs, op.output_names, tuple(steps[len(consts):]),
+                           tuple(out_regs), n, tuple(dtypes), tuple(steps[:len(consts)]))
+
+
+def _silu_products(function) -> dict[str, tuple[str, str]]:
+    """``Mul(x, Sigmoid(x))`` outputs -> (x, the Sigmoid's output), where that Sigmoid has no other reader
+    and x is a tensor (a register), not a folded constant."""
+    consts = {n.output[0] for n in function.node if n.op_type == "Constant"}
+    readers: dict[str, int] = {}
+    for node in function.node:
+        for i in node.input:
+            readers[i] = readers.get(i, 0) + 1
+    for o in function.output:
+        readers[o] = readers.get(o, 0) + 1
+    sig = {n.output[0]: n.input[0] for n in function.node if n.op_type == "Sigmoid"}
+    out: dict[str, tuple[str, str]] = {}
+    for node in function.node:
+        if node.op_type == "Mul" and len(node.input) == 2:
+            for a, c in (node.input, node.input[::-1]):
+                if c in sig and sig[c] == a and readers.get(c) == 1 and a not in consts:
+                    out[node.output[0]] = (a, c)
+    return out
 
 
 __all__ = ["lower_pointwise", "PointwiseKernel", "Step", "PwInput", "LoweringError", "snake_case", "IO_TYPES"]

@@ -19,6 +19,7 @@ class Soc:
         vector_cores: vector cores the host tiling sees (GetCoreNumAiv()).
         has_data_copy_pad: DataCopyPad exists (not on 310P).
         has_bf16: bf16 vector data exists (not on 310P).
+        npu_arch: ``__NPU_ARCH__`` its kernels are compiled for (selects SoC code paths at compile time).
     """
 
     name: str
@@ -28,11 +29,13 @@ class Soc:
     vector_cores: int
     has_data_copy_pad: bool
     has_bf16: bool
+    npu_arch: int
 
 
 SOCS = {
-    "Ascend910B": Soc("Ascend910B", "Ascend910B1", "ascend910b", 196352, 48, True, True),
-    "Ascend310P": Soc("Ascend310P", "Ascend310P3", "ascend310p", 253952, 8, False, False),
+    # GetCoreMemSize(UB): 196608 - 256 (KFC) on 910B; the whole 256 KiB on 310P (platform_ascendc.cpp).
+    "Ascend910B": Soc("Ascend910B", "Ascend910B1", "ascend910b", 196352, 48, True, True, 2201),
+    "Ascend310P": Soc("Ascend310P", "Ascend310P3", "ascend310p", 262144, 8, False, False, 2002),
 }
 
 

@@ -17,6 +17,8 @@ the emulator compile):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..lower import IO_TYPES, PointwiseKernel
 from .text import Lines, comment, f32
 
@@ -154,99 +156,179 @@ def _step_call(step) -> str:
     return f"AscendC::{step.api}({dst}, {srcs}, count);"
 
 
+MAX_QUEUES = 4  # QUE_MAX_EVENT = 8 buffers per position: four double-buffered queues
+
+
+@dataclass(frozen=True)
+class _Queue:
+    """One TQue and the kernel tensors it carries, each at ``slot * tileStride`` in its buffer."""
+
+    name: str
+    local: str
+    members: tuple[int, ...]
+
+
+def _queues(names: list[str], members: list[int], kind: str) -> list[_Queue]:
+    """A queue per tensor while they fit the event budget, else one queue whose buffer holds them all."""
+    if len(members) <= MAX_QUEUES:
+        return [_Queue(f"{kind}Queue{cap(names[i])}", f"{names[i]}Local", (i,)) for i in members]
+    role = "X" if kind == "in" else "Y"
+    return [_Queue(f"{kind}Queue{role}", f"{role.lower()}sLocal", tuple(members))]
+
+
+def _tensor(q: _Queue, i: int) -> str:
+    """The kernel tensor ``i`` inside its queue's buffer."""
+    return q.local if len(q.members) == 1 else f"{q.local}[{q.members.index(i)} * td.tileStride]"
+
+
+_PRELUDE = r"""namespace {
+constexpr int32_t BUFFER_NUM = 2;  // double buffering: two buffers per queue, queue depth 1
+constexpr uint32_t NUM_REGS = @REGS@;
+
+// Compare works on whole 256-byte repeats: round the fp32 count up (registers are sized for it).
+__aicore__ inline uint32_t CompareCount(uint32_t count) { return (count + 63) / 64 * 64; }
+
+template <typename T>
+__aicore__ inline AscendC::LocalTensor<float> ToFloat(const AscendC::LocalTensor<T>& src,
+                                                      const AscendC::LocalTensor<float>& work, uint32_t count)
+{
+    if constexpr (std::is_same_v<T, float>) {
+        return src.template ReinterpretCast<float>();
+    } else {
+        AscendC::Cast(work, src, AscendC::RoundMode::CAST_NONE, count);
+        return work;
+    }
+}
+
+// fp32 kernels compute their outputs straight into the output tile; others into a register, then Cast.
+template <typename T>
+__aicore__ inline AscendC::LocalTensor<float> OutReg(const AscendC::LocalTensor<T>& out,
+                                                     const AscendC::LocalTensor<float>& reg)
+{
+    if constexpr (std::is_same_v<T, float>) {
+        return out.template ReinterpretCast<float>();
+    } else {
+        return reg;
+    }
+}
+
+template <typename T>
+__aicore__ inline void FromFloat(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<float>& src,
+                                 uint32_t count)
+{
+    if constexpr (std::is_same_v<T, half>) {
+        AscendC::Cast(dst, src, AscendC::RoundMode::CAST_NONE, count);
+    } else if constexpr (!std::is_same_v<T, float>) {
+        AscendC::Cast(dst, src, AscendC::RoundMode::CAST_RINT, count);
+    }
+}
+
+// An output held in a register of its own (an input passed through, or one value as two outputs).
+template <typename T>
+__aicore__ inline void ToTile(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<float>& src,
+                              uint32_t count)
+{
+    if constexpr (std::is_same_v<T, float>) {
+        AscendC::Muls(dst, src, 1.0f, count);
+    } else {
+        FromFloat(dst, src, count);
+    }
+}
+"""
+
+_COPIES = r"""// 310P has no DataCopyPad (it compiles there and does nothing): each SoC gets its own copy path.
+template <typename U>
+__aicore__ inline void Load(const AscendC::LocalTensor<U>& dst, const AscendC::GlobalTensor<U>& src, uint32_t count)
+{
+#if __NPU_ARCH__ == 2002
+    if (td.copyMode == 1) {
+        AscendC::DataCopy(dst, src, count);
+    } else {
+        for (uint32_t i = 0; i < count; ++i) dst.SetValue(i, src.GetValue(i));
+    }
+#else
+    AscendC::DataCopyExtParams params{1, static_cast<uint32_t>(count * sizeof(U)), 0, 0, 0};
+    AscendC::DataCopyPadExtParams<U> pad{false, 0, 0, static_cast<U>(0)};
+    AscendC::DataCopyPad(dst, src, params, pad);
+#endif
+}
+
+template <typename U>
+__aicore__ inline void Store(const AscendC::GlobalTensor<U>& dst, const AscendC::LocalTensor<U>& src, uint32_t count)
+{
+#if __NPU_ARCH__ == 2002
+    if (td.copyMode == 1) {
+        AscendC::DataCopy(dst, src, count);
+    } else {
+        for (uint32_t i = 0; i < count; ++i) dst.SetValue(i, src.GetValue(i));
+        // Scalar stores sit in the data cache until cleaned.
+        AscendC::DataCacheCleanAndInvalid<U, AscendC::CacheLine::ENTIRE_DATA_CACHE, AscendC::DcciDst::CACHELINE_OUT>(
+            dst);
+    }
+#else
+    AscendC::DataCopyExtParams params{1, static_cast<uint32_t>(count * sizeof(U)), 0, 0, 0};
+    AscendC::DataCopyPad(dst, src, params);
+#endif
+}
+"""
+
+_BROADCAST = r"""// Read one period of a broadcast input, widen it to fp32 and repeat it over a whole tile.
+__aicore__ inline void LoadBroadcast(const AscendC::GlobalTensor<T>& src, const AscendC::LocalTensor<float>& dst,
+                                     const AscendC::LocalTensor<T>& stage, uint64_t period)
+{
+    const uint32_t n = static_cast<uint32_t>(period);
+#if __NPU_ARCH__ == 2002
+    (void)stage;
+    for (uint32_t i = 0; i < n; ++i) dst.SetValue(i, static_cast<float>(src.GetValue(i)));
+#else
+    if constexpr (std::is_same_v<T, float>) {
+        Load(dst, src, n);
+    } else {
+        Load(stage, src, n);
+    }
+    // The copy runs on MTE2: the vector unit may read it only after this flag.
+    const auto eventId = pipe.FetchEventID(AscendC::HardEvent::MTE2_V);
+    AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(eventId);
+    AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(eventId);
+    if constexpr (!std::is_same_v<T, float>) {
+        AscendC::Cast(dst, stage, AscendC::RoundMode::CAST_NONE, n);
+    }
+#endif
+    if (period * sizeof(float) % 32 == 0) {
+        // Double the filled prefix with vector copies (aligned because the period is).
+        for (uint64_t filled = period; filled < td.tileLength; filled *= 2) {
+            const uint64_t len = td.tileLength - filled < filled ? td.tileLength - filled : filled;
+            AscendC::Muls(dst[filled], dst, 1.0f, static_cast<int32_t>(len));
+        }
+    } else {
+        for (uint64_t i = period; i < td.tileLength; ++i) dst.SetValue(i, dst.GetValue(i - period));
+    }
+}
+"""
+
+
 def kernel_source(k: PointwiseKernel, rule: str, body_ops: list[str], sources: list[str]) -> str:
     """op_kernel/<op>.cpp."""
     ins = [_role(x.name) for x in k.inputs]
     outs = [_role(o) for o in k.outputs]
-    bc = set(k.broadcast_inputs)
+    bc = sorted(k.broadcast_inputs)
     full = [i for i in range(len(ins)) if i not in bc]
+    inq = _queues(ins, full, "in")
+    outq = _queues(outs, list(range(len(outs))), "out")
     cls = f"Kernel{k.op_type}"
     out = Lines()
     out(f"// Generated by asc-onnx from rule {comment(rule)}: fused op {k.op_type}, pointwise kernel class.",
-      f"// Computes: {comment(', '.join(body_ops), 400)}",
-      f"// Replaces model nodes: {comment(', '.join(sources[:8]) + (' ...' if len(sources) > 8 else ''), 400)}",
-      "// Every tile is computed in fp32 registers and cast back to the I/O type.",
-      '#include "kernel_operator.h"',
-      f'#include "{k.snake}_tiling.h"',
-      "",
-      "namespace {",
-      f"constexpr int32_t BUFFER_NUM = {BUFFER_NUM};  // double buffering",
-      f"constexpr uint32_t NUM_REGS = {k.num_regs};",
-      "",
-      "// Compare works on whole 256-byte repeats: round the fp32 count up (registers are sized for it).",
-      "__aicore__ inline uint32_t CompareCount(uint32_t count) { return (count + 63) / 64 * 64; }",
-      "",
-      "template <typename T>",
-      "__aicore__ inline AscendC::LocalTensor<float> ToFloat(const AscendC::LocalTensor<T>& src,",
-      "                                                      const AscendC::LocalTensor<float>& work, uint32_t count)",
-      "{",
-      "    if constexpr (std::is_same_v<T, float>) {",
-      "        return src.template ReinterpretCast<float>();",
-      "    } else {",
-      "        AscendC::Cast(work, src, AscendC::RoundMode::CAST_NONE, count);",
-      "        return work;",
-      "    }",
-      "}",
-      "",
-      "template <typename T>",
-      "__aicore__ inline void FromFloat(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<float>& src,",
-      "                                 uint32_t count)",
-      "{",
-      "    if constexpr (std::is_same_v<T, float>) {",
-      "        AscendC::Adds(dst, src, 0.0f, count);",
-      "    } else if constexpr (std::is_same_v<T, half>) {",
-      "        AscendC::Cast(dst, src, AscendC::RoundMode::CAST_NONE, count);",
-      "    } else {",
-      "        AscendC::Cast(dst, src, AscendC::RoundMode::CAST_RINT, count);",
-      "    }",
-      "}",
-      "",
-      "template <typename T>",
-      f"class {cls} {{",
-      "public:")
+        f"// Computes: {comment(', '.join(body_ops), 400)}",
+        f"// Replaces model nodes: {comment(', '.join(sources[:8]) + (' ...' if len(sources) > 8 else ''), 400)}",
+        "// Every tile is computed in fp32 registers and cast back to the I/O type.",
+        '#include "kernel_operator.h"',
+        f'#include "{k.snake}_tiling.h"',
+        "")
+    out(*_PRELUDE.replace("@REGS@", str(k.num_regs)).splitlines())
+    out("", "template <typename T>", f"class {cls} {{", "public:")
     with out.indent():
-        out(f"__aicore__ inline {cls}() {{}}")
-        args = ", ".join(f"GM_ADDR {n}" for n in ins + outs)
-        out(f"__aicore__ inline void Init({args}, const {struct_name(k)}& tiling)", "{")
-        with out.indent():
-            out("td = tiling;",
-              "const uint64_t block = AscendC::GetBlockIdx();",
-              "const uint64_t firstUnit = block * td.unitsPerCore + (block < td.extraUnits ? block : td.extraUnits);",
-              "const uint64_t myUnits = td.unitsPerCore + (block < td.extraUnits ? 1 : 0);",
-              "start = firstUnit * td.unitLength;",
-              "end = (block + 1 == AscendC::GetBlockNum()) ? td.totalLength : start + myUnits * td.unitLength;",
-              "if (end > td.totalLength) end = td.totalLength;")
-            for n in ins:
-                out(f"{n}Gm.SetGlobalBuffer((__gm__ T*){n});")
-            for n in outs:
-                out(f"{n}Gm.SetGlobalBuffer((__gm__ T*){n}, td.totalLength);")
-            for i in full:
-                out(f"pipe.InitBuffer(inQueue{cap(ins[i])}, BUFFER_NUM, td.tileStride * sizeof(T));")
-            for n in outs:
-                out(f"pipe.InitBuffer(outQueue{cap(n)}, BUFFER_NUM, td.tileStride * sizeof(T));")
-            out("pipe.InitBuffer(regBuf, NUM_REGS * td.tileStride * sizeof(float));")
-            for j, i in enumerate(sorted(bc)):
-                out(f"pipe.InitBuffer(bcastBuf{j}, td.tileStride * sizeof(float));",
-                  f"pipe.InitBuffer(stageBuf{j}, (td.period[{j}] * sizeof(T) + 31) / 32 * 32);",
-                  f"LoadBroadcast({ins[i]}Gm, bcastBuf{j}.Get<float>(), stageBuf{j}.Get<T>(), td.period[{j}]);")
-        out("}", "")
-        out("__aicore__ inline void Process()", "{")
-        with out.indent():
-            out("const uint64_t alignElems = 32 / sizeof(T);",
-                "for (uint64_t offset = start; offset < end; offset += td.tileLength) {")
-            with out.indent():
-                out("const uint64_t len = end - offset < td.tileLength ? end - offset : td.tileLength;",
-                    "if (td.copyMode == 1 && len % alignElems != 0) {",
-                    "    // 310P: the 32-byte aligned head as usual, then one 32-byte window that ends exactly at",
-                    "    // the tensor's end (it recomputes a few of this core's own elements).",
-                    "    const uint64_t head = len / alignElems * alignElems;",
-                    "    if (head > 0) Tile(offset, head);",
-                    "    Tile(end - alignElems, alignElems);",
-                    "    break;",
-                    "}",
-                    "Tile(offset, len);")
-            out("}")
-        out("}")
+        _init(out, k, cls, ins, outs, bc, inq, outq)
+        _process(out)
     out("", "private:")
     with out.indent():
         out("__aicore__ inline void Tile(uint64_t offset, uint64_t len)",
@@ -256,117 +338,159 @@ def kernel_source(k: PointwiseKernel, rule: str, body_ops: list[str], sources: l
             "    CopyOut(offset, static_cast<uint32_t>(len));",
             "}",
             "")
-        out("template <typename U>",
-          "__aicore__ inline void Load(const AscendC::LocalTensor<U>& dst, const AscendC::GlobalTensor<U>& src, "
-          "uint32_t count)",
-          "{",
-          "    if (td.copyMode == 0) {",
-          "        AscendC::DataCopyExtParams params{1, static_cast<uint32_t>(count * sizeof(U)), 0, 0, 0};",
-          "        AscendC::DataCopyPadExtParams<U> pad{false, 0, 0, static_cast<U>(0)};",
-          "        AscendC::DataCopyPad(dst, src, params, pad);",
-          "    } else if (td.copyMode == 1) {",
-          "        AscendC::DataCopy(dst, src, count);",
-          "    } else {",
-          "        for (uint32_t i = 0; i < count; ++i) dst.SetValue(i, src.GetValue(i));",
-          "    }",
-          "}",
-          "",
-          "template <typename U>",
-          "__aicore__ inline void Store(const AscendC::GlobalTensor<U>& dst, const AscendC::LocalTensor<U>& src, "
-          "uint32_t count)",
-          "{",
-          "    if (td.copyMode == 0) {",
-          "        AscendC::DataCopyExtParams params{1, static_cast<uint32_t>(count * sizeof(U)), 0, 0, 0};",
-          "        AscendC::DataCopyPad(dst, src, params);",
-          "    } else if (td.copyMode == 1) {",
-          "        AscendC::DataCopy(dst, src, count);",
-          "    } else {",
-          "        AscendC::GlobalTensor<U> out = dst;",
-          "        for (uint32_t i = 0; i < count; ++i) out.SetValue(i, src.GetValue(i));",
-          "    }",
-          "}",
-          "")
+        out(*_COPIES.splitlines())
+        out("")
         if bc:
-            out("// Read one period of a broadcast input, widen it to fp32 and repeat it over a whole tile.",
-              "__aicore__ inline void LoadBroadcast(const AscendC::GlobalTensor<T>& src, "
-              "const AscendC::LocalTensor<float>& dst,",
-              "                                     const AscendC::LocalTensor<T>& stage, uint64_t period)",
-              "{",
-              "    if (td.copyMode == 0) {",
-              "        Load(stage, src, static_cast<uint32_t>(period));",
-              "        if constexpr (std::is_same_v<T, float>) {",
-              "            for (uint64_t i = 0; i < period; ++i) dst.SetValue(i, stage.GetValue(i));",
-              "        } else {",
-              "            AscendC::Cast(dst, stage, AscendC::RoundMode::CAST_NONE, static_cast<uint32_t>(period));",
-              "        }",
-              "    } else {",
-              "        for (uint64_t i = 0; i < period; ++i) dst.SetValue(i, static_cast<float>(src.GetValue(i)));",
-              "    }",
-              "    for (uint64_t i = period; i < td.tileLength; ++i) dst.SetValue(i, dst.GetValue(i - period));",
-              "}",
-              "")
-        out("__aicore__ inline void CopyIn(uint64_t offset, uint32_t len)", "{")
-        with out.indent():
-            for i in full:
-                c = cap(ins[i])
-                out(f"AscendC::LocalTensor<T> {ins[i]}Local = inQueue{c}.AllocTensor<T>();",
-                  f"Load({ins[i]}Local, {ins[i]}Gm[offset], len);",
-                  f"inQueue{c}.EnQue({ins[i]}Local);")
-        out("}", "")
-        out("__aicore__ inline void Compute(uint32_t count)", "{")
-        with out.indent():
-            out("AscendC::LocalTensor<float> regs = regBuf.Get<float>();")
-            for i in full:
-                out(f"AscendC::LocalTensor<T> {ins[i]}Local = inQueue{cap(ins[i])}.DeQue<T>();")
-            for n in outs:
-                out(f"AscendC::LocalTensor<T> {n}Local = outQueue{cap(n)}.AllocTensor<T>();")
-            bj = {i: j for j, i in enumerate(sorted(bc))}
-            for r in range(k.num_regs):
-                if r < len(ins) and r in bc:
-                    out(f"AscendC::LocalTensor<float> r{r} = bcastBuf{bj[r]}.Get<float>();  // {ins[r]}, broadcast")
-                elif r < len(ins):
-                    out(f"AscendC::LocalTensor<float> r{r} = ToFloat({ins[r]}Local, regs[{r} * td.tileStride], count);"
-                      f"  // {ins[r]}")
-                else:
-                    out(f"AscendC::LocalTensor<float> r{r} = regs[{r} * td.tileStride];")
-            for step in k.steps:
-                out(_step_call(step))
-            for n, r in zip(outs, k.out_regs):
-                out(f"FromFloat({n}Local, r{r}, count);", f"outQueue{cap(n)}.EnQue({n}Local);")
-            for i in full:
-                out(f"inQueue{cap(ins[i])}.FreeTensor({ins[i]}Local);")
-        out("}", "")
-        out("__aicore__ inline void CopyOut(uint64_t offset, uint32_t len)", "{")
-        with out.indent():
-            for n in outs:
-                out(f"AscendC::LocalTensor<T> {n}Local = outQueue{cap(n)}.DeQue<T>();",
-                  f"Store({n}Gm[offset], {n}Local, len);",
-                  f"outQueue{cap(n)}.FreeTensor({n}Local);")
-        out("}", "")
-        out("AscendC::TPipe pipe;")
-        for i in full:
-            out(f"AscendC::TQue<AscendC::QuePosition::VECIN, BUFFER_NUM> inQueue{cap(ins[i])};")
-        for n in outs:
-            out(f"AscendC::TQue<AscendC::QuePosition::VECOUT, BUFFER_NUM> outQueue{cap(n)};")
-        out("AscendC::TBuf<AscendC::TPosition::VECCALC> regBuf;  // fp32 work registers, one tile each")
-        for j in range(len(bc)):
-            out(f"AscendC::TBuf<AscendC::TPosition::VECCALC> bcastBuf{j};  // broadcast input repeated over a tile",
-              f"AscendC::TBuf<AscendC::TPosition::VECCALC> stageBuf{j};  // one period in the I/O type")
-        for n in ins + outs:
-            out(f"AscendC::GlobalTensor<T> {n}Gm;")
-        out(f"{struct_name(k)} td;", "uint64_t start = 0;", "uint64_t end = 0;")
+            out(*_BROADCAST.splitlines())
+            out("")
+        _copy_in(out, ins, inq)
+        _compute(out, k, ins, outs, bc, inq, outq)
+        _copy_out(out, outs, outq)
+        _members(out, k, ins, outs, bc, inq, outq)
     out("};", "}  // namespace", "")
     args = ", ".join(f"GM_ADDR {n}" for n in ins + outs)
     out(f'extern "C" __global__ __aicore__ void {k.snake}({args}, GM_ADDR workspace, GM_ADDR tiling)', "{")
     with out.indent():
-        out("KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);",
-          f"REGISTER_TILING_DEFAULT({struct_name(k)});",
-          "GET_TILING_DATA(tilingData, tiling);",
-          f"{cls}<DTYPE_{outs[0].upper()}> op;",
-          f"op.Init({', '.join(ins + outs)}, tilingData);",
-          "op.Process();")
+        out("#if __NPU_ARCH__ == 2002",
+            "KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AICORE);  // 310P: AI Core kernels (no AIV-only type there)",
+            "#else",
+            "KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);",
+            "#endif",
+            f"REGISTER_TILING_DEFAULT({struct_name(k)});",
+            "GET_TILING_DATA(tilingData, tiling);",
+            f"{cls}<DTYPE_{outs[0].upper()}> op;",
+            f"op.Init({', '.join(ins + outs)}, tilingData);",
+            "op.Process();")
     out("}")
     return out.text()
+
+
+def _init(out: Lines, k: PointwiseKernel, cls: str, ins, outs, bc, inq, outq) -> None:
+    out(f"__aicore__ inline {cls}() {{}}")
+    args = ", ".join(f"GM_ADDR {n}" for n in ins + outs)
+    out(f"__aicore__ inline void Init({args}, const {struct_name(k)}& tiling)", "{")
+    with out.indent():
+        out("td = tiling;",
+            "const uint64_t block = AscendC::GetBlockIdx();",
+            "const uint64_t firstUnit = block * td.unitsPerCore + (block < td.extraUnits ? block : td.extraUnits);",
+            "const uint64_t myUnits = td.unitsPerCore + (block < td.extraUnits ? 1 : 0);",
+            "start = firstUnit * td.unitLength;",
+            "end = (block + 1 == AscendC::GetBlockNum()) ? td.totalLength : start + myUnits * td.unitLength;",
+            "if (end > td.totalLength) end = td.totalLength;")
+        for n in ins:
+            out(f"{n}Gm.SetGlobalBuffer((__gm__ T*){n});")
+        for n in outs:
+            out(f"{n}Gm.SetGlobalBuffer((__gm__ T*){n}, td.totalLength);")
+        for q in inq + outq:
+            out(f"pipe.InitBuffer({q.name}, BUFFER_NUM, {len(q.members)} * td.tileStride * sizeof(T));")
+        out("pipe.InitBuffer(regBuf, NUM_REGS * td.tileStride * sizeof(float));")
+        if k.const_steps:
+            out("// Constants are the same for every tile: set them once.",
+                "AscendC::LocalTensor<float> regs = regBuf.Get<float>();",
+                "const uint32_t count = static_cast<uint32_t>(td.tileStride);")
+            for st in k.const_steps:
+                out(f"AscendC::Duplicate(regs[{st.dst} * td.tileStride], {f32(st.scalar)}, count);")
+        for j, i in enumerate(bc):
+            out(f"pipe.InitBuffer(bcastBuf{j}, td.tileStride * sizeof(float));",
+                f"pipe.InitBuffer(stageBuf{j}, (td.period[{j}] * sizeof(T) + 31) / 32 * 32);",
+                f"LoadBroadcast({ins[i]}Gm, bcastBuf{j}.Get<float>(), stageBuf{j}.Get<T>(), td.period[{j}]);")
+    out("}", "")
+
+
+def _process(out: Lines) -> None:
+    out("__aicore__ inline void Process()", "{")
+    with out.indent():
+        out("const uint64_t alignElems = 32 / sizeof(T);",
+            "for (uint64_t offset = start; offset < end; offset += td.tileLength) {")
+        with out.indent():
+            out("const uint64_t len = end - offset < td.tileLength ? end - offset : td.tileLength;",
+                "if (td.copyMode == 1 && len % alignElems != 0) {",
+                "    // 310P: the 32-byte aligned head as usual, then one 32-byte window that ends exactly at",
+                "    // the tensor's end (it recomputes a few of this core's own elements).",
+                "    const uint64_t head = len / alignElems * alignElems;",
+                "    if (head > 0) Tile(offset, head);",
+                "    AscendC::PipeBarrier<PIPE_MTE3>();  // the window's store overlaps the head's",
+                "    Tile(end - alignElems, alignElems);",
+                "    break;",
+                "}",
+                "Tile(offset, len);")
+        out("}")
+    out("}")
+
+
+def _copy_in(out: Lines, ins, inq) -> None:
+    out("__aicore__ inline void CopyIn(uint64_t offset, uint32_t len)", "{")
+    with out.indent():
+        for q in inq:
+            out(f"AscendC::LocalTensor<T> {q.local} = {q.name}.template AllocTensor<T>();")
+            for i in q.members:
+                out(f"Load({_tensor(q, i)}, {ins[i]}Gm[offset], len);")
+            out(f"{q.name}.EnQue({q.local});")
+    out("}", "")
+
+
+def _compute(out: Lines, k: PointwiseKernel, ins, outs, bc, inq, outq) -> None:
+    out("__aicore__ inline void Compute(uint32_t count)", "{")
+    with out.indent():
+        out("AscendC::LocalTensor<float> regs = regBuf.Get<float>();")
+        for q in inq:
+            out(f"AscendC::LocalTensor<T> {q.local} = {q.name}.template DeQue<T>();")
+        for q in outq:
+            out(f"AscendC::LocalTensor<T> {q.local} = {q.name}.template AllocTensor<T>();")
+        in_tensor = {i: _tensor(q, i) for q in inq for i in q.members}
+        out_tensor = {o: _tensor(q, o) for q in outq for o in q.members}
+        direct = len(set(k.out_regs)) == len(k.out_regs) and all(r >= len(ins) for r in k.out_regs)
+        out_of = {r: o for o, r in enumerate(k.out_regs)} if direct else {}
+        bj = {i: j for j, i in enumerate(bc)}
+        for r in range(k.num_regs):
+            if r < len(ins) and r in bj:
+                out(f"AscendC::LocalTensor<float> r{r} = bcastBuf{bj[r]}.Get<float>();  // {ins[r]}, broadcast")
+            elif r < len(ins):
+                out(f"AscendC::LocalTensor<float> r{r} = ToFloat({in_tensor[r]}, regs[{r} * td.tileStride], count);"
+                    f"  // {ins[r]}")
+            elif r in out_of:
+                out(f"AscendC::LocalTensor<float> r{r} = OutReg({out_tensor[out_of[r]]}, "
+                    f"regs[{r} * td.tileStride]);  // {outs[out_of[r]]}")
+            else:
+                out(f"AscendC::LocalTensor<float> r{r} = regs[{r} * td.tileStride];")
+        for step in k.steps:
+            out(_step_call(step))
+        for o, r in enumerate(k.out_regs):
+            if r in out_of:
+                out(f"FromFloat({out_tensor[o]}, r{r}, count);")
+            else:
+                out(f"ToTile({out_tensor[o]}, r{r}, count);")
+        for q in outq:
+            out(f"{q.name}.EnQue({q.local});")
+        for q in inq:
+            out(f"{q.name}.FreeTensor({q.local});")
+    out("}", "")
+
+
+def _copy_out(out: Lines, outs, outq) -> None:
+    out("__aicore__ inline void CopyOut(uint64_t offset, uint32_t len)", "{")
+    with out.indent():
+        for q in outq:
+            out(f"AscendC::LocalTensor<T> {q.local} = {q.name}.template DeQue<T>();")
+            for o in q.members:
+                out(f"Store({outs[o]}Gm[offset], {_tensor(q, o)}, len);")
+            out(f"{q.name}.FreeTensor({q.local});")
+    out("}", "")
+
+
+def _members(out: Lines, k: PointwiseKernel, ins, outs, bc, inq, outq) -> None:
+    out("AscendC::TPipe pipe;")
+    for q in inq:
+        out(f"AscendC::TQue<AscendC::QuePosition::VECIN, 1> {q.name};")
+    for q in outq:
+        out(f"AscendC::TQue<AscendC::QuePosition::VECOUT, 1> {q.name};")
+    out("AscendC::TBuf<AscendC::TPosition::VECCALC> regBuf;  // fp32 work registers, one tile each")
+    for j in range(len(bc)):
+        out(f"AscendC::TBuf<AscendC::TPosition::VECCALC> bcastBuf{j};  // broadcast input repeated over a tile",
+            f"AscendC::TBuf<AscendC::TPosition::VECCALC> stageBuf{j};  // one period in the I/O type")
+    for n in ins + outs:
+        out(f"AscendC::GlobalTensor<T> {n}Gm;")
+    out(f"{struct_name(k)} td;", "uint64_t start = 0;", "uint64_t end = 0;")
 
 
 def host_source(k: PointwiseKernel, compute_units: list[str]) -> str:
@@ -389,6 +513,9 @@ def host_source(k: PointwiseKernel, compute_units: list[str]) -> str:
     with out.indent():
         out("auto ascendcPlatform = platform_ascendc::PlatformAscendC(context->GetPlatformInfo());",
           "uint64_t ubBytes = 0;",
+          *(["// Select writes scratch at TMP_UB_OFFSET: keep 8 KB of UB free for it.",
+             "ascendcPlatform.ReserveLocalMemory(platform_ascendc::ReservedSize::RESERVED_SIZE_8K);"]
+            if k.uses_select else []),
           "ascendcPlatform.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ubBytes);",
           "const uint32_t coreNum = ascendcPlatform.GetCoreNumAiv();",
           "const bool hasDataCopyPad = ascendcPlatform.GetSocVersion() != platform_ascendc::SocVersion::ASCEND310P;",

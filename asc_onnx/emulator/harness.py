@@ -39,6 +39,9 @@ class EmuResult:
     gm_write_bytes: int
     vec_instr: Mapping[str, int]
     ub_peak_bytes: int
+    scalar_instr: int = 0
+    tile_length: int = 0
+    vec_elems: int = 0
 
 
 def cache_dir() -> Path:
@@ -65,6 +68,12 @@ static std::vector<uint8_t> ReadFile(const std::string& path) {{
     return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
 }}
 
+static uint64_t VecElems() {{
+    uint64_t n = 0;
+    for (auto& kv : asc_emu::St().vecElems) n += kv.second;
+    return n;
+}}
+
 static int Report(const std::string& kind, const std::string& msg) {{
     std::string m;
     for (char c : msg) m += (c == '"' || c == '\\\\') ? '?' : c;
@@ -73,15 +82,12 @@ static int Report(const std::string& kind, const std::string& msg) {{
 }}
 
 int main(int argc, char** argv) {{
-    if (argc != 8) return Report("usage", "dir soc ubBytes coreNum hasPad hasBf16 dtypeSize");
+    if (argc != 5) return Report("usage", "dir coreNum dtypeSize tilingUbBytes");
     const std::string dir = argv[1];
-    auto& st = asc_emu::St();
-    st.soc.name = argv[2];
-    st.soc.ubBytes = static_cast<uint32_t>(std::stoul(argv[3]));
-    const uint32_t coreNum = static_cast<uint32_t>(std::stoul(argv[4]));
-    st.soc.hasDataCopyPad = std::string(argv[5]) == "1";
-    st.soc.hasBf16 = std::string(argv[6]) == "1";
-    const uint32_t dtypeSize = static_cast<uint32_t>(std::stoul(argv[7]));
+    auto& st = asc_emu::St();  // the SoC follows __NPU_ARCH__, as the kernel's own code paths do
+    const uint32_t coreNum = static_cast<uint32_t>(std::stoul(argv[2]));
+    const uint32_t dtypeSize = static_cast<uint32_t>(std::stoul(argv[3]));
+    const uint64_t tilingUb = std::stoull(argv[4]);  // GetCoreMemSize(UB) after ReserveLocalMemory
     std::vector<std::vector<uint8_t>> bufs({nin + nout});
     for (int i = 0; i < {nin}; ++i) bufs[i] = ReadFile(dir + "/in" + std::to_string(i) + ".bin");
     const uint64_t total = bufs[{full0}].size() / dtypeSize;
@@ -95,7 +101,7 @@ int main(int argc, char** argv) {{
     uint64_t periods[{max(1, len(bc))}] = {{0}};
     {" ".join(f"periods[{j}] = bufs[{i}].size() / dtypeSize;" for j, i in enumerate(bc))}
     {struct} tiling{{}};
-    const int rc = {k.op_type}ComputeTiling(total, periods, dtypeSize, coreNum, st.soc.ubBytes,
+    const int rc = {k.op_type}ComputeTiling(total, periods, dtypeSize, coreNum, tilingUb,
                                              st.soc.hasDataCopyPad, &tiling);
     if (rc != 0) return Report("tiling", "tiling refused the shape, reason " + std::to_string(rc));
     std::vector<uint8_t> tilingBuf(sizeof(tiling));
@@ -106,6 +112,7 @@ int main(int argc, char** argv) {{
         st.blockIdx = b;
         try {{
             {k.snake}({args}, workspace.data(), tilingBuf.data());
+            asc_emu::EndBlock();
         }} catch (const asc_emu::Fault& e) {{
             return Report("fault", "block " + std::to_string(b) + ": " + e.what());
         }}
@@ -123,7 +130,9 @@ int main(int argc, char** argv) {{
         f.write(reinterpret_cast<const char*>(bufs[{nin} + o].data()), bufs[{nin} + o].size());
     }}
     std::cout << "{{\\"block_dim\\": " << tiling.blockDim << ", \\"gm_read\\": " << st.gmReadBytes
-              << ", \\"gm_write\\": " << st.gmWriteBytes << ", \\"ub_peak\\": " << st.ubPeak << ", \\"vec\\": {{";
+              << ", \\"gm_write\\": " << st.gmWriteBytes << ", \\"ub_peak\\": " << st.ubPeak
+              << ", \\"scalar\\": " << st.scalarInstr << ", \\"tile_length\\": " << tiling.tileLength
+              << ", \\"vec_elems\\": " << VecElems() << ", \\"vec\\": {{";
     bool first = true;
     for (auto& kv : st.vecInstr) {{
         std::cout << (first ? "" : ", ") << "\\"" << kv.first << "\\": " << kv.second;
@@ -142,12 +151,12 @@ def _headers_digest() -> str:
     return h.hexdigest()
 
 
-def build(k: PointwiseKernel, sources: Mapping[str, str], struct: str, dtype: int) -> Path:
-    """Compile (or reuse) the emulator program of one kernel and dtype; returns the binary."""
+def build(k: PointwiseKernel, sources: Mapping[str, str], struct: str, dtype: int, soc: Soc) -> Path:
+    """Compile (or reuse) the emulator program of one kernel, dtype and SoC; returns the binary."""
     ctype = IO_TYPES[dtype][0]
     defines = [f"-DDTYPE_{n.upper()}={ctype}" for n in [x.name for x in k.inputs] + list(k.outputs)]
     main = main_source(k, struct)
-    flags = ["-std=c++17", "-O2", "-w"] + defines
+    flags = ["-std=c++17", "-O2", "-w", f"-D__NPU_ARCH__={soc.npu_arch}"] + defines
     h = hashlib.sha256()
     for part in [main, _headers_digest(), " ".join(flags)] + [sources[key] for key in sorted(sources)]:
         h.update(part.encode())
@@ -184,13 +193,13 @@ def run(k: PointwiseKernel, sources: Mapping[str, str], struct: str, inputs: Seq
     if len(dtypes) != 1:
         raise AscOnnxError(f"{k.op_type}: emulator inputs must share one dtype, got {dtypes}")
     dtype = dtypes.pop()
-    prog = build(k, sources, struct, dtype)
+    prog = build(k, sources, struct, dtype, soc)
     size = IO_TYPES[dtype][1]
     with tempfile.TemporaryDirectory(prefix="asc-emu-run-") as d:
         for i, a in enumerate(inputs):
             Path(d, f"in{i}.bin").write_bytes(np.ascontiguousarray(a).tobytes())
-        cmd = [str(prog), d, soc.name, str(soc.ub_bytes), str(core_num or soc.vector_cores),
-               "1" if soc.has_data_copy_pad else "0", "1" if soc.has_bf16 else "0", str(size)]
+        tiling_ub = soc.ub_bytes - (8192 if k.uses_select else 0)  # the host reserves 8 KB for Select
+        cmd = [str(prog), d, str(core_num or soc.vector_cores), str(size), str(tiling_ub)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         try:
             info = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -201,7 +210,8 @@ def run(k: PointwiseKernel, sources: Mapping[str, str], struct: str, inputs: Seq
             raise EmulatorFaultError(f"{k.op_type} on {soc.name}: {info['error']}: {info['message']}")
         full = next(a for a, x in zip(inputs, k.inputs) if x.kind == "full")
         outs = tuple(_read(Path(d, f"out{o}.bin"), dtype, full.shape) for o in range(len(k.outputs)))
-    return EmuResult(outs, info["block_dim"], info["gm_read"], info["gm_write"], info["vec"], info["ub_peak"])
+    return EmuResult(outs, info["block_dim"], info["gm_read"], info["gm_write"], info["vec"], info["ub_peak"],
+                     info["scalar"], info["tile_length"], info["vec_elems"])
 
 
 def onnx_type(a: np.ndarray) -> int:
