@@ -12,7 +12,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .api import FuseResult, InspectResult, fuse, inspect, validate
+from .api import FuseResult, InspectResult, fuse, inspect, validate, validate_kernels
 from .errors import AscOnnxError, ValidationError
 from .options import FuseOptions
 from .pattern import ANY, Const, Rule, op, rule
@@ -21,7 +21,8 @@ from .rewrite import FusedOp
 from .validate import TOLERANCES, ValidationReport
 
 __all__ = [
-    "__version__", "fuse", "inspect", "validate", "FuseResult", "InspectResult", "FuseOptions", "FusedOp",
+    "__version__", "fuse", "inspect", "validate", "validate_kernels", "FuseResult", "InspectResult", "FuseOptions",
+    "FusedOp",
     "ValidationReport", "TOLERANCES", "AscOnnxError", "ValidationError", "Rule", "rule", "op", "Const", "ANY",
     "load_rules",
 ]

@@ -30,7 +30,8 @@ from .registry import load_rules, split_generic
 from .report import build_report, to_json
 from .rewrite import DOMAIN, FusedOp, RewriteResult, ops_from_model, rewrite
 from .soc import get_soc
-from .validate import ValidationReport, input_dims, make_inputs, validate_models
+from .validate import ValidationReport, make_inputs, validate_models
+from .verify_deployed import DeployedReport, verify_deployed
 from .verify_kernels import KernelCheck, verify_kernels
 
 ASC_MODEL = "model.asc.onnx"
@@ -71,6 +72,7 @@ class FuseResult:
     report: dict[str, Any]
     kernels: tuple[Kernel, ...] = ()
     kernel_checks: tuple[KernelCheck, ...] = ()
+    deployed: DeployedReport | None = None
 
 
 def plan(model: str | os.PathLike | ModelProto, options: FuseOptions = FuseOptions()) -> Planned:
@@ -114,20 +116,30 @@ def fuse(model: str | os.PathLike | ModelProto, out_dir: str | os.PathLike | Non
     soc = get_soc(options.soc)
     p = plan(model, options)
     rewritten = rewrite(p.graph, p.loaded.model, p.matched.fusions, options.atc_domain_mode)
-    dims = input_dims(p.loaded.model, options.shape_map, options.default_dim)
-    pkg = package(rewritten, soc, options.atc_domain_mode, dims)
+    pkg = package(rewritten, soc, options.atc_domain_mode, options.shape_map)
     name = p.loaded.source.name if p.loaded.source else (model.graph.name if isinstance(model, ModelProto) else "")
     original = p.loaded.source if p.loaded.source is not None else p.loaded.model
-    state: dict[str, Any] = {"validation": None, "checks": (), "moves": ()}
+    state: dict[str, Any] = {"validation": None, "checks": (), "moves": (), "rejected": {}, "deployed": None}
+    if options.emulate and pkg.kernels:
+        # The kernel rung runs before anything is written: a kernel the emulator rejects never ships.
+        feeds = make_inputs(p.loaded.model, options.shape_map, options.seed, options.default_dim)
+        state["checks"], state["moves"] = verify_kernels(pkg.kernels, original, feeds, soc, options.default_dim)
+        rejected = {c.op_type: c.error or f"max abs error {c.max_abs:.3e} beyond the {c.dtype} tolerance"
+                    for c in state["checks"] if not c.ok}
+        if rejected:
+            state["rejected"] = rejected
+            pkg = package(rewritten, soc, options.atc_domain_mode, options.shape_map,
+                          {t: f"its kernel failed in the emulator ({why})" for t, why in rejected.items()})
 
     def finish(folder: Path | None) -> dict[str, Any]:
         if validate:
             fused = folder / ASC_MODEL if folder is not None else rewritten.asc_model
             state["validation"] = validate_models(original, fused, options.shape_map, options.seed,
                                                   options.default_dim)
-        if options.emulate and pkg.kernels:
-            feeds = make_inputs(p.loaded.model, options.shape_map, options.seed, options.default_dim)
-            state["checks"], state["moves"] = verify_kernels(pkg.kernels, original, feeds, soc, options.default_dim)
+            if options.emulate and pkg.kernels and pkg.atc_model is not None:
+                deployed = folder / ATC_MODEL if folder is not None else pkg.atc_model
+                state["deployed"] = verify_deployed(original, deployed, pkg.kernels, soc, pkg.atc_inputs,
+                                                    options.shape_map, options.seed, options.default_dim)
         return _report(name, p, rewritten, pkg, options, state)
 
     if out is None:
@@ -146,14 +158,19 @@ def fuse(model: str | os.PathLike | ModelProto, out_dir: str | os.PathLike | Non
         write_atomic(out, force, fill)
         report = state["report"]
     result = FuseResult(out, rewritten.asc_model, pkg.atc_model, rewritten.ops, p.matched.near_misses,
-                        state["validation"], report, pkg.kernels, state["checks"])
+                        state["validation"], report, pkg.kernels, state["checks"], state["deployed"])
     where = out / REPORT if out else "the report"
     if result.validation is not None and not result.validation.ok:
         bad = [o.name for o in result.validation.outputs if not o.ok]
         raise ValidationError(f"validation failed: outputs {', '.join(bad)} differ beyond tolerance (see {where})")
-    bad_kernels = sorted({c.op_type for c in result.kernel_checks if not c.ok})
-    if bad_kernels:
-        raise ValidationError(f"kernel check failed in the emulator for {', '.join(bad_kernels)} (see {where})")
+    if result.deployed is not None and not result.deployed.ok:
+        why = result.deployed.error or "outputs " + ", ".join(o.name for o in result.deployed.outputs if not o.ok) \
+            + " differ beyond tolerance"
+        raise ValidationError(f"the deployed model with its emulated kernels does not match the original: {why} "
+                              f"(see {where})")
+    if state["rejected"] and options.strict:
+        raise ValidationError(f"--strict: kernels failed in the emulator and were not shipped: "
+                              f"{', '.join(sorted(state['rejected']))} (see {where})")
     return result
 
 
@@ -169,7 +186,13 @@ def _report(name: str, p: Planned, r: RewriteResult, pkg: PackageResult, options
         "not_generated": [{"op_type": t, "reason": why} for t, why in pkg.skipped],
         "emulated": [asdict(c) for c in state["checks"]],
         "data_movement": [asdict(m) for m in state["moves"]],
+        "rejected": [{"op_type": t, "reason": why} for t, why in sorted(state["rejected"].items())],
     }
+    d = state["deployed"]
+    report["deployed"] = None if d is None else {
+        "ok": d.ok, "emulated_nodes": d.emulated_nodes, "error": d.error,
+        "outputs": [asdict(o) for o in d.outputs]}
+    report["atc"]["renamed_inputs"] = dict(pkg.atc_inputs)
     return report
 
 
@@ -178,11 +201,23 @@ def emulate(out_dir: str | os.PathLike, options: FuseOptions = FuseOptions(),
     """Run every kernel of ``out_dir/op_package`` in the emulator against onnxruntime on its function
     body: random inputs, and activations captured from the original model (from the report or ``model``)."""
     out = Path(out_dir)
+    report, kernels = _load_kernels(out)
+    soc = get_soc(report.get("atc", {}).get("soc", options.soc))
+    source = Path(model) if model is not None else Path(report.get("source", ""))
+    feeds = None
+    if source.is_file():
+        feeds = make_inputs(onnx.load(str(source), load_external_data=False), options.shape_map, options.seed,
+                            options.default_dim)
+    checks, _ = verify_kernels(kernels, source if feeds is not None else None, feeds, soc, options.default_dim)
+    return checks
+
+
+def _load_kernels(out: Path) -> tuple[dict[str, Any], list[Kernel]]:
+    """The report and every generated kernel of an output folder, from the files on disk."""
     asc_path = out / ASC_MODEL
     if not asc_path.is_file():
         raise AscOnnxError(f"{asc_path} does not exist; run `asc-onnx fuse` first")
     report = json.loads((out / REPORT).read_text()) if (out / REPORT).is_file() else {}
-    soc = get_soc(report.get("atc", {}).get("soc", options.soc))
     ops = {op.op_type: op for op in ops_from_model(onnx.load(str(asc_path), load_external_data=False))}
     kernels = []
     for entry in report.get("kernels", {}).get("generated", []):
@@ -198,13 +233,22 @@ def emulate(out_dir: str | os.PathLike, options: FuseOptions = FuseOptions(),
         kernels.append(Kernel(op, lower_pointwise(op), files))
     if not kernels:
         raise AscOnnxError(f"{out} has no generated kernels to emulate")
-    source = Path(model) if model is not None else Path(report.get("source", ""))
-    feeds = None
-    if source.is_file():
-        feeds = make_inputs(onnx.load(str(source), load_external_data=False), options.shape_map, options.seed,
-                            options.default_dim)
-    checks, _ = verify_kernels(kernels, source if feeds is not None else None, feeds, soc, options.default_dim)
-    return checks
+    return report, kernels
+
+
+def validate_kernels(model: str | os.PathLike, out_dir: str | os.PathLike,
+                     options: FuseOptions = FuseOptions()) -> DeployedReport:
+    """Run ``out_dir/model.atc.onnx`` with every fused node executed by its emulated kernel (the files in
+    ``out_dir/op_package``) and compare every output with ``model``'s."""
+    out = Path(out_dir)
+    report, kernels = _load_kernels(out)
+    atc = out / ATC_MODEL
+    if not atc.is_file():
+        raise AscOnnxError(f"{atc} does not exist")
+    load(model)
+    soc = get_soc(report.get("atc", {}).get("soc", options.soc))
+    return verify_deployed(model, atc, kernels, soc, report.get("atc", {}).get("renamed_inputs", {}),
+                           options.shape_map, options.seed, options.default_dim)
 
 
 def validate(model: str | os.PathLike, out_dir: str | os.PathLike,

@@ -16,11 +16,12 @@ from dataclasses import asdict
 from pathlib import Path
 
 from . import __version__
-from .api import REPORT, emulate, fuse, inspect, validate
+from .api import REPORT, emulate, fuse, inspect, validate, validate_kernels
 from .errors import AscOnnxError, ValidationError
 from .options import FuseOptions
 from .registry import load_rules
 from .report import summary
+from .validate import ValidationReport
 from .verify_kernels import KernelCheck, table
 
 
@@ -71,6 +72,8 @@ def parser() -> argparse.ArgumentParser:
     f.add_argument("--seed", type=int, default=0, help="seed of the validation inputs")
     f.add_argument("--soc", default="Ascend910B", help="target SoC: Ascend910B (default) or Ascend310P")
     f.add_argument("--no-emulate", action="store_true", help="skip running the generated kernels in the emulator")
+    f.add_argument("--strict", action="store_true",
+                   help="exit 1 when a kernel fails in the emulator (it is never shipped either way)")
     _select(f)
     _common(f)
     e = sub.add_parser("emulate", help="run every kernel of OUT/op_package in the emulator against onnxruntime")
@@ -87,6 +90,8 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("model")
     v.add_argument("out")
     v.add_argument("--seed", type=int, default=0)
+    v.add_argument("--kernels", action="store_true",
+                   help="run OUT/model.atc.onnx with every fused node executed by its emulated kernel instead")
     _common(v)
     i = sub.add_parser("inspect", help="print what would fuse and the near misses; writes nothing")
     i.add_argument("model")
@@ -102,7 +107,8 @@ def _options(a: argparse.Namespace) -> FuseOptions:
         pattern_files=tuple(a.patterns), only=frozenset(getattr(a, "only", [])),
         skip=frozenset(getattr(a, "skip", [])), input_shapes=tuple(getattr(a, "input_shape", [])),
         atc_domain_mode=getattr(a, "atc_domain", "compat"), generic=not getattr(a, "no_generic", False),
-        seed=getattr(a, "seed", 0), soc=getattr(a, "soc", "Ascend910B"), emulate=not getattr(a, "no_emulate", False))
+        seed=getattr(a, "seed", 0), soc=getattr(a, "soc", "Ascend910B"), emulate=not getattr(a, "no_emulate", False),
+        strict=getattr(a, "strict", False))
 
 
 def _cmd_fuse(a: argparse.Namespace) -> int:
@@ -121,11 +127,21 @@ def _cmd_fuse(a: argparse.Namespace) -> int:
         if kern.get("emulated"):
             print(table([KernelCheck(**c) for c in kern["emulated"]]))
         for m in kern.get("data_movement", []):
-            print(f"  {m['op_type']}: GM bytes fused {m['fused']}, unfused {m['unfused']}, "
-                  f"compulsory {m['compulsory']} ({m['fused'] / m['compulsory']:.2f}x minimum, "
-                  f"{m['unfused'] / m['fused']:.1f}x less than unfused)")
+            if m["fused"] and m["compulsory"]:
+                print(f"  {m['op_type']}: GM bytes fused {m['fused']}, unfused {m['unfused']}, "
+                      f"compulsory {m['compulsory']} ({m['fused'] / m['compulsory']:.2f}x minimum, "
+                      f"{m['unfused'] / m['fused']:.1f}x less than unfused)")
         for miss in kern.get("not_generated", []):
             print(f"  no kernel for {miss['op_type']}: {miss['reason']} (kept as original nodes in model.atc.onnx)")
+        for rej in kern.get("rejected", []):
+            print(f"asc-onnx: warning: {rej['op_type']} not shipped: its kernel failed in the emulator: "
+                  f"{rej['reason'][:300]}", file=sys.stderr)
+        dep = report.get("deployed")
+        if dep:
+            err = max((o["max_abs"] for o in dep["outputs"]), default=0)
+            print(f"deployed model ({'ok' if dep['ok'] else 'FAILED'}): model.atc.onnx with {dep['emulated_nodes']} "
+                  f"fused nodes run by their emulated kernels, {len(dep['outputs'])} outputs compared, "
+                  f"max abs error {err:.3e}" + (f": {dep['error']}" if dep["error"] else ""))
         val = report.get("validation")
         if val:
             print(f"validation ({'ok' if val['ok'] else 'FAILED'}): {len(val['outputs'])} outputs compared, "
@@ -137,6 +153,16 @@ def _cmd_fuse(a: argparse.Namespace) -> int:
 
 
 def _cmd_validate(a: argparse.Namespace) -> int:
+    if a.kernels:
+        dep = validate_kernels(a.model, a.out, _options(a))
+        if a.json:
+            print(json.dumps({"ok": dep.ok, "emulated_nodes": dep.emulated_nodes, "error": dep.error,
+                              "outputs": [asdict(o) for o in dep.outputs]}, indent=1, default=str))
+        else:
+            print(ValidationReport(dep.outputs, (), a.seed).table())
+            print(f"{dep.emulated_nodes} fused nodes ran in the emulator")
+            print("ok" if dep.ok else f"MISMATCH{': ' + dep.error if dep.error else ''}")
+        return 0 if dep.ok else 1
     rep = validate(a.model, a.out, _options(a))
     if a.json:
         print(json.dumps({"ok": rep.ok, "outputs": [asdict(o) for o in rep.outputs]}, indent=1, default=str))

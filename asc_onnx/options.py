@@ -21,7 +21,10 @@ class FuseOptions:
         generic: run the generic elementwise-chain pass after the named patterns.
         seed: seed of the random validation inputs.
         soc: target SoC family (``Ascend910B`` or ``Ascend310P``).
-        emulate: run every generated kernel in the emulator against onnxruntime.
+        emulate: run every generated kernel in the emulator against onnxruntime, and the deployed
+            ATC model with those kernels end to end.
+        strict: a kernel the emulator rejects fails the run (exit 1) instead of a warning; either way
+            it is not shipped.
     """
 
     pattern_files: tuple[str, ...] = ()
@@ -34,6 +37,7 @@ class FuseOptions:
     default_dim: int = field(default=4)
     soc: str = "Ascend910B"
     emulate: bool = True
+    strict: bool = False
 
     def __post_init__(self) -> None:
         if self.atc_domain_mode not in ("compat", "custom"):

@@ -52,6 +52,12 @@ def test_fixture_fuses_and_validates(name, tmp_path):
     assert meta["asc_onnx.rule"] in EXPECTED[name] and meta["asc_onnx.source_nodes"]
     report = json.loads((out / "report.json").read_text())
     assert report["fused_by_rule"] == EXPECTED[name] and report["validation"]["ok"]
+    # the deployed model: model.atc.onnx with every Asc node run by its emulated kernel
+    atc = onnx.load(out / "model.atc.onnx")
+    asc_nodes = [n for n in atc.graph.node if n.op_type.startswith("Asc")]
+    assert asc_nodes and res.deployed is not None and res.deployed.ok, res.deployed
+    assert res.deployed.emulated_nodes == len(asc_nodes)
+    assert report["deployed"]["ok"] and len(report["deployed"]["outputs"]) == len(atc.graph.output)
 
 
 def test_fp16_llama_op_types_carry_fp16_columns():

@@ -1,0 +1,149 @@
+"""Stage 8 (deployed rung), verify: ``model.atc.onnx``, the file that is deployed, run end to end on the
+CPU with every ``Asc*`` node executed by its emulated kernel, against the original model.
+
+The graph is run node by node in segments: the standard nodes that feed the next fused node (or the
+graph outputs) run on onnxruntime as one extracted sub-model, the fused node runs in the emulator on
+the values it receives, and its outputs join the known values. Wiring errors (input order, dtype
+columns, renamed inputs) and error that builds up over layers show here; the graph rung cannot see
+them, because there every fused op runs its own function body.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+from onnx import ModelProto, helper, numpy_helper
+
+from .emulator.harness import EmulatorFaultError, run
+from .errors import AscOnnxError
+from .package import Kernel
+from .soc import Soc
+from .validate import OutputCheck, compare_arrays, make_inputs
+from .validate import run as ort_run
+
+
+@dataclass(frozen=True)
+class DeployedReport:
+    """The deployed model against the original: every output, and the fused nodes that ran emulated."""
+
+    outputs: tuple[OutputCheck, ...]
+    emulated_nodes: int
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Every output within its dtype's tolerance and no kernel faulted."""
+        return self.error is None and all(o.ok for o in self.outputs)
+
+
+def _needed_nodes(graph: onnx.GraphProto, targets: Sequence[str], known: set[str], fused: set[int]) -> list[int]:
+    """Indexes of the standard nodes needed to compute ``targets`` from ``known`` values (topological order)."""
+    producer = {o: i for i, n in enumerate(graph.node) for o in n.output if o}
+    want, seen = list(targets), set()
+    while want:
+        name = want.pop()
+        if name in known or name not in producer:
+            continue
+        i = producer[name]
+        if i in seen:
+            continue
+        if i in fused:
+            raise AscOnnxError(f"internal: {name} comes from a fused node that has not run yet")
+        seen.add(i)
+        want.extend(_reads(graph.node[i]))
+    return sorted(seen)
+
+
+def _reads(node: onnx.NodeProto) -> list[str]:
+    """A node's inputs, with the outer-scope names its subgraphs read."""
+    names = [i for i in node.input if i]
+    for a in node.attribute:
+        for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+            inner = {o for n in g.node for o in n.output} | {i.name for i in g.input} | {t.name for t in g.initializer}
+            names += [i for n in g.node for i in _reads(n) if i not in inner]
+    return names
+
+
+def _segment(model: ModelProto, nodes: list[int], targets: Sequence[str], values: Mapping[str, np.ndarray],
+             inits: Mapping[str, onnx.TensorProto]) -> dict[str, np.ndarray]:
+    """Run the standard nodes ``nodes`` on onnxruntime with ``values`` as inputs; return ``targets``."""
+    graph = model.graph
+    if not nodes:
+        return {t: values[t] for t in targets}
+    produced = {o for i in nodes for o in graph.node[i].output}
+    reads = dict.fromkeys(r for i in nodes for r in _reads(graph.node[i]) if r not in produced)
+    feeds = {r: values[r] for r in reads if r in values}
+    init = [inits[r] for r in reads if r not in values and r in inits]
+    g = helper.make_graph(
+        [graph.node[i] for i in nodes], "segment",
+        [helper.make_tensor_value_info(r, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape) for r, a in feeds.items()],
+        [onnx.ValueInfoProto(name=t) for t in targets if t not in values], init)
+    seg = helper.make_model(g, opset_imports=model.opset_import, ir_version=model.ir_version)
+    inferred = onnx.shape_inference.infer_shapes(seg)
+    types = {v.name: v.type for v in list(inferred.graph.value_info) + list(inferred.graph.output)}
+    for o in seg.graph.output:
+        if o.name in types and types[o.name].HasField("tensor_type"):
+            o.type.CopyFrom(types[o.name])
+    out = ort_run(seg, feeds) if seg.graph.output else {}
+    return {t: values[t] if t in values else out[t] for t in targets}
+
+
+def run_deployed(atc: ModelProto, kernels: Sequence[Kernel], feeds: Mapping[str, np.ndarray],
+                 soc: Soc) -> tuple[dict[str, np.ndarray], int]:
+    """Outputs of the ATC model with every fused node run by its emulated kernel; and how many ran so."""
+    by_type = {k.op.op_type: k for k in kernels}
+    graph = atc.graph
+    inits = {t.name: t for t in graph.initializer}
+    fused = {i for i, n in enumerate(graph.node) if n.op_type in by_type}
+    values: dict[str, np.ndarray] = dict(feeds)
+    for i in sorted(fused):
+        node = graph.node[i]
+        k = by_type[node.op_type]
+        ins = list(node.input)
+        need = [n for n in ins if n not in values and n not in inits]
+        values.update(_segment(atc, _needed_nodes(graph, need, set(values), fused), need, values, inits))
+        args = [values[n] if n in values else numpy_helper.to_array(inits[n]) for n in ins]
+        try:
+            res = run(k.ir, k.files, f"{k.op.op_type}TilingData", args, soc)
+        except EmulatorFaultError as exc:
+            raise EmulatorFaultError(f"node {node.name!r} ({node.op_type}): {exc}") from None
+        values.update(dict(zip(node.output, res.outputs)))
+    targets = [o.name for o in graph.output]
+    need = [t for t in targets if t not in values]
+    values.update(_segment(atc, _needed_nodes(graph, need, set(values), fused), need, values, inits))
+    return {t: values[t] for t in targets}, len(fused)
+
+
+def verify_deployed(original: str | os.PathLike | ModelProto, atc: str | os.PathLike | ModelProto,
+                    kernels: Sequence[Kernel], soc: Soc, atc_inputs: Mapping[str, str] | None = None,
+                    input_shapes: Mapping[str, tuple[int, ...]] | None = None, seed: int = 0,
+                    default_dim: int = 4) -> DeployedReport:
+    """The deployed model against the original on the same seeded inputs, every output compared with its
+    dtype's tolerance. ``atc_inputs`` maps inputs renamed in the ATC model to their original names."""
+    proto = original if isinstance(original, ModelProto) else onnx.load(str(original), load_external_data=False)
+    deployed = atc if isinstance(atc, ModelProto) else onnx.load(str(atc))
+    feeds = make_inputs(proto, input_shapes, seed, default_dim)
+    ref = ort_run(original, feeds)
+    back = {old: new for new, old in (atc_inputs or {}).items()}
+    atc_feeds = {back.get(n, n): a for n, a in feeds.items()}
+    types = {o.name: o.type.tensor_type.elem_type for o in proto.graph.output}
+    try:
+        got, n = run_deployed(deployed, kernels, atc_feeds, soc)
+    except EmulatorFaultError as exc:
+        return DeployedReport((), 0, str(exc))
+    renamed_out = {new: old for new, old in (atc_inputs or {}).items()}
+    got = {renamed_out.get(k, k): v for k, v in got.items()}
+    checks = []
+    for name, r in ref.items():
+        if name not in got:
+            checks.append(OutputCheck(name, "?", tuple(r.shape), float("inf"), float("inf"), 0, 0, False))
+        else:
+            checks.append(compare_arrays(name, r, got[name], types.get(name, 0)))
+    return DeployedReport(tuple(checks), n)
+
+
+__all__ = ["verify_deployed", "run_deployed", "DeployedReport"]
