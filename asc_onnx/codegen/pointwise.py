@@ -260,10 +260,11 @@ __aicore__ inline void Store(const AscendC::GlobalTensor<U>& dst, const AscendC:
     if (td.copyMode == 1) {
         AscendC::DataCopy(dst, src, count);
     } else {
-        for (uint32_t i = 0; i < count; ++i) dst.SetValue(i, src.GetValue(i));
+        AscendC::GlobalTensor<U> out = dst;
+        for (uint32_t i = 0; i < count; ++i) out.SetValue(i, src.GetValue(i));
         // Scalar stores sit in the data cache until cleaned.
         AscendC::DataCacheCleanAndInvalid<U, AscendC::CacheLine::ENTIRE_DATA_CACHE, AscendC::DcciDst::CACHELINE_OUT>(
-            dst);
+            out);
     }
 #else
     AscendC::DataCopyExtParams params{1, static_cast<uint32_t>(count * sizeof(U)), 0, 0, 0};

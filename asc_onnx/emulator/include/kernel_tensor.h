@@ -51,7 +51,7 @@ public:
         }
         return v;
     }
-    __aicore__ inline void SetValue(uint64_t i, T v, asc_emu::Loc loc = ASC_EMU_HERE) const {
+    __aicore__ inline void SetValue(uint64_t i, T v, asc_emu::Loc loc = ASC_EMU_HERE) {  // non-const, as in CANN
         const int32_t op = asc_emu::Issue(asc_emu::PS, "GlobalTensor::SetValue", loc);
         asc_emu::GmBuffer& b = asc_emu::FindGm(ptr_ + i, sizeof(T), "GlobalTensor::SetValue");
         if (!b.output) asc_emu::Fail("GlobalTensor::SetValue: write into input tensor '" + b.name + "'");

@@ -1,0 +1,85 @@
+"""Every generated kernel (each dtype column, 910B and 310P) and host file type-checks against the open
+Ascend C headers (``../shared/ascend/check/check.sh``): the kernels the fixtures produce, a Where chain
+(Compare/Select) and a chain with five full inputs (queues merged to fit the event budget)."""
+
+from __future__ import annotations
+
+import subprocess
+
+import numpy as np
+import pytest
+from conftest import F16, F32, MODELS, ROOT, const, model
+from onnx import helper
+
+import asc_onnx
+from asc_onnx import FuseOptions
+from asc_onnx.codegen.pointwise import _role
+from asc_onnx.lower import IO_TYPES
+
+CHECK = ROOT.parent / "shared" / "ascend" / "check" / "check.sh"
+pytestmark = pytest.mark.skipif(not CHECK.is_file(), reason="../shared/ascend is not present")
+ARCH = {"Ascend910B": "2201", "Ascend310P": "2002"}
+
+
+def where_chain(dtype: int):
+    nodes = [helper.make_node("Less", ["x", "z"], ["c"]), helper.make_node("Mul", ["x", "k"], ["m"]),
+             helper.make_node("Where", ["c", "m", "x"], ["y"])]
+    np_t = np.float32 if dtype == F32 else np.float16
+    return model(nodes, [("x", dtype, [8, 300])], [("y", dtype, [8, 300])],
+                 [const("z", 0.0, np_t), const("k", 0.1, np_t)])
+
+
+def five_inputs():
+    names = [f"a{i}" for i in range(5)]
+    nodes = [helper.make_node("Add", ["a0", "a1"], ["s1"]), helper.make_node("Mul", ["s1", "a2"], ["s2"]),
+             helper.make_node("Sub", ["s2", "a3"], ["s3"]), helper.make_node("Div", ["s3", "a4"], ["y"])]
+    return model(nodes, [(n, F32, [4, 100]) for n in names], [("y", F32, [4, 100])])
+
+
+SOURCES = {
+    "llama_fp32": MODELS / "llama_tiny_dynamo.onnx", "llama_fp16": MODELS / "llama_tiny_dynamo_fp16.onnx",
+    "bert": MODELS / "bert_tiny_legacy.onnx", "gpt2": MODELS / "gpt2_tiny_dynamo.onnx",
+    "cnn_fp16": MODELS / "cnn_silu_dynamo_fp16.onnx", "where_fp32": where_chain(F32), "where_fp16": where_chain(F16),
+    "five_inputs": five_inputs(),
+}
+
+
+def _check(args: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(CHECK), "--pch", *args], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("soc", sorted(ARCH))
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_generated_files_pass_the_open_header_check(tmp_path, name, soc):
+    res = asc_onnx.fuse(SOURCES[name], options=FuseOptions(soc=soc, emulate=False), validate=False)
+    assert res.kernels
+    failures = []
+    for k in res.kernels:
+        for rel, text in k.files.items():
+            (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / rel).write_text(text)
+        kernel = tmp_path / "op_kernel" / f"{k.ir.snake}.cpp"
+        for dtype in k.ir.dtypes:
+            ctype = IO_TYPES[dtype][0]
+            defs = [f"-DDTYPE_{_role(n).upper()}={ctype}" for n in [x.name for x in k.ir.inputs] + list(k.ir.outputs)]
+            proc = _check(["--arch", ARCH[soc], f"-I{tmp_path / 'op_kernel'}", *defs, str(kernel)])
+            if proc.returncode != 0:
+                failures.append(f"{kernel.name} {ctype} {soc}:\n{proc.stdout[-1500:]}{proc.stderr[-500:]}")
+        host = tmp_path / "op_host" / f"{k.ir.snake}.cpp"
+        proc = _check(["--host", f"-I{tmp_path / 'op_host'}", str(host)])
+        if proc.returncode != 0:
+            failures.append(f"{host.name}:\n{proc.stdout[-1500:]}{proc.stderr[-500:]}")
+    assert not failures, "\n".join(failures)
+
+
+def test_check_catches_a_broken_kernel(tmp_path):
+    # The check is real: a kernel calling an API with the wrong arguments fails it.
+    res = asc_onnx.fuse(SOURCES["gpt2"], options=FuseOptions(emulate=False), validate=False)
+    k = res.kernels[0]
+    for rel, text in k.files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text.replace("AscendC::Exp(r", "AscendC::Exp(1.0f, r") if rel.endswith(".cpp")
+                                    else text)
+    defs = [f"-DDTYPE_{_role(n).upper()}=float" for n in [x.name for x in k.ir.inputs] + list(k.ir.outputs)]
+    proc = _check([f"-I{tmp_path / 'op_kernel'}", *defs, str(tmp_path / "op_kernel" / f"{k.ir.snake}.cpp")])
+    assert proc.returncode == 1 and "FAIL" in proc.stdout
