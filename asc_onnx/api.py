@@ -116,7 +116,7 @@ def fuse(model: str | os.PathLike | ModelProto, out_dir: str | os.PathLike | Non
     soc = get_soc(options.soc)
     p = plan(model, options)
     rewritten = rewrite(p.graph, p.loaded.model, p.matched.fusions, options.atc_domain_mode)
-    pkg = package(rewritten, soc, options.atc_domain_mode, options.shape_map)
+    pkg = package(rewritten, soc, options.atc_domain_mode, options.shape_map, None, p.loaded.symbolic)
     name = p.loaded.source.name if p.loaded.source else (model.graph.name if isinstance(model, ModelProto) else "")
     original = p.loaded.source if p.loaded.source is not None else p.loaded.model
     state: dict[str, Any] = {"validation": None, "checks": (), "moves": (), "rejected": {}, "deployed": None}
@@ -129,7 +129,8 @@ def fuse(model: str | os.PathLike | ModelProto, out_dir: str | os.PathLike | Non
         if rejected:
             state["rejected"] = rejected
             pkg = package(rewritten, soc, options.atc_domain_mode, options.shape_map,
-                          {t: f"its kernel failed in the emulator ({why})" for t, why in rejected.items()})
+                          {t: f"its kernel failed in the emulator ({why})" for t, why in rejected.items()},
+                          p.loaded.symbolic)
 
     def finish(folder: Path | None) -> dict[str, Any]:
         if validate:

@@ -8,7 +8,8 @@ leaves the model's folder (absolute path, ``..``, symlink pointing outside) is r
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import onnx
@@ -29,12 +30,15 @@ class LoadedModel:
         source: the file it came from, or None for an in-memory model.
         base_dir: folder that external-data locations are relative to.
         external_files: relative locations of every external-data file the model uses.
+        symbolic: with --input-shape, every tensor's shape inferred without it (dim params kept), so
+            that kernels are built for every shape the deployed model accepts; empty otherwise.
     """
 
     model: ModelProto
     source: Path | None
     base_dir: Path | None
     external_files: tuple[str, ...]
+    symbolic: Mapping[str, tuple[object, ...] | None] = field(default_factory=dict)
 
 
 def _iter_tensors(model: ModelProto):
@@ -141,4 +145,18 @@ def load(model: str | os.PathLike | ModelProto, input_shapes: dict[str, tuple[in
         source = Path(model)
     _check_dtypes(proto)
     files = _check_external(proto, base)
-    return LoadedModel(model=infer_shapes(proto, input_shapes), source=source, base_dir=base, external_files=files)
+    symbolic = tensor_shapes(infer_shapes(proto)) if input_shapes else {}
+    return LoadedModel(model=infer_shapes(proto, input_shapes), source=source, base_dir=base, external_files=files,
+                       symbolic=symbolic)
+
+
+def tensor_shapes(model: ModelProto) -> dict[str, tuple[object, ...] | None]:
+    """Name -> shape (ints and dim-param names) of every typed tensor in an inferred model's main graph."""
+    out: dict[str, tuple[object, ...] | None] = {}
+    for vi in list(model.graph.input) + list(model.graph.value_info) + list(model.graph.output):
+        tt = vi.type.tensor_type
+        if not tt.HasField("shape"):
+            out[vi.name] = None
+            continue
+        out[vi.name] = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim)
+    return out

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -338,26 +338,55 @@ def _scalar(tensor: TensorProto) -> float:
     return float(np.asarray(arr, dtype=np.float64).reshape(-1)[0])
 
 
-def _input_kinds(op: FusedOp) -> tuple[PwInput, ...]:
+def _same_dim(a: object, b: object) -> bool:
+    """Two dims that are equal for every binding: equal numbers, or one named symbol."""
+    return a == b and (isinstance(a, int) or (isinstance(a, str) and a not in ("", "None", "?")))
+
+
+def _trailing(shape: Sequence[object], out: Sequence[object]) -> bool:
+    """``shape`` broadcasts to ``out`` by repeating along leading axes only (a scalar, a bias vector, RoPE's
+    [1,1,S,D] tables): without its leading 1s it equals the trailing dims of ``out``."""
+    dims = list(shape)
+    while dims and dims[0] == 1:
+        dims.pop(0)
+    return len(dims) <= len(out) and all(_same_dim(a, b) for a, b in zip(dims, list(out)[len(out) - len(dims):]))
+
+
+def _input_kinds(op: FusedOp, symbolic: Mapping[str, tuple[object, ...] | None] | None = None
+                 ) -> tuple[PwInput, ...]:
+    """``full`` where an input has the output's shape for every binding of its dynamic dims, ``broadcast``
+    where it repeats along leading axes; anything else is refused. ``symbolic`` gives the shapes without the
+    user's --input-shape, so that a dim bound to 1 there does not make a broadcast input look full."""
+    sym = symbolic or {}
     kinds: list[str] = []
     for i, name in enumerate(op.input_names):
         seen = set()
         for inst in op.instances:
-            shape, out = inst.input_shapes[i], inst.output_shapes[0]
+            shape = sym.get(inst.inputs[i]) or inst.input_shapes[i]
+            out = sym.get(inst.outputs[0]) or inst.output_shapes[0]
             if shape is None or out is None:
                 raise LoweringError(f"input {name} has an unknown shape")
-            if list(shape) == list(out):
+            if len(shape) == len(out) and all(_same_dim(a, b) for a, b in zip(shape, out)):
                 seen.add("full")
-            else:
+            elif _trailing(shape, out):
                 seen.add("broadcast")
+            elif list(shape) == list(out):
+                raise LoweringError(f"input {name} {list(shape)} may differ from the output {list(out)} "
+                                    "at run time (unknown dims)")
+            else:
+                raise LoweringError(f"input {name} {list(shape)} broadcasts to {list(out)} along inner axes; "
+                                    "the pointwise kernel repeats inputs along leading axes only")
         if len(seen) > 1:
             raise LoweringError(f"input {name} is full-shaped in one use and broadcast in another")
         kinds.append(seen.pop())
     return tuple(PwInput(n, k) for n, k in zip(op.input_names, kinds))
 
 
-def lower_pointwise(op: FusedOp) -> PointwiseKernel:
-    """Lower one pointwise fused op; raises LoweringError with the reason when it cannot."""
+def lower_pointwise(op: FusedOp, symbolic: Mapping[str, tuple[object, ...] | None] | None = None
+                    ) -> PointwiseKernel:
+    """Lower one pointwise fused op; raises LoweringError with the reason when it cannot.
+
+    ``symbolic`` maps tensor names to their shapes before any --input-shape binding (see _input_kinds)."""
     if op.kernel != "pointwise":
         raise LoweringError(f"{op.kernel} kernels are not generated yet (pointwise only)")
     dtypes = []
@@ -365,7 +394,7 @@ def lower_pointwise(op: FusedOp) -> PointwiseKernel:
         if len(set(col)) != 1 or col[0] not in IO_TYPES:
             raise LoweringError(f"dtype column {col} mixes or uses unsupported element types")
         dtypes.append(col[0])
-    inputs = _input_kinds(op)
+    inputs = _input_kinds(op, symbolic)
     if not any(x.kind == "full" for x in inputs):
         raise LoweringError("no input has the output's shape")
     b = _Builder(len(inputs))

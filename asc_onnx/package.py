@@ -201,11 +201,13 @@ def atc_script(atc: ModelProto, soc: Soc, input_shapes: Mapping[str, Sequence[in
 
 
 def package(rewritten: RewriteResult, soc: Soc, atc_mode: str, shape_map: Mapping[str, Sequence[int]],
-            exclude: Mapping[str, str] | None = None) -> PackageResult:
+            exclude: Mapping[str, str] | None = None,
+            symbolic: Mapping[str, tuple[object, ...] | None] | None = None) -> PackageResult:
     """Lower and render every pointwise op; build the ATC model and the project files.
 
     ``exclude`` maps op types to a reason they must not ship (a kernel the emulator rejected): they are
-    put back as their original nodes in ``model.atc.onnx`` like ops without a kernel."""
+    put back as their original nodes in ``model.atc.onnx`` like ops without a kernel. ``symbolic`` holds the
+    tensor shapes before --input-shape, which decide an input's kind for every shape ATC will accept."""
     kernels: list[Kernel] = []
     skipped: list[tuple[str, str]] = []
     for op in rewritten.ops:
@@ -213,7 +215,7 @@ def package(rewritten: RewriteResult, soc: Soc, atc_mode: str, shape_map: Mappin
             skipped.append((op.op_type, exclude[op.op_type]))
             continue
         try:
-            ir = lower_pointwise(op)
+            ir = lower_pointwise(op, symbolic)
             if not soc.has_bf16 and onnx.TensorProto.BFLOAT16 in ir.dtypes:
                 raise LoweringError(f"bfloat16 is not supported on {soc.name}")
         except LoweringError as exc:

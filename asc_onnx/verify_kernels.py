@@ -100,9 +100,9 @@ def concrete(shape: Sequence[object] | None, default_dim: int) -> tuple[int, ...
 
 
 def random_inputs(k: Kernel, dtype: int, out_shape: tuple[int, ...], seed: int = 0,
-                  broadcast_shapes: Sequence[tuple[int, ...]] | None = None) -> list[np.ndarray]:
-    """Seeded normal inputs: full inputs of ``out_shape``; broadcast inputs of their instance shape
-    (or ``broadcast_shapes``, one per broadcast input)."""
+                  broadcast_shapes: Sequence[tuple[int, ...]] | None = None, dim: int = 4) -> list[np.ndarray]:
+    """Seeded normal inputs: full inputs of ``out_shape``; broadcast inputs of their instance shape with
+    dynamic dims bound to ``dim`` (or ``broadcast_shapes``, one per broadcast input)."""
     rng = np.random.default_rng(seed)
     inst = k.op.instances[0]
     given = iter(broadcast_shapes or ())
@@ -111,7 +111,7 @@ def random_inputs(k: Kernel, dtype: int, out_shape: tuple[int, ...], seed: int =
         if x.kind == "full":
             shape = out_shape
         else:
-            shape = next(given) if broadcast_shapes else concrete(inst.input_shapes[i], 4)
+            shape = next(given) if broadcast_shapes else concrete(inst.input_shapes[i], dim)
         out.append((rng.standard_normal(shape) * 2).astype(np.float32).astype(np_type(dtype)))
     return out
 
@@ -210,13 +210,16 @@ def verify_kernels(kernels: Sequence[Kernel], original: str | os.PathLike | Mode
     captured = _captured_inputs(kernels, original, feeds) if original is not None and feeds is not None else {}
     for k in kernels:
         inst = k.op.instances[0]
-        shape = concrete(inst.output_shapes[0], default_dim)
-        for j, dtype in enumerate(k.ir.dtypes):
-            inputs = random_inputs(k, dtype, shape)
-            c = check(k, inputs, soc, "random")
-            checks.append(c)
-            if j == 0:  # data movement on the first dtype column
-                moves.append(data_movement(k, inputs, c.gm_bytes))
+        dynamic = any(not isinstance(d, int) or d < 0 for d in inst.output_shapes[0] or ())
+        # A kernel must be right for every shape its ATC model accepts: two bindings of each dynamic dim.
+        for dim in (default_dim, default_dim + 3) if dynamic else (default_dim,):
+            shape = concrete(inst.output_shapes[0], dim)
+            for j, dtype in enumerate(k.ir.dtypes):
+                inputs = random_inputs(k, dtype, shape, dim=dim)
+                c = check(k, inputs, soc, "random" if dim == default_dim else f"dims={dim}")
+                checks.append(c)
+                if j == 0 and dim == default_dim:  # data movement on the first dtype column
+                    moves.append(data_movement(k, inputs, c.gm_bytes))
         real = [captured.get(n) for n in inst.inputs]
         if captured and all(r is not None and r.dtype in (np.float32, np.float16) for r in real) \
                 and len({r.dtype for r in real}) == 1:

@@ -90,7 +90,7 @@ def test_fuse_writes_package_and_emulate_reruns_its_kernels(tmp_path, capsys):
     assert (out / "op_package" / "op_kernel" / "asc_silu.cpp").is_file() and (out / "atc.sh").is_file()
     assert main(["emulate", str(out), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert {r["inputs"] for r in rows} == {"random", "captured"} and all(r["ok"] for r in rows)
+    assert {r["inputs"] for r in rows} == {"random", "dims=7", "captured"} and all(r["ok"] for r in rows)
     # emulate runs the package's own files: a broken kernel on disk is caught
     kernel = out / "op_package" / "op_kernel" / "asc_silu.cpp"
     kernel.write_text(kernel.read_text().replace("AscendC::Exp(", "AscendC::Relu(", 1))

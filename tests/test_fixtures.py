@@ -33,6 +33,10 @@ EXPECTED = {
 }
 
 
+# The legacy LLaMA/Qwen exports keep RoPE's Cos/Sin in their chains (no Cos/Sin kernel yet): nothing to deploy.
+NO_POINTWISE_KERNEL = {"llama_tiny_legacy", "llama_tiny_legacy_fp16", "qwen2_tiny_legacy"}
+
+
 def test_every_fixture_has_an_expectation():
     assert sorted(p.stem for p in MODELS.glob("*.onnx")) == sorted(EXPECTED)
 
@@ -55,9 +59,11 @@ def test_fixture_fuses_and_validates(name, tmp_path):
     # the deployed model: model.atc.onnx with every Asc node run by its emulated kernel
     atc = onnx.load(out / "model.atc.onnx")
     asc_nodes = [n for n in atc.graph.node if n.op_type.startswith("Asc")]
-    assert asc_nodes and res.deployed is not None and res.deployed.ok, res.deployed
-    assert res.deployed.emulated_nodes == len(asc_nodes)
-    assert report["deployed"]["ok"] and len(report["deployed"]["outputs"]) == len(atc.graph.output)
+    assert bool(asc_nodes) == (name not in NO_POINTWISE_KERNEL)
+    if asc_nodes:
+        assert res.deployed is not None and res.deployed.ok, res.deployed
+        assert res.deployed.emulated_nodes == len(asc_nodes)
+        assert report["deployed"]["ok"] and len(report["deployed"]["outputs"]) == len(atc.graph.output)
 
 
 def test_fp16_llama_op_types_carry_fp16_columns():

@@ -55,12 +55,15 @@ def tiling_header(k: PointwiseKernel) -> str:
         "",
         f"struct {struct_name(k)} {{",
         "    uint64_t totalLength;   // elements of the output",
-        "    uint64_t unitLength;    // elements per split unit (multiple of 16 and of every period)",
-        "    uint64_t unitsPerCore;  // whole units of a core",
+        "    uint64_t unitLength;    // flat mode: elements per split unit (multiple of 16 and of every period)",
+        "    uint64_t unitsPerCore;  // whole units of a core (chunk mode: row chunks of a core)",
         "    uint64_t extraUnits;    // cores [0, extraUnits) take one unit more",
         "    uint64_t tileLength;    // elements per unified-buffer tile (multiple of unitLength)",
         "    uint64_t tileStride;    // tileLength rounded up to 64: fp32 register spacing, whole 256-byte repeats",
         f"    uint64_t period[{nb}];      // elements of each broadcast input (its repeat period)",
+        "    uint64_t rowLength;     // chunk mode: the longest period, a row of the output seen as [rows, rowLength]",
+        "    uint64_t rows;          // chunk mode: totalLength / rowLength",
+        "    uint64_t chunkLength;   // chunk mode: columns per tile (0: flat mode, every period fits a tile)",
         "    uint32_t copyMode;      // 0 DataCopyPad, 1 aligned DataCopy, 2 scalar copies",
         "    uint32_t blockDim;      // cores launched",
         "};",
@@ -84,7 +87,8 @@ def tiling_calc(k: PointwiseKernel) -> str:
       f'#include "../op_kernel/{k.snake}_tiling.h"',
       "",
       "// Returns 0 and fills t, or a non-zero reason: 1 empty output, 2 a broadcast period too large for the",
-      "// unified buffer, 3 a broadcast input with an unaligned tail on a SoC without DataCopyPad.",
+      "// unified buffer, 3 a broadcast input with an unaligned tail on a SoC without DataCopyPad, 4 periods that",
+      "// do not divide each other or the output.",
       f"inline int {fn}(uint64_t totalLength, const uint64_t* periods, uint32_t dtypeSize, uint32_t coreNum,",
       f"{' ' * (len(fn) + 12)}uint64_t ubBytes, bool hasDataCopyPad, {struct_name(k)}* t)",
       "{")
@@ -93,11 +97,13 @@ def tiling_calc(k: PointwiseKernel) -> str:
           "const uint64_t alignElems = 32 / dtypeSize;",
           "// DataCopyPad moves any byte count; without it every core and tile must start on 32 bytes.",
           f"uint64_t unit = hasDataCopyPad ? 1 : {ALIGN_ELEMS};",
+          "uint64_t rowLength = 1;",
           f"for (int i = 0; i < {nb}; ++i) {{",
           "    uint64_t a = unit, b = periods[i];",
           "    while (b != 0) { uint64_t r = a % b; a = b; b = r; }",
           "    unit = unit / a * periods[i];",
           "    t->period[i] = periods[i];",
+          "    if (periods[i] > rowLength) rowLength = periods[i];",
           "}",
           f"// Unified-buffer bytes per tile element: {BUFFER_NUM} x (inputs + outputs) in the I/O type,",
           f"// {k.num_regs} fp32 work registers, one fp32 expanded copy per broadcast input.",
@@ -105,16 +111,51 @@ def tiling_calc(k: PointwiseKernel) -> str:
           f" + 4ull * {nb};",
           "uint64_t fixed = 256;  // slack for 32-byte padding of each buffer",
           f"for (int i = 0; i < {nb}; ++i) fixed += (periods[i] * dtypeSize + 31) / 32 * 32;  // staging",
-          "if (ubBytes <= fixed || (ubBytes - fixed) / perElem < unit + 64) return 2;",
-          "uint64_t tile = ((ubBytes - fixed) / perElem - 64) / unit * unit;  // 64: register stride round-up",
-          "const uint64_t units = totalLength >= unit ? totalLength / unit : 1;",
+          "t->rowLength = rowLength;",
+          "t->rows = 0;",
+          "t->chunkLength = 0;",
+          "uint64_t tile = 0;",
+          "uint64_t units = 0;",
+          "if (ubBytes > fixed && (ubBytes - fixed) / perElem >= unit + 64) {",
+          "    tile = ((ubBytes - fixed) / perElem - 64) / unit * unit;  // 64: register stride round-up",
+          "    units = totalLength >= unit ? totalLength / unit : 1;",
+          f"}} else if ({nb} > 0) {{",
+          "    // Chunk mode: the longest period does not fit a tile. See the output as [rows, rowLength] and",
+          "    // tile each row by column chunks; shorter periods must divide a chunk, the longest is re-read",
+          "    // per chunk (once per core and chunk: cores walk their rows chunk by chunk).",
+          "    uint64_t small = " + str(ALIGN_ELEMS) + ";",
+          "    uint64_t stageFixed = 256;",
+          "    uint64_t longInputs = 0;",
+          f"    for (int i = 0; i < {nb}; ++i) {{",
+          "        if (rowLength % periods[i] != 0) return 4;",
+          "        if (periods[i] == rowLength) { ++longInputs; continue; }",
+          "        uint64_t a = small, b = periods[i];",
+          "        while (b != 0) { uint64_t r = a % b; a = b; b = r; }",
+          "        small = small / a * periods[i];",
+          "        stageFixed += (periods[i] * dtypeSize + 31) / 32 * 32;",
+          "    }",
+          "    if (totalLength % rowLength != 0) return 4;",
+          "    if (!hasDataCopyPad && rowLength % alignElems != 0) return 3;",
+          "    const uint64_t perChunkElem = perElem + longInputs * dtypeSize;  // staging of the long inputs",
+          "    if (ubBytes <= stageFixed || (ubBytes - stageFixed) / perChunkElem < small + 64) return 2;",
+          "    tile = ((ubBytes - stageFixed) / perChunkElem - 64) / small * small;",
+          "    if (tile >= rowLength) return 2;",
+          "    t->rows = totalLength / rowLength;",
+          "    t->chunkLength = tile;",
+          "    units = t->rows * ((rowLength + tile - 1) / tile);",
+          "    unit = tile;",
+          "} else {",
+          "    return 2;",
+          "}",
           f"// At least {MIN_CORE_BYTES // 1024} KiB per core: smaller slices cost launches and broadcast re-reads.",
           f"const uint64_t minUnits = ({MIN_CORE_BYTES} + unit * dtypeSize - 1) / (unit * dtypeSize);",
           "uint64_t blockDim = units / minUnits > 0 ? units / minUnits : 1;",
           "if (blockDim > coreNum) blockDim = coreNum;",
           "const uint64_t perCore = units / blockDim;",
-          "const uint64_t coreElems = ((perCore + 1) * unit);",
-          "if (tile > coreElems) tile = coreElems;",
+          "if (t->chunkLength == 0) {",
+          "    const uint64_t coreElems = ((perCore + 1) * unit);",
+          "    if (tile > coreElems) tile = coreElems;",
+          "}",
           "t->totalLength = totalLength;",
           "t->unitLength = unit;",
           "t->unitsPerCore = perCore;",
@@ -273,6 +314,29 @@ __aicore__ inline void Store(const AscendC::GlobalTensor<U>& dst, const AscendC:
 }
 """
 
+_CHUNK = r"""// Chunk mode: columns [col, col + len) of a long broadcast input. The vector unit may still be reading
+// the previous chunk, and must not read this one before the copy lands: a flag each way.
+__aicore__ inline void LoadChunk(const AscendC::GlobalTensor<T>& src, const AscendC::LocalTensor<float>& dst,
+                                 const AscendC::LocalTensor<T>& stage, uint64_t len)
+{
+    const uint32_t n = static_cast<uint32_t>(len);
+    const auto freeId = pipe.FetchEventID(AscendC::HardEvent::V_MTE2);
+    AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(freeId);
+    AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(freeId);
+    if constexpr (std::is_same_v<T, float>) {
+        Load(dst, src, n);
+    } else {
+        Load(stage, src, n);
+    }
+    const auto readyId = pipe.FetchEventID(AscendC::HardEvent::MTE2_V);
+    AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(readyId);
+    AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(readyId);
+    if constexpr (!std::is_same_v<T, float>) {
+        AscendC::Cast(dst, stage, AscendC::RoundMode::CAST_NONE, n);
+    }
+}
+"""
+
 _BROADCAST = r"""// Read one period of a broadcast input, widen it to fp32 and repeat it over a whole tile.
 __aicore__ inline void LoadBroadcast(const AscendC::GlobalTensor<T>& src, const AscendC::LocalTensor<float>& dst,
                                      const AscendC::LocalTensor<T>& stage, uint64_t period)
@@ -329,7 +393,7 @@ def kernel_source(k: PointwiseKernel, rule: str, body_ops: list[str], sources: l
     out("", "template <typename T>", f"class {cls} {{", "public:")
     with out.indent():
         _init(out, k, cls, ins, outs, bc, inq, outq)
-        _process(out)
+        _process(out, ins, bc)
     out("", "private:")
     with out.indent():
         out("__aicore__ inline void Tile(uint64_t offset, uint64_t len)",
@@ -343,6 +407,8 @@ def kernel_source(k: PointwiseKernel, rule: str, body_ops: list[str], sources: l
         out("")
         if bc:
             out(*_BROADCAST.splitlines())
+            out("")
+            out(*_CHUNK.splitlines())
             out("")
         _copy_in(out, ins, inq)
         _compute(out, k, ins, outs, bc, inq, outq)
@@ -393,15 +459,19 @@ def _init(out: Lines, k: PointwiseKernel, cls: str, ins, outs, bc, inq, outq) ->
                 out(f"AscendC::Duplicate(regs[{st.dst} * td.tileStride], {f32(st.scalar)}, count);")
         for j, i in enumerate(bc):
             out(f"pipe.InitBuffer(bcastBuf{j}, td.tileStride * sizeof(float));",
-                f"pipe.InitBuffer(stageBuf{j}, (td.period[{j}] * sizeof(T) + 31) / 32 * 32);",
-                f"LoadBroadcast({ins[i]}Gm, bcastBuf{j}.Get<float>(), stageBuf{j}.Get<T>(), td.period[{j}]);")
+                f"pipe.InitBuffer(stageBuf{j}, ((td.period[{j}] < td.tileLength ? td.period[{j}] : td.tileLength)"
+                " * sizeof(T) + 31) / 32 * 32);",
+                f"if (td.chunkLength == 0 || td.period[{j}] < td.rowLength) {{",
+                f"    LoadBroadcast({ins[i]}Gm, bcastBuf{j}.Get<float>(), stageBuf{j}.Get<T>(), td.period[{j}]);",
+                "}")
     out("}", "")
 
 
-def _process(out: Lines) -> None:
+def _process(out: Lines, ins, bc) -> None:
     out("__aicore__ inline void Process()", "{")
     with out.indent():
-        out("const uint64_t alignElems = 32 / sizeof(T);",
+        out("if (td.chunkLength != 0) {", "    ProcessChunks();", "    return;", "}",
+            "const uint64_t alignElems = 32 / sizeof(T);",
             "for (uint64_t offset = start; offset < end; offset += td.tileLength) {")
         with out.indent():
             out("const uint64_t len = end - offset < td.tileLength ? end - offset : td.tileLength;",
@@ -416,7 +486,31 @@ def _process(out: Lines) -> None:
                 "}",
                 "Tile(offset, len);")
         out("}")
-    out("}")
+    out("}", "")
+    out("// Chunk mode: this core's row chunks in chunk-major order; the long broadcast inputs are loaded",
+        "// once per chunk and serve every row of it.",
+        "__aicore__ inline void ProcessChunks()", "{")
+    with out.indent():
+        out("const uint64_t block = AscendC::GetBlockIdx();",
+            "const uint64_t first = block * td.unitsPerCore + (block < td.extraUnits ? block : td.extraUnits);",
+            "const uint64_t last = first + td.unitsPerCore + (block < td.extraUnits ? 1 : 0);",
+            "uint64_t loaded = ~0ull;",
+            "for (uint64_t item = first; item < last; ++item) {")
+        with out.indent():
+            out("const uint64_t chunk = item / td.rows;",
+                "const uint64_t row = item % td.rows;",
+                "const uint64_t col = chunk * td.chunkLength;",
+                "const uint64_t len = td.rowLength - col < td.chunkLength ? td.rowLength - col : td.chunkLength;",
+                "if (chunk != loaded) {")
+            with out.indent():
+                for j, i in enumerate(bc):
+                    out(f"if (td.period[{j}] == td.rowLength) {{",
+                        f"    LoadChunk({ins[i]}Gm[col], bcastBuf{j}.Get<float>(), stageBuf{j}.Get<T>(), len);",
+                        "}")
+                out("loaded = chunk;")
+            out("}", "Tile(row * td.rowLength + col, len);")
+        out("}")
+    out("}", "")
 
 
 def _copy_in(out: Lines, ins, inq) -> None:
@@ -509,6 +603,19 @@ def host_source(k: PointwiseKernel, compute_units: list[str]) -> str:
       f'#include "{k.snake}_tiling_calc.h"',
       "",
       "namespace optiling {",
+      *(["// Without its leading 1s, shape equals the trailing dims of out (a scalar, a bias, RoPE's tables).",
+         "static bool RepeatsAlongLeadingAxes(const gert::Shape& shape, const gert::Shape& out)",
+         "{",
+         "    size_t first = 0;",
+         "    while (first < shape.GetDimNum() && shape.GetDim(first) == 1) ++first;",
+         "    const size_t n = shape.GetDimNum() - first;",
+         "    if (n > out.GetDimNum()) return false;",
+         "    for (size_t i = 0; i < n; ++i) {",
+         "        if (shape.GetDim(first + i) != out.GetDim(out.GetDimNum() - n + i)) return false;",
+         "    }",
+         "    return true;",
+         "}",
+         ""] if k.broadcast_inputs else []),
       "static ge::graphStatus TilingFunc(gert::TilingContext* context)",
       "{")
     with out.indent():
@@ -520,7 +627,14 @@ def host_source(k: PointwiseKernel, compute_units: list[str]) -> str:
           "ascendcPlatform.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ubBytes);",
           "const uint32_t coreNum = ascendcPlatform.GetCoreNumAiv();",
           "const bool hasDataCopyPad = ascendcPlatform.GetSocVersion() != platform_ascendc::SocVersion::ASCEND310P;",
-          f"const uint64_t totalLength = context->GetInputShape({full_idx})->GetStorageShape().GetShapeSize();",
+          f"const gert::Shape& outShape = context->GetInputShape({full_idx})->GetStorageShape();",
+          "// The kernel reads full inputs at the output's length and repeats broadcast inputs along leading",
+          "// axes: refuse any other shape ATC hands over rather than read past a tensor.",
+          *[f"if (!(context->GetInputShape({i})->GetStorageShape() == outShape)) return ge::GRAPH_FAILED;"
+            for i, x in enumerate(k.inputs) if x.kind == "full" and i != full_idx],
+          *[f"if (!RepeatsAlongLeadingAxes(context->GetInputShape({i})->GetStorageShape(), outShape)) "
+            "return ge::GRAPH_FAILED;" for i in k.broadcast_inputs],
+          "const uint64_t totalLength = outShape.GetShapeSize();",
           f"uint64_t periods[{max(1, len(k.broadcast_inputs))}] = {{0}};")
         for j, i in enumerate(k.broadcast_inputs):
             out(f"periods[{j}] = context->GetInputShape({i})->GetStorageShape().GetShapeSize();")
