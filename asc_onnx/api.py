@@ -183,7 +183,8 @@ def _report(name: str, p: Planned, r: RewriteResult, pkg: PackageResult, options
                           asdict(p.canon), atc, state["validation"])
     report["source"] = str(p.loaded.source.resolve()) if p.loaded.source is not None else None
     report["kernels"] = {
-        "generated": [{"op_type": k.op.op_type, "entry": k.ir.snake, "files": sorted(k.files)} for k in pkg.kernels],
+        "generated": [{"op_type": k.op.op_type, "entry": k.ir.snake, "files": sorted(k.files),
+                       "input_kinds": [x.kind for x in k.ir.inputs]} for k in pkg.kernels],
         "not_generated": [{"op_type": t, "reason": why} for t, why in pkg.skipped],
         "emulated": [asdict(c) for c in state["checks"]],
         "data_movement": [asdict(m) for m in state["moves"]],
@@ -231,7 +232,7 @@ def _load_kernels(out: Path) -> tuple[dict[str, Any], list[Kernel]]:
             if not path.is_file():
                 raise AscOnnxError(f"{path} is missing from the op package")
             files[rel] = path.read_text()
-        kernels.append(Kernel(op, lower_pointwise(op), files))
+        kernels.append(Kernel(op, lower_pointwise(op, kinds=entry.get("input_kinds")), files))
     if not kernels:
         raise AscOnnxError(f"{out} has no generated kernels to emulate")
     return report, kernels

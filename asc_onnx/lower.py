@@ -315,17 +315,26 @@ def _allocate(steps: list[Step], n_inputs: int, outputs: list[int],
     free: list[int] = []
     count = n_inputs
     out: list[Step] = []
+    out_values = set(outputs)
     for i, s in enumerate(steps):
         srcs = tuple(phys[r] for r in s.srcs)
-        for r in set(s.srcs):  # a register read for the last time may be the destination (full alias is allowed)
-            if last.get(r) == i and r not in outputs and r not in pinned:
-                free.append(phys[r])
-        if free:
-            free.sort()
-            dst = free.pop(0)
+        dying = [phys[r] for r in set(s.srcs) if last.get(r) == i and r not in outputs and r not in pinned]
+        # A register read for the last time may be the destination (a full alias is allowed), except where
+        # one side is a bit mask: Compare's result and Select's mask only partially overlap a float tile.
+        masked = s.api in ("Compare", "Compares", "Select")
+        if not masked:
+            free.extend(dying)
+        # An output gets a register of its own, not an input's: fp32 kernels compute it straight into the
+        # output tile (no copy pass at the end).
+        pool = [f for f in free if f >= n_inputs] if s.dst in out_values else free
+        if pool:
+            dst = min(pool)
+            free.remove(dst)
         else:
             dst = count
             count += 1
+        if masked:
+            free.extend(dying)
         phys[s.dst] = dst
         out.append(Step(s.api, dst, srcs, s.scalar, s.mode))
     return out, [phys[r] for r in outputs], max(count, 1)
@@ -382,11 +391,12 @@ def _input_kinds(op: FusedOp, symbolic: Mapping[str, tuple[object, ...] | None] 
     return tuple(PwInput(n, k) for n, k in zip(op.input_names, kinds))
 
 
-def lower_pointwise(op: FusedOp, symbolic: Mapping[str, tuple[object, ...] | None] | None = None
-                    ) -> PointwiseKernel:
+def lower_pointwise(op: FusedOp, symbolic: Mapping[str, tuple[object, ...] | None] | None = None,
+                    kinds: Sequence[str] | None = None) -> PointwiseKernel:
     """Lower one pointwise fused op; raises LoweringError with the reason when it cannot.
 
-    ``symbolic`` maps tensor names to their shapes before any --input-shape binding (see _input_kinds)."""
+    ``symbolic`` maps tensor names to their shapes before any --input-shape binding (see _input_kinds);
+    ``kinds`` gives the input kinds decided when the kernel was generated (re-lowering a written package)."""
     if op.kernel != "pointwise":
         raise LoweringError(f"{op.kernel} kernels are not generated yet (pointwise only)")
     dtypes = []
@@ -394,7 +404,8 @@ def lower_pointwise(op: FusedOp, symbolic: Mapping[str, tuple[object, ...] | Non
         if len(set(col)) != 1 or col[0] not in IO_TYPES:
             raise LoweringError(f"dtype column {col} mixes or uses unsupported element types")
         dtypes.append(col[0])
-    inputs = _input_kinds(op, symbolic)
+    inputs = tuple(PwInput(n, kd) for n, kd in zip(op.input_names, kinds)) if kinds is not None \
+        else _input_kinds(op, symbolic)
     if not any(x.kind == "full" for x in inputs):
         raise LoweringError("no input has the output's shape")
     b = _Builder(len(inputs))

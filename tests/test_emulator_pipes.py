@@ -44,6 +44,8 @@ RULES = {
     "setvalue_then_dma": (["left in the data cache"], "setvalue_flushed"),
     "wait_without_set": (["without a SetFlag", "wait forever"], "mte2_v_flag"),
     "ub_over": (["unified buffer overflow"], "ub_full"),
+    "select_over_mask": (["destination overlaps the mask"], "select_own_dst"),
+    "compare_over_source": (["mask it writes overlaps its source"], "select_own_dst"),
 }
 
 

@@ -118,6 +118,19 @@ static void Run(const std::string& s) {
     } else if (s == "ub_over") {
         TBuf<TPosition::VECCALC> big;
         pipe.InitBuffer(big, asc_emu::St().soc.ubBytes - 2048 + 32);
+    } else if (s == "select_over_mask" || s == "select_own_dst") {
+        // Select writing its result over the bit mask it is reading (a register reused too early).
+        Duplicate(a, 1.0f, 64);
+        Duplicate(b, 2.0f, 64);
+        TBuf<TPosition::VECCALC> mBuf;
+        pipe.InitBuffer(mBuf, 256);
+        LocalTensor<float> m = mBuf.Get<float>();
+        Compares(m.ReinterpretCast<uint8_t>(), a, 0.0f, CMPMODE::GT, 64);
+        Select(s == "select_over_mask" ? m : a, m.ReinterpretCast<uint8_t>(), a, b,
+               SELMODE::VSEL_TENSOR_TENSOR_MODE, 64);
+    } else if (s == "compare_over_source") {
+        Duplicate(a, 1.0f, 64);
+        Compares(a.ReinterpretCast<uint8_t>(), a, 0.0f, CMPMODE::GT, 64);
     } else if (s == "scalar_orders") {
         // A scalar read of the copied data makes S wait for MTE2; the vector op dispatched after it is ordered.
         DataCopy(a, xGm, 64);

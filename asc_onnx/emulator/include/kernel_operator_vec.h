@@ -199,6 +199,12 @@ void CompareImpl(const char* api, const LocalTensor<uint8_t>& dst, const LocalTe
     static_assert(std::is_same_v<T, float> || std::is_same_v<T, half>, "Compare takes half or float");
     Operand(api, a, count);
     Operand(api, dst, (count + 7) / 8);
+    if (reinterpret_cast<const uint8_t*>(dst.GetPhyAddr()) < reinterpret_cast<const uint8_t*>(a.GetPhyAddr()) + count * sizeof(T) &&
+        reinterpret_cast<const uint8_t*>(a.GetPhyAddr()) < dst.GetPhyAddr() + (count + 7) / 8)
+        asc_emu::Fail(std::string(api) + ": the mask it writes overlaps its source");
+    if (b != nullptr && reinterpret_cast<const uint8_t*>(dst.GetPhyAddr()) < static_cast<const uint8_t*>(b) + count * sizeof(T) &&
+        static_cast<const uint8_t*>(b) < dst.GetPhyAddr() + (count + 7) / 8)
+        asc_emu::Fail(std::string(api) + ": the mask it writes overlaps its source");
     if (b != nullptr) VecAccess(api, loc, dst, (count + 7) / 8, {{a.GetPhyAddr(), count * sizeof(T)}, {b, count * sizeof(T)}});
     else VecAccess(api, loc, dst, (count + 7) / 8, {{a.GetPhyAddr(), count * sizeof(T)}});
     const uint32_t done = static_cast<uint32_t>(count * sizeof(T) / 256 * 256 / sizeof(T));
@@ -244,6 +250,9 @@ __aicore__ inline void Select(const LocalTensor<T>& dst, const LocalTensor<uint8
     emu_vec::Operand("Select", dst, count), emu_vec::Operand("Select", src0, count);
     emu_vec::Operand("Select", src1, count), emu_vec::Operand("Select", mask, (count + 7) / 8);
     emu_vec::NoPartialOverlap("Select", dst, src0, count), emu_vec::NoPartialOverlap("Select", dst, src1, count);
+    if (reinterpret_cast<const uint8_t*>(dst.GetPhyAddr()) < mask.GetPhyAddr() + (count + 7) / 8 &&
+        mask.GetPhyAddr() < reinterpret_cast<const uint8_t*>(dst.GetPhyAddr()) + count * sizeof(T))
+        asc_emu::Fail("Select: its destination overlaps the mask it reads");
     const uint8_t* bits = mask.GetPhyAddr();
     for (uint32_t i = 0; i < count; ++i)
         dst.GetPhyAddr()[i] = ((bits[i / 8] >> (i % 8)) & 1u) ? src0.GetPhyAddr()[i] : src1.GetPhyAddr()[i];

@@ -35,9 +35,13 @@ constexpr int Consumer(TPosition p) {
 template <TPosition POS, int32_t DEPTH>
 class TQue {
 public:
+    // Buffers are handed out round-robin from a cursor (AllocBuffer in kernel_tquebind_impl.h), so
+    // double buffering alternates even when the previous buffer is already free again.
     template <typename T>
     __aicore__ inline LocalTensor<T> AllocTensor() {
-        for (auto& s : slots_) {
+        for (size_t tried = 0; tried < slots_.size(); ++tried) {
+            EmuSlot& s = slots_[cursor_];
+            cursor_ = (cursor_ + 1) % slots_.size();
             if (s.state == EmuSlotState::FREE) {
                 s.state = EmuSlotState::ALLOCATED;
                 asc_emu::Join(emu_que::Producer(POS), s.freed);  // WaitFlag on the free event
@@ -86,6 +90,7 @@ private:
     }
     std::vector<EmuSlot> slots_;
     std::deque<EmuSlot*> fifo_;
+    size_t cursor_ = 0;
 };
 
 template <TPosition POS>
@@ -175,7 +180,7 @@ public:
             asc_emu::Fail("TPipe::InitBuffer: " + std::to_string(used + num) + " queue buffers at one position; " +
                           "the hardware has " + std::to_string(QUE_MAX_EVENT) + " event IDs per position");
         used += static_cast<int32_t>(num);
-        que.Slots().assign(num, EmuSlot{});
+        que.Slots().assign(num, EmuSlot{});  // (the cursor starts at buffer 0)
         for (auto& s : que.Slots()) Take(s, len);
     }
     template <TPosition POS>

@@ -1,0 +1,155 @@
+"""The defects the pipe-aware emulator found in earlier kernels, kept found: each generated kernel with its
+fix taken out again must fault, and the shipped kernel must pass. Plus what happens to an op whose kernel
+the emulator rejects: it is not shipped."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+import pytest
+from conftest import F32, MODELS, const, model
+from onnx import helper
+
+import asc_onnx
+from asc_onnx import FuseOptions
+from asc_onnx.cli import main
+from asc_onnx.emulator.harness import EmulatorFaultError, run
+from asc_onnx.soc import SOCS
+from asc_onnx.verify_kernels import random_inputs
+
+
+def _kernel(source, rule: str, soc: str = "Ascend910B"):
+    res = asc_onnx.fuse(source, options=FuseOptions(soc=soc, emulate=False), validate=False)
+    return next(k for k in res.kernels if k.op.rule == rule)
+
+
+def _without(k, *lines: str):
+    """The kernel's files with every line containing one of ``lines`` removed."""
+    files = dict(k.files)
+    rel = f"op_kernel/{k.ir.snake}.cpp"
+    kept = [ln for ln in files[rel].splitlines() if not any(s in ln for s in lines)]
+    assert len(kept) < len(files[rel].splitlines()), lines
+    files[rel] = "\n".join(kept) + "\n"
+    return files
+
+
+def _run(k, files, inputs, soc="Ascend910B", core_num=None):
+    return run(k.ir, files, f"{k.op.op_type}TilingData", inputs, SOCS[soc], core_num)
+
+
+def test_fp16_broadcast_staging_needs_its_mte2_v_flag():
+    # The fp16 RoPE chain: cos/sin are copied into a TBuf and Cast with no sync before this fix.
+    k = _kernel(MODELS / "llama_tiny_dynamo_fp16.onnx", "ElementwiseChain")
+    inputs = random_inputs(k, onnx.TensorProto.FLOAT16, (2, 4, 8, 8))
+    _run(k, k.files, inputs)
+    with pytest.raises(EmulatorFaultError, match=r"pipe race \(read after write\).*Cast \(V.*DataCopyPad GM->UB"):
+        _run(k, _without(k, "SetFlag<AscendC::HardEvent::MTE2_V>", "WaitFlag<AscendC::HardEvent::MTE2_V>"), inputs)
+
+
+def test_310p_end_window_needs_its_mte3_barrier():
+    k = _kernel(MODELS / "cnn_silu_dynamo.onnx", "SiLU", "Ascend310P")
+    inputs = random_inputs(k, F32, (1001,))  # 4004 bytes: a ragged tail, head plus end window
+    _run(k, k.files, inputs, "Ascend310P")
+    with pytest.raises(EmulatorFaultError, match="no PipeBarrier<PIPE_MTE3>"):
+        _run(k, _without(k, "PipeBarrier<PIPE_MTE3>"), inputs, "Ascend310P")
+
+
+def test_select_kernel_needs_reserved_ub():
+    nodes = [helper.make_node("Less", ["x", "z"], ["c"]), helper.make_node("Mul", ["x", "k"], ["m"]),
+             helper.make_node("Where", ["c", "m", "x"], ["y"])]
+    m = model(nodes, [("x", F32, [64, 3000])], [("y", F32, [64, 3000])], [const("z", 0.0), const("k", 0.1)])
+    k = _kernel(m, "ElementwiseChain")
+    inputs = random_inputs(k, F32, (64, 3000))
+    res = _run(k, k.files, inputs, core_num=1)  # one core: its tiles fill the unified buffer
+    assert res.ub_peak_bytes <= SOCS["Ascend910B"].ub_bytes - 8192
+    # Without the host's 8 KB reservation, tiles fill the UB over Select's scratch at TMP_UB_OFFSET.
+    unreserved = type(k.ir).__dict__["uses_select"]
+    try:
+        type(k.ir).uses_select = property(lambda self: False)
+        with pytest.raises(EmulatorFaultError, match="TMP_UB_OFFSET"):
+            _run(k, k.files, inputs, core_num=1)
+    finally:
+        type(k.ir).uses_select = unreserved
+
+
+def test_chunk_reload_needs_its_v_mte2_flag():
+    k = _kernel(MODELS / "bert_tiny_legacy.onnx", "BiasGELU")
+    inputs = random_inputs(k, F32, (4, 11008), broadcast_shapes=[(11008,)])
+    _run(k, k.files, inputs, core_num=1)  # one core walks every chunk: the bias is reloaded twice
+    with pytest.raises(EmulatorFaultError, match=r"write after read"):
+        _run(k, _without(k, "SetFlag<AscendC::HardEvent::V_MTE2>", "WaitFlag<AscendC::HardEvent::V_MTE2>"), inputs,
+             core_num=1)
+
+
+def test_pow_with_odd_exponent_keeps_the_sign():
+    m = model([helper.make_node("Pow", ["x", "e"], ["p"]), helper.make_node("Add", ["p", "x"], ["y"])],
+              [("x", F32, [4, 64])], [("y", F32, [4, 64])], [const("e", 5.0)])
+    res = asc_onnx.fuse(m)
+    assert res.kernel_checks and all(c.ok for c in res.kernel_checks)
+    assert not any(s.api in ("Ln", "Exp") for s in res.kernels[0].ir.steps)
+
+
+def test_equal_infinities_compare_equal():
+    from asc_onnx.validate import compare_arrays
+    a = np.array([np.inf, -np.inf, 1.0], np.float32)
+    assert compare_arrays("y", a, a.copy(), onnx.TensorProto.FLOAT).ok
+
+
+@pytest.fixture
+def unservable(tmp_path):
+    # 15 fp32 elements with a bias: on 310P (no DataCopyPad) the tiling refuses it (reason 3).
+    nodes = [helper.make_node("Add", ["x", "b"], ["h"]), helper.make_node("Tanh", ["h"], ["t"]),
+             helper.make_node("Mul", ["h", "t"], ["y"])]
+    m = model(nodes, [("x", F32, [3, 5])], [("y", F32, [3, 5])], [const("b", np.ones(5))])
+    path = tmp_path / "m.onnx"
+    onnx.save(m, path)
+    return path
+
+
+def test_rejected_kernel_is_not_shipped(unservable, tmp_path, capsys):
+    out = tmp_path / "o"
+    assert main(["fuse", str(unservable), "-o", str(out), "--soc", "Ascend310P"]) == 0
+    err = capsys.readouterr().err
+    assert "warning" in err and "not shipped" in err and "reason 3" in err
+    atc = onnx.load(out / "model.atc.onnx")
+    assert not any(n.op_type.startswith("Asc") for n in atc.graph.node)
+    report = json.loads((out / "report.json").read_text())
+    assert report["kernels"]["generated"] == [] and report["kernels"]["rejected"]
+    assert not (out / "op_package").exists()
+    assert main(["fuse", str(unservable), "-o", str(tmp_path / "s"), "--soc", "Ascend310P", "--strict"]) == 1
+
+
+def test_input_shape_binding_does_not_make_a_broadcast_input_full(tmp_path):
+    # An SE-block gate: p = GlobalAveragePool(x) is [N,C,1,1], s is [1,C,1,1]. With --input-shape x:1,...
+    # both look [1,C,1,1]; the ATC model still accepts any batch, so s must stay a broadcast input (it
+    # used to be read at the output's length, past its end at batch 6).
+    nodes = [helper.make_node("GlobalAveragePool", ["x"], ["p"]), helper.make_node("Sigmoid", ["p"], ["g"]),
+             helper.make_node("Mul", ["g", "s"], ["h"]), helper.make_node("Add", ["h", "p"], ["y"])]
+    m = model(nodes, [("x", F32, ["N", 64, 7, 7])], [("y", F32, ["N", 64, 1, 1])],
+              [const("s", np.linspace(-1, 1, 64).reshape(1, 64, 1, 1))])
+    path = tmp_path / "se.onnx"
+    onnx.save(m, path)
+    out = tmp_path / "o"
+    res = asc_onnx.fuse(path, out, FuseOptions(input_shapes=(("x", (1, 64, 7, 7)),)))
+    k = res.kernels[0]
+    assert [x.kind for x in k.ir.inputs] == ["full", "broadcast"]
+    rep = asc_onnx.validate_kernels(path, out, FuseOptions(input_shapes=(("x", (6, 64, 7, 7)),)))
+    assert rep.ok and rep.emulated_nodes == 1
+
+
+def test_inner_axis_broadcast_is_refused_not_computed_wrongly(tmp_path):
+    # A user pattern with no shape check matches tanh(x * s) with a per-channel s [1,C,1,1] of an NCHW x:
+    # the kernel (which repeats inputs along leading axes only) must refuse it, with the reason.
+    pat = tmp_path / "pat.py"
+    pat.write_text("from asc_onnx.pattern import op, rule\n\n"
+                   "def scaled_tanh(x, s):\n    return op.Tanh(op.Mul(x, s))\n\n"
+                   "RULES = [rule('ScaledTanh', scaled_tanh, op_name='ScaledTanh', kernel='pointwise', doc='tanh(x*s)')]\n")
+    nodes = [helper.make_node("Mul", ["x", "s"], ["h"]), helper.make_node("Tanh", ["h"], ["y"])]
+    m = model(nodes, [("x", F32, [2, 8, 4, 4])], [("y", F32, [2, 8, 4, 4])], [const("s", np.ones((1, 8, 1, 1)))])
+    res = asc_onnx.fuse(m, options=FuseOptions(pattern_files=(str(pat),)))
+    assert [op.rule for op in res.ops] == ["ScaledTanh"] and not res.kernels
+    why = " ".join(r["reason"] for r in res.report["kernels"]["not_generated"])
+    assert "along inner axes" in why
+    assert res.validation.ok
