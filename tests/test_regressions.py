@@ -145,7 +145,8 @@ def test_inner_axis_broadcast_is_refused_not_computed_wrongly(tmp_path):
     pat = tmp_path / "pat.py"
     pat.write_text("from asc_onnx.pattern import op, rule\n\n"
                    "def scaled_tanh(x, s):\n    return op.Tanh(op.Mul(x, s))\n\n"
-                   "RULES = [rule('ScaledTanh', scaled_tanh, op_name='ScaledTanh', kernel='pointwise', doc='tanh(x*s)')]\n")
+                   "RULES = [rule('ScaledTanh', scaled_tanh, op_name='ScaledTanh', kernel='pointwise',\n"
+                   "              doc='tanh(x*s)')]\n")
     nodes = [helper.make_node("Mul", ["x", "s"], ["h"]), helper.make_node("Tanh", ["h"], ["y"])]
     m = model(nodes, [("x", F32, [2, 8, 4, 4])], [("y", F32, [2, 8, 4, 4])], [const("s", np.ones((1, 8, 1, 1)))])
     res = asc_onnx.fuse(m, options=FuseOptions(pattern_files=(str(pat),)))
