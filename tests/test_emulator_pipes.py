@@ -101,3 +101,8 @@ def test_kernel_type_per_soc(tmp_path, arch, ktype, ok):
     assert (proc.returncode == 0) == ok, proc.stderr
     if not ok:
         assert "310P kernels are KERNEL_TYPE_AICORE" in proc.stderr
+
+
+@pytest.mark.parametrize("soc,cast,exp", [("Ascend910B", "inf", "inf"), ("Ascend310P", "65504", "3.40282e+38")])
+def test_overflow_saturates_on_310p_only(pipes, soc, cast, exp):
+    assert pipes(soc, "overflow") == f"CAST {cast} EXP {exp} OK {soc}"

@@ -131,6 +131,16 @@ static void Run(const std::string& s) {
     } else if (s == "compare_over_source") {
         Duplicate(a, 1.0f, 64);
         Compares(a.ReinterpretCast<uint8_t>(), a, 0.0f, CMPMODE::GT, 64);
+    } else if (s == "overflow") {
+        // Out-of-range results: inf on 910B, the largest finite value on 310P (saturation mode).
+        TBuf<TPosition::VECCALC> hBuf;
+        pipe.InitBuffer(hBuf, 64);
+        LocalTensor<half> h = hBuf.Get<half>();
+        Duplicate(a, 70000.0f, 16);
+        Cast(h, a, RoundMode::CAST_NONE, 16);
+        Duplicate(b, 100.0f, 64);
+        Exp(b, b, 64);
+        std::cout << "CAST " << static_cast<float>(h.GetValue(0)) << " EXP " << b.GetValue(0) << " ";
     } else if (s == "scalar_orders") {
         // A scalar read of the copied data makes S wait for MTE2; the vector op dispatched after it is ordered.
         DataCopy(a, xGm, 64);

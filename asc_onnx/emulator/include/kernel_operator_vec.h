@@ -41,6 +41,20 @@ void VecAccess(const char* api, const asc_emu::Loc& loc, const LocalTensor<D>& d
     asc_emu::UbAccess(op, emu_ub::Offset(dst.GetPhyAddr()), dstBytes, true);
 }
 
+// 310P's AI Core computes in saturation mode only ("AI Core仅支持饱和模式", docs: 如何在矢量编程时启用
+// Vector-Core.md): a result beyond the type's range becomes its largest finite value, not inf.
+template <typename T>
+T Sat(T v) {
+#if __NPU_ARCH__ == 2002
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, half>) {
+        const float f = static_cast<float>(v);
+        const float top = std::is_same_v<T, half> ? 65504.0f : 3.40282347e38f;
+        if (std::isinf(f)) return static_cast<T>(f > 0 ? top : -top);
+    }
+#endif
+    return v;
+}
+
 template <typename T>
 constexpr bool IsFloat() {
     return std::is_same_v<T, float> || std::is_same_v<T, half>;
@@ -63,7 +77,7 @@ void Binary(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& a,
     VecAccess(api, loc, dst, count * sizeof(T), {{a.GetPhyAddr(), count * sizeof(T)}, {b.GetPhyAddr(), count * sizeof(T)}});
     T* d = dst.GetPhyAddr();
     const T *x = a.GetPhyAddr(), *y = b.GetPhyAddr();
-    for (uint32_t i = 0; i < count; ++i) d[i] = f(x[i], y[i]);
+    for (uint32_t i = 0; i < count; ++i) d[i] = Sat(f(x[i], y[i]));
     asc_emu::CountVec(api, count);
 }
 
@@ -76,7 +90,7 @@ void Unary(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& a, 
     VecAccess(api, loc, dst, count * sizeof(T), {{a.GetPhyAddr(), count * sizeof(T)}});
     T* d = dst.GetPhyAddr();
     const T* x = a.GetPhyAddr();
-    for (uint32_t i = 0; i < count; ++i) d[i] = f(x[i]);
+    for (uint32_t i = 0; i < count; ++i) d[i] = Sat(f(x[i]));
     asc_emu::CountVec(api, count);
 }
 
@@ -161,7 +175,7 @@ __aicore__ inline void Cast(const LocalTensor<D>& dst, const LocalTensor<S>& src
         if (mode != RoundMode::CAST_NONE && mode != RoundMode::CAST_RINT)
             asc_emu::Fail("Cast float->half: only CAST_NONE and CAST_RINT are emulated");
         if (is310p && mode == RoundMode::CAST_RINT) asc_emu::Fail("Cast float->half on 310P takes CAST_NONE or CAST_ODD");
-        for (uint32_t i = 0; i < count; ++i) d[i] = static_cast<half>(s[i]);  // round to nearest even
+        for (uint32_t i = 0; i < count; ++i) d[i] = emu_vec::Sat(static_cast<half>(s[i]));  // nearest even
     } else if constexpr (std::is_same_v<D, float> && std::is_same_v<S, bfloat16_t>) {
         if (is310p) asc_emu::Fail("bfloat16 is not supported on " + asc_emu::St().soc.name);
         if (mode != RoundMode::CAST_NONE) asc_emu::Fail("Cast bf16->float takes CAST_NONE only");
