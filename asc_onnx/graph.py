@@ -6,10 +6,12 @@ consumers (``outputs``), which are the indexes the matcher needs, built once at 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import onnx
 import onnx_graphsurgeon as gs
-from onnx import TensorProto
+from onnx import ModelProto, TensorProto
 
 #: The element types a fused kernel may compute on (bf16 through fp32, see DESIGN.md).
 FLOAT_TYPES = frozenset({TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16})
@@ -153,3 +155,21 @@ def main_opset(model: onnx.ModelProto) -> int:
     from .errors import AscOnnxError
 
     raise AscOnnxError("model has no ai.onnx opset_import entry")
+
+
+def input_dims(model: ModelProto, input_shapes: Mapping[str, tuple[int, ...]] | None = None,
+               default_dim: int = 4) -> dict[str, list[int]]:
+    """Dims of every graph input: ``input_shapes`` first, else static dims, else ``default_dim`` (-1 keeps
+    a dynamic dim dynamic, as ATC's --input_shape writes it)."""
+    inits = {i.name for i in model.graph.initializer}
+    fixed = dict(input_shapes or {})
+    dims: dict[str, list[int]] = {}
+    for vi in model.graph.input:
+        if vi.name in inits:
+            continue
+        if vi.name in fixed:
+            dims[vi.name] = list(fixed[vi.name])
+        else:
+            dims[vi.name] = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else default_dim
+                             for d in vi.type.tensor_type.shape.dim]
+    return dims

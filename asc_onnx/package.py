@@ -20,6 +20,7 @@ import onnx.inliner
 from onnx import ModelProto
 
 from .codegen import pointwise
+from .graph import input_dims
 from .lower import LoweringError, PointwiseKernel, lower_pointwise
 from .rewrite import ATC_OPSETS, DOMAIN, FusedOp, RewriteResult, build_atc_model
 from .soc import Soc
@@ -119,22 +120,6 @@ def _project_files(kernels: Sequence[Kernel], soc: Soc) -> dict[str, str]:
 
 #: Characters ATC's ``--input_shape="name:d0,d1;name2:..."`` syntax can carry in a name.
 _ATC_NAME = re.compile(r"^[A-Za-z0-9_./-]+$")
-
-
-def atc_input_shapes(model: ModelProto, shape_map: Mapping[str, Sequence[int]]) -> dict[str, list[int]]:
-    """Dims for ``--input_shape``: the user's ``--input-shape``, else the model's static dims, and -1 for a
-    dynamic dim (ATC's dynamic-shape mode; the kernels' host tiling reads the real shape at run time)."""
-    inits = {i.name for i in model.graph.initializer}
-    out: dict[str, list[int]] = {}
-    for vi in model.graph.input:
-        if vi.name in inits:
-            continue
-        if vi.name in shape_map:
-            out[vi.name] = list(shape_map[vi.name])
-        else:
-            out[vi.name] = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else -1
-                            for d in vi.type.tensor_type.shape.dim]
-    return out
 
 
 def rename_atc_inputs(atc: ModelProto) -> dict[str, str]:
@@ -238,7 +223,8 @@ def package(rewritten: RewriteResult, soc: Soc, atc_mode: str, shape_map: Mappin
         files.update({f"op_package/{p}": t for p, t in _project_files(kernels, soc).items()})
     renamed: dict[str, str] = {}
     if atc is not None:
-        dims = atc_input_shapes(atc, shape_map)
+        # Dynamic dims stay dynamic (-1): the kernels' host tiling reads the real shape at run time.
+        dims = input_dims(atc, shape_map, default_dim=-1)
         renamed = rename_atc_inputs(atc)
         dims = {new: dims[old] for new, old in renamed.items()} | {n: d for n, d in dims.items()
                                                                    if n not in renamed.values()}
@@ -252,5 +238,5 @@ def package(rewritten: RewriteResult, soc: Soc, atc_mode: str, shape_map: Mappin
     return PackageResult(tuple(kernels), tuple(skipped), atc, notes, files, renamed)
 
 
-__all__ = ["package", "PackageResult", "Kernel", "origin_keys", "atc_script", "atc_input_shapes",
+__all__ = ["package", "PackageResult", "Kernel", "origin_keys", "atc_script",
            "rename_atc_inputs", "VENDOR"]

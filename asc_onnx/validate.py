@@ -17,6 +17,7 @@ import onnx
 from onnx import ModelProto, TensorProto
 
 from .errors import AscOnnxError
+from .graph import input_dims
 
 #: dtype -> (rtol, atol): |got - ref| <= atol + rtol * |ref| elementwise.
 TOLERANCES: dict[int, tuple[float, float]] = {
@@ -74,23 +75,6 @@ def _gather_limits(model: ModelProto) -> dict[str, int]:
             dims = shapes[n.input[0]]
             limits[n.input[1]] = min(limits.get(n.input[1], 1 << 62), dims[axis])
     return limits
-
-
-def input_dims(model: ModelProto, input_shapes: Mapping[str, tuple[int, ...]] | None = None,
-               default_dim: int = 4) -> dict[str, list[int]]:
-    """Concrete dims of every graph input: ``input_shapes`` first, else static dims, else ``default_dim``."""
-    inits = {i.name for i in model.graph.initializer}
-    fixed = dict(input_shapes or {})
-    dims: dict[str, list[int]] = {}
-    for vi in model.graph.input:
-        if vi.name in inits:
-            continue
-        if vi.name in fixed:
-            dims[vi.name] = list(fixed[vi.name])
-        else:
-            dims[vi.name] = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else default_dim
-                             for d in vi.type.tensor_type.shape.dim]
-    return dims
 
 
 def make_inputs(model: ModelProto, input_shapes: Mapping[str, tuple[int, ...]] | None = None,

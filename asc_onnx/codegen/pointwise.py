@@ -8,11 +8,17 @@ the emulator compile):
   every core and tile starts on a 32-byte boundary and at a broadcast period boundary; cores
   take whole units, the last core also takes the remainder;
 * each core walks its range in tiles that fill the unified buffer, double buffered;
-* copy mode 0 (910B/310B): byte-exact ``DataCopyPad`` for every tile;
-  mode 1 (310P, no DataCopyPad): 32-byte ``DataCopy``; a ragged last tile is done as its aligned
-  head plus one 32-byte window ending at the tensor's end (recomputing a few of the core's own
-  elements, never touching another core's);
-  mode 2 (310P, tensor under 32 bytes): scalar ``GetValue``/``SetValue`` copies.
+* chunk mode, when the longest period does not fit a tile: the output is ``[rows, period]``, tiles
+  are column chunks of one row, cores take runs of (chunk, row) items in chunk-major order and load
+  the long inputs once per chunk;
+* copy paths are chosen at compile time by ``__NPU_ARCH__``: byte-exact ``DataCopyPad`` on 910B;
+  on 310P (``DataCopyPad`` compiles there and does nothing) mode 1 is 32-byte ``DataCopy`` with a
+  ragged last tile done as its aligned head plus one 32-byte window ending at the tensor's end
+  (a ``PipeBarrier<PIPE_MTE3>`` between the two overlapping stores), mode 2 (under 32 bytes) scalar
+  copies cleaned out of the data cache.
+
+Pipe hand-overs the queues do not cover (a broadcast staged in a TBuf, a chunk reload) get explicit
+``SetFlag``/``WaitFlag`` pairs; the emulator faults where one is missing.
 """
 
 from __future__ import annotations
@@ -95,13 +101,18 @@ def tiling_calc(k: PointwiseKernel) -> str:
     with out.indent():
         out("if (totalLength == 0 || coreNum == 0) return 1;",
           "const uint64_t alignElems = 32 / dtypeSize;",
-          "// DataCopyPad moves any byte count; without it every core and tile must start on 32 bytes.",
-          f"uint64_t unit = hasDataCopyPad ? 1 : {ALIGN_ELEMS};",
+          "// Cores and tiles start on 32 bytes of GM where they can (DataCopy needs it, DataCopyPad is faster",
+          "// with it) and at a period boundary of every broadcast input.",
+          f"uint64_t unit = {ALIGN_ELEMS};",
+          "uint64_t periodLcm = 1;",
           "uint64_t rowLength = 1;",
           f"for (int i = 0; i < {nb}; ++i) {{",
           "    uint64_t a = unit, b = periods[i];",
           "    while (b != 0) { uint64_t r = a % b; a = b; b = r; }",
           "    unit = unit / a * periods[i];",
+          "    a = periodLcm, b = periods[i];",
+          "    while (b != 0) { uint64_t r = a % b; a = b; b = r; }",
+          "    periodLcm = periodLcm / a * periods[i];",
           "    t->period[i] = periods[i];",
           "    if (periods[i] > rowLength) rowLength = periods[i];",
           "}",
@@ -116,6 +127,8 @@ def tiling_calc(k: PointwiseKernel) -> str:
           "t->chunkLength = 0;",
           "uint64_t tile = 0;",
           "uint64_t units = 0;",
+          "// DataCopyPad can start anywhere: drop the 32-byte alignment before giving up on flat tiles.",
+          "if (hasDataCopyPad && (ubBytes <= fixed || (ubBytes - fixed) / perElem < unit + 64)) unit = periodLcm;",
           "if (ubBytes > fixed && (ubBytes - fixed) / perElem >= unit + 64) {",
           "    tile = ((ubBytes - fixed) / perElem - 64) / unit * unit;  // 64: register stride round-up",
           "    units = totalLength >= unit ? totalLength / unit : 1;",
