@@ -106,3 +106,34 @@ def test_kernel_type_per_soc(tmp_path, arch, ktype, ok):
 @pytest.mark.parametrize("soc,cast,exp", [("Ascend910B", "inf", "inf"), ("Ascend310P", "65504", "3.40282e+38")])
 def test_overflow_saturates_on_310p_only(pipes, soc, cast, exp):
     assert pipes(soc, "overflow") == f"CAST {cast} EXP {exp} OK {soc}"
+
+
+COMPILE_RULES = {
+    # a float scalar into a half tensor: CANN's Muls/Duplicate take the tensor's element type
+    "muls_float_into_half": ("2201", "AscendC::LocalTensor<half> h; AscendC::Muls(h, h, 0.5f, 16);",
+                             "AscendC::LocalTensor<half> h; AscendC::Muls(h, h, static_cast<half>(0.5f), 16);"),
+    "duplicate_float_into_half": ("2201", "AscendC::LocalTensor<half> h; AscendC::Duplicate(h, 0.0f, 16);",
+                                  "AscendC::LocalTensor<half> h; AscendC::Duplicate(h, static_cast<half>(0), 16);"),
+    # 310P has DataCacheCleanAndInvalid<T, CacheLine> only
+    "dcci_three_params_on_310p": (
+        "2002", "AscendC::GlobalTensor<float> g; AscendC::DataCacheCleanAndInvalid<float, "
+        "AscendC::CacheLine::ENTIRE_DATA_CACHE, AscendC::DcciDst::CACHELINE_OUT>(g);",
+        "AscendC::GlobalTensor<float> g; AscendC::DataCacheCleanAndInvalid<float, "
+        "AscendC::CacheLine::ENTIRE_DATA_CACHE>(g);"),
+    "leaky_relu_int16": ("2201", "AscendC::LocalTensor<int16_t> t; AscendC::LeakyRelu(t, t, int16_t(1), 16);",
+                         "AscendC::LocalTensor<float> t; AscendC::LeakyRelu(t, t, 0.1f, 16);"),
+}
+
+
+def _compiles(tmp_path, arch: str, body: str) -> bool:
+    src = tmp_path / "k.cpp"
+    src.write_text(f'#include "kernel_operator.h"\nvoid k() {{ {body} }}\n')
+    return subprocess.run(["g++", "-std=c++17", "-fsyntax-only", f"-D__NPU_ARCH__={arch}", "-I", str(INCLUDE_DIR),
+                           str(src)], capture_output=True).returncode == 0
+
+
+@pytest.mark.parametrize("rule", sorted(COMPILE_RULES))
+def test_api_signatures_are_as_strict_as_cann(tmp_path, rule):
+    arch, bad, good = COMPILE_RULES[rule]
+    assert not _compiles(tmp_path, arch, bad)
+    assert _compiles(tmp_path, arch, good)

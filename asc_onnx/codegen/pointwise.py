@@ -316,9 +316,8 @@ __aicore__ inline void Store(const AscendC::GlobalTensor<U>& dst, const AscendC:
     } else {
         AscendC::GlobalTensor<U> out = dst;
         for (uint32_t i = 0; i < count; ++i) out.SetValue(i, src.GetValue(i));
-        // Scalar stores sit in the data cache until cleaned.
-        AscendC::DataCacheCleanAndInvalid<U, AscendC::CacheLine::ENTIRE_DATA_CACHE, AscendC::DcciDst::CACHELINE_OUT>(
-            out);
+        // Scalar stores sit in the data cache until cleaned (310P has the two-parameter form only).
+        AscendC::DataCacheCleanAndInvalid<U, AscendC::CacheLine::ENTIRE_DATA_CACHE>(out);
     }
 #else
     AscendC::DataCopyExtParams params{1, static_cast<uint32_t>(count * sizeof(U)), 0, 0, 0};

@@ -103,7 +103,11 @@ static void Run(const std::string& s) {
     } else if (s == "setvalue_no_flush" || s == "setvalue_flushed") {
         yGm.SetValue(3, 7.5f);
         if (s == "setvalue_flushed") {
+#if __NPU_ARCH__ == 2002
+            DataCacheCleanAndInvalid<float, CacheLine::SINGLE_CACHE_LINE>(yGm);
+#else
             DataCacheCleanAndInvalid<float, CacheLine::SINGLE_CACHE_LINE, DcciDst::CACHELINE_OUT>(yGm);
+#endif
             std::cout << "GM " << gOut[3] << " ";
         }
     } else if (s == "setvalue_then_dma") {

@@ -1,6 +1,8 @@
 // asc-onnx Ascend C CPU emulator: the subset of the Ascend C API that asc-onnx generates.
 // A generated kernel includes this header under its real name and compiles unchanged with g++.
 #pragma once
+#include <iterator>
+
 #include "emu_runtime.h"
 #include "emu_types.h"
 #include "kernel_operator_data_copy.h"
@@ -34,39 +36,60 @@ __aicore__ inline void PipeBarrier(asc_emu::Loc loc = ASC_EMU_HERE) {
 enum class CacheLine { SINGLE_CACHE_LINE, ENTIRE_DATA_CACHE };
 enum class DcciDst { CACHELINE_ALL, CACHELINE_UB, CACHELINE_OUT, CACHELINE_ATOMIC };
 
-// Write back (and drop) data-cache lines: the one holding dst, or all of them.
-template <typename T, CacheLine L, DcciDst D>
-__aicore__ inline void DataCacheCleanAndInvalid(const GlobalTensor<T>& dst) {
+namespace emu_dcci {
+// Write back (and drop) data-cache lines: the one holding dst (from dst to the line's end when dst is
+// not 64-byte aligned), or all of them.
+template <typename T>
+void Clean(const GlobalTensor<T>& dst, bool single) {
     auto& cache = asc_emu::St().pipes.cache;
-    const uintptr_t want = reinterpret_cast<uintptr_t>(dst.GetPhyAddr()) / 64;
+    const uintptr_t addr = reinterpret_cast<uintptr_t>(dst.GetPhyAddr());
     for (auto it = cache.begin(); it != cache.end();) {
-        if (L == CacheLine::SINGLE_CACHE_LINE && it->first != want) {
+        if (single && it->first != addr / 64) {
             ++it;
             continue;
         }
         uint8_t* base = reinterpret_cast<uint8_t*>(it->first * 64);
-        for (int k = 0; k < 64; ++k) {
+        const int from = single ? static_cast<int>(addr % 64) : 0;
+        for (int k = from; k < 64; ++k) {
             if (it->second.dirty >> k & 1u) {
                 asc_emu::GmWrite(base + k, 1, "DataCacheCleanAndInvalid");
                 base[k] = it->second.data[k];
+                it->second.dirty &= ~(1ull << k);
             }
         }
-        it = cache.erase(it);
+        it = it->second.dirty == 0 ? cache.erase(it) : std::next(it);
     }
 }
+}  // namespace emu_dcci
+
+#if __NPU_ARCH__ == 2002
+// 310P has the two-parameter form only (kernel_operator_cache_intf_impl.h).
+template <typename T, CacheLine L>
+__aicore__ inline void DataCacheCleanAndInvalid(const GlobalTensor<T>& dst) {
+    emu_dcci::Clean(dst, L == CacheLine::SINGLE_CACHE_LINE);
+}
+#else
+template <typename T, CacheLine L, DcciDst D>
+__aicore__ inline void DataCacheCleanAndInvalid(const GlobalTensor<T>& dst) {
+    emu_dcci::Clean(dst, L == CacheLine::SINGLE_CACHE_LINE);
+}
+#endif
 }  // namespace AscendC
 
 // Kernel types (impl/basic_api/utils/kernel_utils_macros.h); 310P runs AICORE or MIX_VECTOR_CORE kernels only.
-enum KernelMetaType { KERNEL_TYPE_AIV_ONLY, KERNEL_TYPE_AIC_ONLY, KERNEL_TYPE_MIX_AIV_1_0, KERNEL_TYPE_MIX_AIC_1_1,
-                      KERNEL_TYPE_MIX_AIC_1_2, KERNEL_TYPE_AICORE, KERNEL_TYPE_VECTORCORE,
-                      KERNEL_TYPE_MIX_AICORE, KERNEL_TYPE_MIX_VECTOR_CORE };
+enum KernelMetaType { KERNEL_TYPE_AIV_ONLY, KERNEL_TYPE_AIC_ONLY, KERNEL_TYPE_MIX_AIV_1_0, KERNEL_TYPE_MIX_AIC_1_0,
+                      KERNEL_TYPE_MIX_AIC_1_1, KERNEL_TYPE_MIX_AIC_1_2, KERNEL_TYPE_AICORE, KERNEL_TYPE_VECTORCORE,
+                      KERNEL_TYPE_MIX_AICORE, KERNEL_TYPE_MIX_VECTOR_CORE, KERNEL_TYPE_MAX };
 #if __NPU_ARCH__ == 2002
 #define KERNEL_TASK_TYPE_DEFAULT(type)                                                                \
     static_assert((type) == KERNEL_TYPE_AICORE || (type) == KERNEL_TYPE_MIX_VECTOR_CORE,              \
                   "310P kernels are KERNEL_TYPE_AICORE or KERNEL_TYPE_MIX_VECTOR_CORE (设置Kernel类型.md)")
 #else
-#define KERNEL_TASK_TYPE_DEFAULT(type) \
-    static_assert((type) != KERNEL_TYPE_AICORE || true, "")
+#define KERNEL_TASK_TYPE_DEFAULT(type)                                                                     \
+    static_assert((type) == KERNEL_TYPE_AIV_ONLY || (type) == KERNEL_TYPE_AIC_ONLY ||                      \
+                      (type) == KERNEL_TYPE_MIX_AIV_1_0 || (type) == KERNEL_TYPE_MIX_AIC_1_0 ||            \
+                      (type) == KERNEL_TYPE_MIX_AIC_1_1 || (type) == KERNEL_TYPE_MIX_AIC_1_2,              \
+                  "A2/A3 kernels are AIV_ONLY, AIC_ONLY or a MIX type (设置Kernel类型.md)")
 #endif
 #define REGISTER_TILING_DEFAULT(Struct) using AscEmuTilingStruct = Struct
 #define GET_TILING_DATA(var, tiling) \

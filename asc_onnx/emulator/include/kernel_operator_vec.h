@@ -55,6 +55,18 @@ T Sat(T v) {
     return v;
 }
 
+// Per-API element types of dav_c220/dav_m200 (LeakyRelu: half/float; Relu: half/float/int32).
+template <typename T>
+constexpr int FloatOnly(const char*) {
+    static_assert(std::is_same_v<T, float> || std::is_same_v<T, half>, "this API takes half or float only");
+    return 0;
+}
+template <typename T>
+constexpr int NotInt16(const char*) {
+    static_assert(!std::is_same_v<T, int16_t>, "this API does not take int16_t");
+    return 0;
+}
+
 template <typename T>
 constexpr bool IsFloat() {
     return std::is_same_v<T, float> || std::is_same_v<T, half>;
@@ -121,14 +133,15 @@ ASC_EMU_BINARY(Min, false, (a < b || std::isnan(static_cast<float>(a))) ? a : b)
     template <typename T, typename U>                                                                           \
     __aicore__ inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const U& scalarValue,       \
                                 const int32_t& count, asc_emu::Loc loc = ASC_EMU_HERE) {                       \
-        const T s = static_cast<T>(scalarValue);                                                                \
+        static_assert(std::is_same_v<U, T>, #NAME ": the scalar must have the tensor's element type");          \
+        const T s = scalarValue;                                                                                \
         emu_vec::Unary(#NAME, dst, src, static_cast<uint32_t>(count), false, [s](T a) -> T { return EXPR; }, loc); \
     }
 ASC_EMU_SCALAR(Adds, static_cast<T>(a + s))
 ASC_EMU_SCALAR(Muls, static_cast<T>(a * s))
 ASC_EMU_SCALAR(Maxs, (a > s || std::isnan(static_cast<float>(a))) ? a : s)
 ASC_EMU_SCALAR(Mins, (a < s || std::isnan(static_cast<float>(a))) ? a : s)
-ASC_EMU_SCALAR(LeakyRelu, a >= T(0) ? a : static_cast<T>(a * s))
+ASC_EMU_SCALAR(LeakyRelu, (emu_vec::FloatOnly<T>("LeakyRelu"), a >= T(0) ? a : static_cast<T>(a * s)))
 #undef ASC_EMU_SCALAR
 
 #define ASC_EMU_UNARY(NAME, FLOAT_ONLY, EXPR)                                                                  \
@@ -143,11 +156,12 @@ ASC_EMU_UNARY(Abs, true, emu_vec::Via<T>(std::fabs(static_cast<float>(a))))
 ASC_EMU_UNARY(Sqrt, true, emu_vec::Via<T>(std::sqrt(static_cast<float>(a))))
 ASC_EMU_UNARY(Rsqrt, true, emu_vec::Via<T>(1.0f / std::sqrt(static_cast<float>(a))))
 ASC_EMU_UNARY(Reciprocal, true, emu_vec::Via<T>(1.0f / static_cast<float>(a)))
-ASC_EMU_UNARY(Relu, false, a > T(0) ? a : T(0))
+ASC_EMU_UNARY(Relu, false, (emu_vec::NotInt16<T>("Relu"), a > T(0) ? a : T(0)))
 #undef ASC_EMU_UNARY
 
-template <typename T, typename U>
-__aicore__ inline void Duplicate(const LocalTensor<T>& dst, const U& scalarValue, const int32_t& count,
+// The scalar is `const T&`, as in CANN: a float literal into a half tensor does not compile.
+template <typename T>
+__aicore__ inline void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, const int32_t& count,
                                  asc_emu::Loc loc = ASC_EMU_HERE) {
     emu_vec::Operand("Duplicate", dst, static_cast<uint32_t>(count));
     emu_vec::VecAccess("Duplicate", loc, dst, count * sizeof(T), {});
@@ -239,10 +253,10 @@ __aicore__ inline void Compare(const LocalTensor<uint8_t>& dst, const LocalTenso
     emu_vec::CompareImpl("Compare", dst, src0, count, [b](uint32_t i) { return b[i]; }, mode, b, loc);
 }
 
-template <typename T, typename U>
-__aicore__ inline void Compares(const LocalTensor<uint8_t>& dst, const LocalTensor<T>& src0, const U& scalar,
+template <typename T>
+__aicore__ inline void Compares(const LocalTensor<uint8_t>& dst, const LocalTensor<T>& src0, const T scalar,
                                 CMPMODE mode, uint32_t count, asc_emu::Loc loc = ASC_EMU_HERE) {
-    const T s = static_cast<T>(scalar);
+    const T s = scalar;
     emu_vec::CompareImpl("Compares", dst, src0, count, [s](uint32_t) { return s; }, mode, nullptr, loc);
 }
 

@@ -188,9 +188,12 @@ public:
         if (len == 0) asc_emu::Fail("TPipe::InitBuffer with zero length");
         Take(buf.Slot(), len);
     }
-    // An event ID for a hand-written SetFlag/WaitFlag pair.
+    static constexpr int QBUF_MAX_LEN = 64;  // buffers one TPipe can hand out (kernel_macros.h)
+    // The lowest free event ID, not taken (kernel_tpipe_impl.h): two fetches without an AllocEventID give
+    // the same ID, so two outstanding flags on one event collide here as they would on the chip.
     __aicore__ inline TEventID FetchEventID(HardEvent e) {
-        return static_cast<TEventID>(nextEvent_[static_cast<int>(e)]++ % 8);
+        (void)e;
+        return 0;
     }
     template <HardEvent E>
     __aicore__ inline TEventID FetchEventID() {
@@ -200,6 +203,8 @@ public:
 
 private:
     void Take(EmuSlot& s, uint32_t len) {
+        if (++buffers_ > QBUF_MAX_LEN)
+            asc_emu::Fail("TPipe::InitBuffer: more than " + std::to_string(QBUF_MAX_LEN) + " buffers in one TPipe");
         uint32_t padded = (len + 31u) / 32u * 32u;  // InitBuffer pads each buffer to 32 bytes
         if (used_ + padded > asc_emu::St().soc.ubBytes) {
             asc_emu::Fail("unified buffer overflow on " + asc_emu::St().soc.name + ": " + std::to_string(used_ + padded) +
@@ -213,8 +218,8 @@ private:
         if (used_ > asc_emu::St().ubPeak) asc_emu::St().ubPeak = used_;
     }
     uint32_t used_ = 0;
+    int32_t buffers_ = 0;
     int32_t queBuffers_[16] = {0};
-    int32_t nextEvent_[16] = {0};
 };
 
 __aicore__ inline TPipe* GetTPipePtr() { return emu_ub::CurrentPipe(); }
