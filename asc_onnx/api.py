@@ -31,6 +31,7 @@ from .report import build_report, to_json
 from .rewrite import DOMAIN, FusedOp, RewriteResult, ops_from_model, rewrite
 from .soc import get_soc
 from .validate import ValidationReport, make_inputs, validate_models
+from .validate import run as run_model
 from .verify_deployed import DeployedReport, verify_deployed
 from .verify_kernels import KernelCheck, verify_kernels
 
@@ -134,13 +135,16 @@ def fuse(model: str | os.PathLike | ModelProto, out_dir: str | os.PathLike | Non
 
     def finish(folder: Path | None) -> dict[str, Any]:
         if validate:
+            # One run of the original on the seeded inputs serves the graph and the deployed rungs.
+            ref = run_model(original, make_inputs(p.loaded.model, options.shape_map, options.seed,
+                                                  options.default_dim))
             fused = folder / ASC_MODEL if folder is not None else rewritten.asc_model
             state["validation"] = validate_models(original, fused, options.shape_map, options.seed,
-                                                  options.default_dim)
+                                                  options.default_dim, ref)
             if options.emulate and pkg.kernels and pkg.atc_model is not None:
                 deployed = folder / ATC_MODEL if folder is not None else pkg.atc_model
                 state["deployed"] = verify_deployed(original, deployed, pkg.kernels, soc, pkg.atc_inputs,
-                                                    options.shape_map, options.seed, options.default_dim)
+                                                    options.shape_map, options.seed, options.default_dim, ref)
         return _report(name, p, rewritten, pkg, options, state)
 
     if out is None:

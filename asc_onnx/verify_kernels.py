@@ -164,26 +164,27 @@ def capture(model: str | os.PathLike | ModelProto, names: Sequence[str],
     return dict(zip(names, outs))
 
 
+def unfused_bytes(k: Kernel, inputs: Sequence[np.ndarray]) -> list[tuple[onnx.NodeProto, int]]:
+    """GM bytes of each body node run as its own kernel: it reads its inputs and writes its outputs."""
+    full = next(a for a, x in zip(inputs, k.ir.inputs) if x.kind == "full")
+    nbytes = {n: a.nbytes for n, a in zip(k.op.input_names, inputs)}
+    consts = {n.output[0] for n in k.op.function.node if n.op_type == "Constant"}
+    return [(node, sum(nbytes.get(i, full.nbytes) for i in node.input if i and i not in consts)
+             + full.nbytes * len([o for o in node.output if o]))
+            for node in k.op.function.node if node.op_type != "Constant"]
+
+
 def data_movement(k: Kernel, inputs: Sequence[np.ndarray], fused_bytes: int) -> DataMovement:
     """GM bytes: fused kernel (emulator), unfused chain (each body node reads its inputs and writes
     its output), and the compulsory minimum (inputs read once, outputs written once)."""
     full = next(a for a, x in zip(inputs, k.ir.inputs) if x.kind == "full")
-    size = full.itemsize
-    nbytes = {n: a.nbytes for n, a in zip(k.op.input_names, inputs)}
-    consts = {n.output[0] for n in k.op.function.node if n.op_type == "Constant"}
-    unfused = 0
-    for node in k.op.function.node:
-        if node.op_type == "Constant":
-            continue
-        unfused += sum(nbytes.get(i, full.size * size) for i in node.input if i and i not in consts)
-        unfused += full.size * size * len([o for o in node.output if o])
+    unfused = sum(b for _, b in unfused_bytes(k, inputs))
     compulsory = sum(a.nbytes for a in inputs) + full.nbytes * len(k.op.output_names)
     return DataMovement(k.op.op_type, tuple(full.shape), fused_bytes, unfused, compulsory)
 
 
-__all__ = ["check", "capture", "reference", "random_inputs", "data_movement", "KernelCheck", "DataMovement", "table",
-           "verify_kernels",
-           "body_model", "concrete"]
+__all__ = ["check", "capture", "reference", "random_inputs", "data_movement", "unfused_bytes", "KernelCheck",
+           "DataMovement", "table", "verify_kernels", "body_model", "concrete"]
 
 
 def _captured_inputs(kernels: Sequence[Kernel], original: str | os.PathLike | ModelProto,

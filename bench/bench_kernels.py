@@ -31,7 +31,7 @@ import asc_onnx  # noqa: E402
 from asc_onnx import FuseOptions  # noqa: E402
 from asc_onnx.emulator.harness import run  # noqa: E402
 from asc_onnx.soc import SOCS  # noqa: E402
-from asc_onnx.verify_kernels import check, concrete, data_movement, random_inputs  # noqa: E402
+from asc_onnx.verify_kernels import check, concrete, data_movement, random_inputs, unfused_bytes  # noqa: E402
 
 #: Estimate constants. Bandwidth: HBM2e of Atlas 800T A2 (910B, 1.6 TB/s) and LPDDR4X of Atlas 300I Pro
 #: (310P, 204.8 GB/s), from the product datasheets; clock: AI Core frequency (1.8 GHz 910B, 1.08 GHz 310P,
@@ -74,18 +74,9 @@ def _hand_count(k) -> int:
 
 def _unfused_time_us(k, inputs, soc: str, cores: int) -> float:
     """Each body node as its own kernel: its bytes at the bandwidth, its vector passes, a launch."""
-    full = next(a for a, x in zip(inputs, k.ir.inputs) if x.kind == "full")
-    n, size = full.size, full.itemsize
-    nbytes = {nm: a.nbytes for nm, a in zip(k.op.input_names, inputs)}
-    consts = {nd.output[0] for nd in k.op.function.node if nd.op_type == "Constant"}
-    t = 0.0
-    for node in k.op.function.node:
-        if node.op_type == "Constant":
-            continue
-        b = sum(nbytes.get(i, n * size) for i in node.input if i and i not in consts) + n * size
-        repeats = HAND_COST.get(node.op_type, 1) * n * 4 / 256
-        t += max(b / BANDWIDTH[soc], repeats / (CLOCK[soc] * cores)) * 1e6 + LAUNCH_US
-    return t
+    n = next(a for a, x in zip(inputs, k.ir.inputs) if x.kind == "full").size
+    return sum(max(b / BANDWIDTH[soc], HAND_COST.get(node.op_type, 1) * n * 4 / 256 / (CLOCK[soc] * cores)) * 1e6
+               + LAUNCH_US for node, b in unfused_bytes(k, inputs))
 
 
 def main() -> int:
