@@ -20,7 +20,7 @@ from .api import REPORT, emulate, fuse, inspect, validate, validate_kernels
 from .errors import AscOnnxError, ValidationError
 from .options import FuseOptions
 from .registry import load_rules
-from .report import summary
+from .report import summary, to_json
 from .validate import ValidationReport
 from .verify_kernels import KernelCheck, table
 
@@ -120,12 +120,13 @@ def _cmd_fuse(a: argparse.Namespace) -> int:
         code = 1
         err = str(exc)
     if a.json:
-        print(json.dumps(report, indent=1, default=str))
+        print(to_json(report), end="")
     else:
         print(summary(report, a.verbose))
         kern = report.get("kernels", {})
         if kern.get("emulated"):
-            print(table([KernelCheck(**c) for c in kern["emulated"]]))
+            print(table([KernelCheck(**{**c, "max_abs": float(c["max_abs"]), "max_rel": float(c["max_rel"])})
+                         for c in kern["emulated"]]))
         for m in kern.get("data_movement", []):
             if m["fused"] and m["compulsory"]:
                 print(f"  {m['op_type']}: GM bytes fused {m['fused']}, unfused {m['unfused']}, "
@@ -138,14 +139,14 @@ def _cmd_fuse(a: argparse.Namespace) -> int:
                   f"{rej['reason'][:300]}", file=sys.stderr)
         dep = report.get("deployed")
         if dep:
-            err = max((o["max_abs"] for o in dep["outputs"]), default=0)
+            err = max((float(o["max_abs"]) for o in dep["outputs"]), default=0.0)
             print(f"deployed model ({'ok' if dep['ok'] else 'FAILED'}): model.atc.onnx with {dep['emulated_nodes']} "
                   f"fused nodes run by their emulated kernels, {len(dep['outputs'])} outputs compared, "
                   f"max abs error {err:.3e}" + (f": {dep['error']}" if dep["error"] else ""))
         val = report.get("validation")
         if val:
             print(f"validation ({'ok' if val['ok'] else 'FAILED'}): {len(val['outputs'])} outputs compared, "
-                  f"max abs error {max((o['max_abs'] for o in val['outputs']), default=0):.3e}")
+                  f"max abs error {max((float(o['max_abs']) for o in val['outputs']), default=0.0):.3e}")
         print(f"wrote {Path(a.out)}/")
     if code:
         print(f"asc-onnx: {err}", file=sys.stderr)
@@ -156,8 +157,8 @@ def _cmd_validate(a: argparse.Namespace) -> int:
     if a.kernels:
         dep = validate_kernels(a.model, a.out, _options(a))
         if a.json:
-            print(json.dumps({"ok": dep.ok, "emulated_nodes": dep.emulated_nodes, "error": dep.error,
-                              "outputs": [asdict(o) for o in dep.outputs]}, indent=1, default=str))
+            print(to_json({"ok": dep.ok, "emulated_nodes": dep.emulated_nodes, "error": dep.error,
+                           "outputs": [asdict(o) for o in dep.outputs]}), end="")
         else:
             print(ValidationReport(dep.outputs, (), a.seed).table())
             print(f"{dep.emulated_nodes} fused nodes ran in the emulator")
@@ -165,7 +166,7 @@ def _cmd_validate(a: argparse.Namespace) -> int:
         return 0 if dep.ok else 1
     rep = validate(a.model, a.out, _options(a))
     if a.json:
-        print(json.dumps({"ok": rep.ok, "outputs": [asdict(o) for o in rep.outputs]}, indent=1, default=str))
+        print(to_json({"ok": rep.ok, "outputs": [asdict(o) for o in rep.outputs]}), end="")
     else:
         print(rep.table())
         print("ok" if rep.ok else "MISMATCH")
@@ -175,7 +176,7 @@ def _cmd_validate(a: argparse.Namespace) -> int:
 def _cmd_emulate(a: argparse.Namespace) -> int:
     checks = emulate(a.out, _options(a), a.model)
     if a.json:
-        print(json.dumps([asdict(c) for c in checks], indent=1, default=str))
+        print(to_json([asdict(c) for c in checks]), end="")
     else:
         print(table(checks))
     return 0 if all(c.ok for c in checks) else 1

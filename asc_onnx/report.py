@@ -5,6 +5,7 @@ two runs on one model write byte-identical files."""
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -53,9 +54,21 @@ def build_report(model_name: str, nodes_before: int, nodes_after: int, ops: Sequ
     }
 
 
-def to_json(report: dict[str, Any]) -> str:
-    """Stable JSON text."""
-    return json.dumps(report, indent=1, sort_keys=False, default=str) + "\n"
+def strict(obj: Any) -> Any:
+    """``obj`` with every non-finite float as the string "inf", "-inf" or "nan": strict JSON has no
+    NaN or Infinity, and a failed comparison's error is often infinite."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return "nan" if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
+    if isinstance(obj, dict):
+        return {k: strict(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [strict(v) for v in obj]
+    return obj
+
+
+def to_json(report: Any) -> str:
+    """Stable, strict JSON text."""
+    return json.dumps(strict(report), indent=1, sort_keys=False, default=str, allow_nan=False) + "\n"
 
 
 def summary(report: dict[str, Any], verbose: bool = False) -> str:
