@@ -121,9 +121,11 @@ def fuse(model: str | os.PathLike | ModelProto, out_dir: str | os.PathLike | Non
     name = p.loaded.source.name if p.loaded.source else (model.graph.name if isinstance(model, ModelProto) else "")
     original = p.loaded.source if p.loaded.source is not None else p.loaded.model
     state: dict[str, Any] = {"validation": None, "checks": (), "moves": (), "rejected": {}, "deployed": None}
+    # One set of seeded inputs for the kernel, graph and deployed rungs (none when nothing runs).
+    feeds = make_inputs(p.loaded.model, options.shape_map, options.seed, options.default_dim) \
+        if validate or (options.emulate and pkg.kernels) else {}
     if options.emulate and pkg.kernels:
         # The kernel rung runs before anything is written: a kernel the emulator rejects never ships.
-        feeds = make_inputs(p.loaded.model, options.shape_map, options.seed, options.default_dim)
         state["checks"], state["moves"] = verify_kernels(pkg.kernels, original, feeds, soc, options.default_dim)
         rejected = {c.op_type: c.error or f"max abs error {c.max_abs:.3e} beyond the {c.dtype} tolerance"
                     for c in state["checks"] if not c.ok}
@@ -136,8 +138,7 @@ def fuse(model: str | os.PathLike | ModelProto, out_dir: str | os.PathLike | Non
     def finish(folder: Path | None) -> dict[str, Any]:
         if validate:
             # One run of the original on the seeded inputs serves the graph and the deployed rungs.
-            ref = run_model(original, make_inputs(p.loaded.model, options.shape_map, options.seed,
-                                                  options.default_dim))
+            ref = run_model(original, feeds)
             fused = folder / ASC_MODEL if folder is not None else rewritten.asc_model
             state["validation"] = validate_models(original, fused, options.shape_map, options.seed,
                                                   options.default_dim, ref)

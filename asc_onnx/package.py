@@ -226,8 +226,8 @@ def package(rewritten: RewriteResult, soc: Soc, atc_mode: str, shape_map: Mappin
         # Dynamic dims stay dynamic (-1): the kernels' host tiling reads the real shape at run time.
         dims = input_dims(atc, shape_map, default_dim=-1)
         renamed = rename_atc_inputs(atc)
-        dims = {new: dims[old] for new, old in renamed.items()} | {n: d for n, d in dims.items()
-                                                                   if n not in renamed.values()}
+        atc_name = {old: new for new, old in renamed.items()}
+        dims = {atc_name.get(n, n): d for n, d in dims.items()}
         if renamed:
             notes = (*notes, "inputs renamed in model.atc.onnx for ATC's --input_shape syntax: "
                      + ", ".join(f"{old!r} -> {new}" for new, old in renamed.items()))

@@ -129,15 +129,14 @@ def verify_deployed(original: str | os.PathLike | ModelProto, atc: str | os.Path
     deployed = atc if isinstance(atc, ModelProto) else onnx.load(str(atc))
     feeds = make_inputs(proto, input_shapes, seed, default_dim)
     ref = ort_run(original, feeds) if ref is None else ref
-    back = {old: new for new, old in (atc_inputs or {}).items()}
-    atc_feeds = {back.get(n, n): a for n, a in feeds.items()}
+    original_name = dict(atc_inputs or {})  # ATC name -> original (an input that is also an output too)
+    atc_name = {old: new for new, old in original_name.items()}
     types = {o.name: o.type.tensor_type.elem_type for o in proto.graph.output}
     try:
-        got, n = run_deployed(deployed, kernels, atc_feeds, soc)
+        got, n = run_deployed(deployed, kernels, {atc_name.get(k, k): a for k, a in feeds.items()}, soc)
     except EmulatorFaultError as exc:
         return DeployedReport((), 0, str(exc))
-    renamed_out = {new: old for new, old in (atc_inputs or {}).items()}
-    got = {renamed_out.get(k, k): v for k, v in got.items()}
+    got = {original_name.get(k, k): v for k, v in got.items()}
     checks = []
     for name, r in ref.items():
         if name not in got:

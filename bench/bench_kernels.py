@@ -109,7 +109,7 @@ def main() -> int:
                 gm_ratio = m.fused / m.compulsory
                 vec = r.vec_elems / n
                 tiles = max(1, math.ceil(n / max(1, r.tile_length)))
-                t = max(m.fused / soc_bw(soc_name), r.vec_elems * 4 / 256 / (CLOCK[soc_name] * r.block_dim)) * 1e6
+                t = max(m.fused / BANDWIDTH[soc_name], r.vec_elems * 4 / 256 / (CLOCK[soc_name] * r.block_dim)) * 1e6
                 t_unf = _unfused_time_us(k, inputs, soc_name, soc.vector_cores)
                 if shape == big:
                     worst_gm, worst_vec = max(worst_gm, gm_ratio), max(worst_vec, vec / hand)
@@ -121,11 +121,6 @@ def main() -> int:
     print(f"at ~4M elements: worst fused/compulsory GM bytes {worst_gm:.3f} (target <= 1.05), "
           f"worst vector instructions / hand count {worst_vec:.2f} (target <= 1.1)")
     return 0 if worst_gm <= 1.05 and worst_vec <= 1.1 and not bad else 1
-
-
-def soc_bw(soc: str) -> float:
-    """GM bandwidth of a SoC in bytes per second (BANDWIDTH)."""
-    return BANDWIDTH[soc]
 
 
 if __name__ == "__main__":
