@@ -23,6 +23,13 @@
 #define __NPU_ARCH__ 2201
 #endif
 
+// bisheng's --cce-auto-sync, on by default in custom-op projects: the compiler orders the S pipe with every
+// other pipe (a GetValue after a vector write waits for it). Built with 0, the emulator models
+// --cce-auto-sync=off, where a scalar read of vector results needs SetFlag/WaitFlag<HardEvent::V_S>.
+#ifndef ASC_EMU_AUTO_SYNC
+#define ASC_EMU_AUTO_SYNC 1
+#endif
+
 namespace asc_emu {
 
 // A hardware rule the kernel broke; the harness reports it and exits non-zero.
@@ -165,7 +172,7 @@ inline int32_t Issue(int pipe, const std::string& what, const Loc& loc) {
     // S and V are ordered with their own earlier operations (S trivially, V by auto-inserted barriers).
     if (pipe == PS || pipe == PV) ps.known[pipe].c[pipe] = ps.seq[pipe] - 1;
     // The compiler orders S with every pipe in both directions.
-    if (pipe == PS) {
+    if (pipe == PS && ASC_EMU_AUTO_SYNC) {
         for (int q = 0; q < NPIPES; ++q) ps.known[PS].c[q] = ps.seq[q] - (q == PS ? 1 : 0);
     }
     St().ops.push_back(OpRec{pipe, what, loc});
@@ -173,7 +180,7 @@ inline int32_t Issue(int pipe, const std::string& what, const Loc& loc) {
 }
 
 inline bool Ordered(int pipe, int otherPipe, uint64_t otherSeq) {
-    if (pipe == PS || otherPipe == PS) return true;  // compiler auto-sync
+    if (ASC_EMU_AUTO_SYNC && (pipe == PS || otherPipe == PS)) return true;  // compiler auto-sync
     if (pipe == otherPipe && (pipe == PS || pipe == PV)) return true;
     return St().pipes.known[pipe].c[otherPipe] >= otherSeq;
 }
@@ -211,9 +218,13 @@ inline void UbAccess(int32_t op, uint64_t offset, uint64_t bytes, bool write) {
 
 // A scalar access of the unified buffer: the compiler makes S wait for the pipes that last wrote (and, for a
 // write, read) those bytes, and since S dispatches every later instruction, all pipes are then ordered after them.
-inline void SAccess(uint64_t offset, uint64_t bytes, bool write) {
+inline void SAccess(uint64_t offset, uint64_t bytes, bool write, const Loc& loc = Loc()) {
     auto& ps = St().pipes;
     St().scalarInstr += 1;
+    if (!ASC_EMU_AUTO_SYNC) {  // ordered only by flags: an unordered access is a race like any other pipe's
+        UbAccess(Issue(PS, write ? "LocalTensor::SetValue" : "LocalTensor::GetValue", loc), offset, bytes, write);
+        return;
+    }
     for (uint64_t b = offset / 32; b < (offset + bytes + 31) / 32 && b < ps.ub.size(); ++b) {
         const UbBlock& u = ps.ub[b];
         for (int q = 0; q < NPIPES; ++q) {

@@ -7,6 +7,7 @@
 #include "emu_types.h"
 #include "kernel_operator_data_copy.h"
 #include "kernel_operator_vec.h"
+#include "kernel_operator_vec_reduce.h"
 #include "kernel_tensor.h"
 #include "kernel_tpipe.h"
 

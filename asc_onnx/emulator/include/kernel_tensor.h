@@ -85,15 +85,15 @@ public:
         return LocalTensor(ptr_ + offset, size_ - offset, slot_);
     }
     // Scalar accesses run on the S pipe, which the compiler's auto-sync orders with every other pipe in
-    // both directions: they never race, and they order later work after what they waited for.
-    __aicore__ inline T GetValue(uint32_t i) const {
+    // both directions (ASC_EMU_AUTO_SYNC=0 models --cce-auto-sync=off, where only flags order them).
+    __aicore__ inline T GetValue(uint32_t i, asc_emu::Loc loc = ASC_EMU_HERE) const {
         Check(i);
-        asc_emu::SAccess(emu_ub::Offset(ptr_ + i), sizeof(T), false);
+        asc_emu::SAccess(emu_ub::Offset(ptr_ + i), sizeof(T), false, loc);
         return ptr_[i];
     }
-    __aicore__ inline void SetValue(uint32_t i, T v) const {
+    __aicore__ inline void SetValue(uint32_t i, T v, asc_emu::Loc loc = ASC_EMU_HERE) const {
         Check(i);
-        asc_emu::SAccess(emu_ub::Offset(ptr_ + i), sizeof(T), true);
+        asc_emu::SAccess(emu_ub::Offset(ptr_ + i), sizeof(T), true, loc);
         ptr_[i] = v;
     }
     template <typename U>
