@@ -21,11 +21,10 @@ from .canonicalize import CanonStats, canonicalize
 from .errors import AscOnnxError, ValidationError
 from .graph import main_opset, to_gs
 from .load import LoadedModel, load
-from .lower import lower_pointwise
 from .match import MatchResult, NearMiss, match
 from .options import FuseOptions
 from .output import check_target, copy_external, save_model, write_atomic, write_files
-from .package import Kernel, PackageResult, package
+from .package import Kernel, PackageResult, lower, package
 from .registry import load_rules, split_generic
 from .report import build_report, to_json
 from .rewrite import DOMAIN, FusedOp, RewriteResult, ops_from_model, rewrite
@@ -237,7 +236,7 @@ def _load_kernels(out: Path) -> tuple[dict[str, Any], list[Kernel]]:
             if not path.is_file():
                 raise AscOnnxError(f"{path} is missing from the op package")
             files[rel] = path.read_text()
-        kernels.append(Kernel(op, lower_pointwise(op, kinds=entry.get("input_kinds")), files))
+        kernels.append(Kernel(op, lower(op, kinds=entry.get("input_kinds")), files))
     if not kernels:
         raise AscOnnxError(f"{out} has no generated kernels to emulate")
     return report, kernels

@@ -19,9 +19,10 @@ import onnx
 import onnx.inliner
 from onnx import ModelProto
 
-from .codegen import pointwise
+from .codegen import pointwise, row
 from .graph import input_dims
 from .lower import LoweringError, PointwiseKernel, lower_pointwise
+from .lower_row import RowKernel, lower_row
 from .rewrite import ATC_OPSETS, DOMAIN, FusedOp, RewriteResult, build_atc_model
 from .soc import Soc
 
@@ -33,7 +34,7 @@ class Kernel:
     """A generated kernel: its op, IR and every source file (paths relative to ``op_package/``)."""
 
     op: FusedOp
-    ir: PointwiseKernel
+    ir: PointwiseKernel | RowKernel
     files: Mapping[str, str]
 
 
@@ -185,6 +186,20 @@ def atc_script(atc: ModelProto, soc: Soc, input_shapes: Mapping[str, Sequence[in
     )
 
 
+#: Lowering and rendering per kernel class (the matmul class is not generated yet).
+CODEGEN = {"pointwise": pointwise, "row": row}
+
+
+def lower(op: FusedOp, symbolic: Mapping[str, tuple[object, ...] | None] | None = None,
+          kinds: Sequence[str] | None = None) -> PointwiseKernel | RowKernel:
+    """The kernel IR of one fused op, by its class; LoweringError says why an op has none."""
+    if op.kernel == "pointwise":
+        return lower_pointwise(op, symbolic, kinds)
+    if op.kernel == "row":
+        return lower_row(op, symbolic, kinds)
+    raise LoweringError(f"{op.kernel} kernels are not generated yet")
+
+
 def package(rewritten: RewriteResult, soc: Soc, atc_mode: str, shape_map: Mapping[str, Sequence[int]],
             exclude: Mapping[str, str] | None = None,
             symbolic: Mapping[str, tuple[object, ...] | None] | None = None) -> PackageResult:
@@ -200,13 +215,13 @@ def package(rewritten: RewriteResult, soc: Soc, atc_mode: str, shape_map: Mappin
             skipped.append((op.op_type, exclude[op.op_type]))
             continue
         try:
-            ir = lower_pointwise(op, symbolic)
+            ir = lower(op, symbolic)
             if not soc.has_bf16 and onnx.TensorProto.BFLOAT16 in ir.dtypes:
                 raise LoweringError(f"bfloat16 is not supported on {soc.name}")
         except LoweringError as exc:
             skipped.append((op.op_type, str(exc)))
             continue
-        files = pointwise.render(ir, op.rule, [n.op_type for n in op.function.node if n.op_type != "Constant"],
+        files = CODEGEN[op.kernel].render(ir, op.rule, [n.op_type for n in op.function.node if n.op_type != "Constant"],
                                  list(op.instances[0].source_nodes), [soc.compute_unit],
                                  origin_keys(op.op_type, atc_mode))
         kernels.append(Kernel(op, ir, files))
@@ -238,5 +253,5 @@ def package(rewritten: RewriteResult, soc: Soc, atc_mode: str, shape_map: Mappin
     return PackageResult(tuple(kernels), tuple(skipped), atc, notes, files, renamed)
 
 
-__all__ = ["package", "PackageResult", "Kernel", "origin_keys", "atc_script",
+__all__ = ["package", "lower", "PackageResult", "Kernel", "origin_keys", "atc_script",
            "rename_atc_inputs", "VENDOR"]

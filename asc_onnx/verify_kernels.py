@@ -110,8 +110,13 @@ def random_inputs(k: Kernel, dtype: int, out_shape: tuple[int, ...], seed: int =
     for i, x in enumerate(k.ir.inputs):
         if x.kind == "full":
             shape = out_shape
-        else:
-            shape = next(given) if broadcast_shapes else concrete(inst.input_shapes[i], dim)
+        elif broadcast_shapes:
+            shape = next(given)
+        else:  # dynamic dims take the data's binding at the aligned axis (they are that axis, or 1 there)
+            dims = list(inst.input_shapes[i] or ())
+            shape = tuple(d if isinstance(d, int) and d >= 0 else
+                          (out_shape[len(out_shape) - len(dims) + j] if len(out_shape) - len(dims) + j >= 0 else dim)
+                          for j, d in enumerate(dims))
         out.append((rng.standard_normal(shape) * 2).astype(np.float32).astype(np_type(dtype)))
     return out
 
@@ -125,10 +130,16 @@ def np_type(dtype: int) -> type:
     return NP[dtype]
 
 
+def data_shape(k: Kernel, inputs: Sequence[np.ndarray]) -> tuple[int, ...]:
+    """The shape the kernel computes over: its full inputs' (row kernels: the broadcast of the inputs that
+    carry rows, which may all be masks)."""
+    return tuple(np.broadcast_shapes(*(a.shape for a, x in zip(inputs, k.ir.inputs) if x.kind in ("full", "bcast"))))
+
+
 def check(k: Kernel, inputs: Sequence[np.ndarray], soc: Soc, label: str, core_num: int | None = None) -> KernelCheck:
     """Emulate one kernel on ``inputs`` and compare every output with onnxruntime."""
     dtype = dtype_of(inputs[0])
-    shape = next(tuple(a.shape) for a, x in zip(inputs, k.ir.inputs) if x.kind == "full")
+    shape = data_shape(k, inputs)
     name = IO_TYPES[dtype][0]
     try:
         res = run(k.ir, k.files, f"{k.op.op_type}TilingData", inputs, soc, core_num)
@@ -166,25 +177,29 @@ def capture(model: str | os.PathLike | ModelProto, names: Sequence[str],
 
 def unfused_bytes(k: Kernel, inputs: Sequence[np.ndarray]) -> list[tuple[onnx.NodeProto, int]]:
     """GM bytes of each body node run as its own kernel: it reads its inputs and writes its outputs."""
-    full = next(a for a, x in zip(inputs, k.ir.inputs) if x.kind == "full")
+    full_bytes = int(np.prod(data_shape(k, inputs))) * inputs[0].itemsize
     nbytes = {n: a.nbytes for n, a in zip(k.op.input_names, inputs)}
     consts = {n.output[0] for n in k.op.function.node if n.op_type == "Constant"}
-    return [(node, sum(nbytes.get(i, full.nbytes) for i in node.input if i and i not in consts)
-             + full.nbytes * len([o for o in node.output if o]))
+    return [(node, sum(nbytes.get(i, full_bytes) for i in node.input if i and i not in consts)
+             + full_bytes * len([o for o in node.output if o]))
             for node in k.op.function.node if node.op_type != "Constant"]
 
 
 def data_movement(k: Kernel, inputs: Sequence[np.ndarray], fused_bytes: int) -> DataMovement:
     """GM bytes: fused kernel (emulator), unfused chain (each body node reads its inputs and writes
     its output), and the compulsory minimum (inputs read once, outputs written once)."""
-    full = next(a for a, x in zip(inputs, k.ir.inputs) if x.kind == "full")
+    shape = data_shape(k, inputs)
     unfused = sum(b for _, b in unfused_bytes(k, inputs))
-    compulsory = sum(a.nbytes for a in inputs) + full.nbytes * len(k.op.output_names)
-    return DataMovement(k.op.op_type, tuple(full.shape), fused_bytes, unfused, compulsory)
+    # Outputs written once: the data's size, or one value per row for a row kernel's statistics.
+    kinds = getattr(k.ir, "output_kinds", ("row",) * len(k.op.output_names))
+    rows = int(np.prod(shape[:len(shape) - getattr(k.ir, "row_dims", 0)]))
+    out_bytes = sum((int(np.prod(shape)) if kd == "row" else rows) * inputs[0].itemsize for kd in kinds)
+    compulsory = sum(a.nbytes for a in inputs) + out_bytes
+    return DataMovement(k.op.op_type, shape, fused_bytes, unfused, compulsory)
 
 
-__all__ = ["check", "capture", "reference", "random_inputs", "data_movement", "unfused_bytes", "KernelCheck",
-           "DataMovement", "table", "verify_kernels", "body_model", "concrete"]
+__all__ = ["check", "data_shape", "capture", "reference", "random_inputs", "data_movement", "unfused_bytes",
+           "KernelCheck", "DataMovement", "table", "verify_kernels", "body_model", "concrete"]
 
 
 def _captured_inputs(kernels: Sequence[Kernel], original: str | os.PathLike | ModelProto,
@@ -201,6 +216,18 @@ def _captured_inputs(kernels: Sequence[Kernel], original: str | os.PathLike | Mo
     return values
 
 
+def _bound_shape(inst, dim: int) -> tuple[int, ...]:
+    """The output's shape with each dynamic dim bound to ``dim``, unless an input fixes it (a [1, 17, D]
+    position embedding added to a [B, S, D] residual fixes S = 17)."""
+    out = list(inst.output_shapes[0] or ())
+    for shape in inst.input_shapes:
+        for i, d in enumerate(reversed(list(shape or ()))):
+            j = len(out) - 1 - i
+            if j >= 0 and not (isinstance(out[j], int) and out[j] >= 0) and isinstance(d, int) and d > 1:
+                out[j] = d
+    return concrete(out, dim)
+
+
 def verify_kernels(kernels: Sequence[Kernel], original: str | os.PathLike | ModelProto | None,
                    feeds: Mapping[str, np.ndarray] | None, soc: Soc, default_dim: int = 4
                    ) -> tuple[tuple[KernelCheck, ...], tuple[DataMovement, ...]]:
@@ -214,7 +241,7 @@ def verify_kernels(kernels: Sequence[Kernel], original: str | os.PathLike | Mode
         dynamic = any(not isinstance(d, int) or d < 0 for d in inst.output_shapes[0] or ())
         # A kernel must be right for every shape its ATC model accepts: two bindings of each dynamic dim.
         for dim in (default_dim, default_dim + 3) if dynamic else (default_dim,):
-            shape = concrete(inst.output_shapes[0], dim)
+            shape = _bound_shape(inst, dim)
             for j, dtype in enumerate(k.ir.dtypes):
                 inputs = random_inputs(k, dtype, shape, dim=dim)
                 c = check(k, inputs, soc, "random" if dim == default_dim else f"dims={dim}")

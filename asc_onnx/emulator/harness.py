@@ -19,6 +19,7 @@ from onnx import TensorProto
 
 from ..errors import AscOnnxError
 from ..lower import IO_TYPES, PointwiseKernel
+from ..lower_row import RowKernel
 from ..soc import Soc
 from . import INCLUDE_DIR
 
@@ -50,12 +51,45 @@ def cache_dir() -> Path:
     return Path(root) / "emu"
 
 
-def main_source(k: PointwiseKernel, struct: str) -> str:
+def main_source(k: PointwiseKernel | RowKernel, struct: str) -> str:
     """The emulator's ``main``: GM buffers from files, host tiling, blocks one after another."""
     nin, nout = len(k.inputs), len(k.outputs)
-    bc = list(k.broadcast_inputs)
-    full0 = next(i for i, x in enumerate(k.inputs) if x.kind == "full")
     args = ", ".join(f"bufs[{i}].data()" for i in range(nin + nout))
+    if isinstance(k, RowKernel):
+        bc = list(k.broadcast_inputs())
+        stat = [o for o, kd in enumerate(k.output_kinds) if kd == "stat"]
+        setup = f"""std::vector<std::vector<uint64_t>> shapes({nin + 1});  // every input's, then the data's
+    {{
+        std::ifstream f(dir + "/shapes.txt");
+        for (int i = 0; i < {nin + 1}; ++i) {{
+            uint32_t r = 0;
+            f >> r;
+            shapes[i].resize(r);
+            for (uint32_t d = 0; d < r; ++d) f >> shapes[i][d];
+        }}
+    }}
+    const uint64_t* bcastDims[{max(1, len(bc))}] = {{nullptr}};
+    uint32_t bcastRanks[{max(1, len(bc))}] = {{0}};
+    {" ".join(f"bcastDims[{j}] = shapes[{i}].data(); bcastRanks[{j}] = shapes[{i}].size();" for j, i in enumerate(bc))}
+    {struct} tiling{{}};
+    const int rc = {k.op_type}ComputeTiling(shapes[{nin}].data(), shapes[{nin}].size(), bcastDims, bcastRanks,
+                                             dtypeSize, coreNum, tilingUb, st.soc.hasDataCopyPad, &tiling);
+    if (rc != 0) return Report("tiling", "tiling refused the shape, reason " + std::to_string(rc));
+    const uint64_t total = tiling.rows * tiling.rowLength;
+    std::vector<uint64_t> outElems({nout}, total);
+    {" ".join(f"outElems[{o}] = tiling.rows;" for o in stat)}"""
+    else:
+        bc = list(k.broadcast_inputs)
+        full0 = next(i for i, x in enumerate(k.inputs) if x.kind == "full")
+        setup = f"""const uint64_t total = bufs[{full0}].size() / dtypeSize;
+    uint64_t periods[{max(1, len(bc))}] = {{0}};
+    {" ".join(f"periods[{j}] = bufs[{i}].size() / dtypeSize;" for j, i in enumerate(bc))}
+    {struct} tiling{{}};
+    const int rc = {k.op_type}ComputeTiling(total, periods, dtypeSize, coreNum, tilingUb,
+                                             st.soc.hasDataCopyPad, &tiling);
+    if (rc != 0) return Report("tiling", "tiling refused the shape, reason " + std::to_string(rc));
+    std::vector<uint64_t> outElems({nout}, total);"""
+    tile = "tiling.tileRows" if isinstance(k, RowKernel) else "tiling.tileLength"
     return f"""// asc-onnx emulator driver for {k.op_type}.
 #include <fstream>
 #include <iostream>
@@ -90,20 +124,14 @@ int main(int argc, char** argv) {{
     const uint64_t tilingUb = std::stoull(argv[4]);  // GetCoreMemSize(UB) after ReserveLocalMemory
     std::vector<std::vector<uint8_t>> bufs({nin + nout});
     for (int i = 0; i < {nin}; ++i) bufs[i] = ReadFile(dir + "/in" + std::to_string(i) + ".bin");
-    const uint64_t total = bufs[{full0}].size() / dtypeSize;
-    for (int o = 0; o < {nout}; ++o) bufs[{nin} + o].assign(total * dtypeSize, 0xEE);
+    {setup}
+    for (int o = 0; o < {nout}; ++o) bufs[{nin} + o].assign(outElems[o] * dtypeSize, 0xEE);
     st.gm.reserve({nin + nout});
     for (int i = 0; i < {nin + nout}; ++i) {{
         const bool out = i >= {nin};
         st.gm.push_back({{(out ? "output " : "input ") + std::to_string(out ? i - {nin} : i), bufs[i].data(),
                          bufs[i].size(), out, std::vector<int32_t>(out ? bufs[i].size() : 0, -1)}});
     }}
-    uint64_t periods[{max(1, len(bc))}] = {{0}};
-    {" ".join(f"periods[{j}] = bufs[{i}].size() / dtypeSize;" for j, i in enumerate(bc))}
-    {struct} tiling{{}};
-    const int rc = {k.op_type}ComputeTiling(total, periods, dtypeSize, coreNum, tilingUb,
-                                             st.soc.hasDataCopyPad, &tiling);
-    if (rc != 0) return Report("tiling", "tiling refused the shape, reason " + std::to_string(rc));
     std::vector<uint8_t> tilingBuf(sizeof(tiling));
     std::memcpy(tilingBuf.data(), &tiling, sizeof(tiling));
     std::vector<uint8_t> workspace(32);
@@ -131,7 +159,7 @@ int main(int argc, char** argv) {{
     }}
     std::cout << "{{\\"block_dim\\": " << tiling.blockDim << ", \\"gm_read\\": " << st.gmReadBytes
               << ", \\"gm_write\\": " << st.gmWriteBytes << ", \\"ub_peak\\": " << st.ubPeak
-              << ", \\"scalar\\": " << st.scalarInstr << ", \\"tile_length\\": " << tiling.tileLength
+              << ", \\"scalar\\": " << st.scalarInstr << ", \\"tile_length\\": " << {tile}
               << ", \\"vec_elems\\": " << VecElems() << ", \\"vec\\": {{";
     bool first = true;
     for (auto& kv : st.vecInstr) {{
@@ -151,7 +179,7 @@ def _headers_digest() -> str:
     return h.hexdigest()
 
 
-def build(k: PointwiseKernel, sources: Mapping[str, str], struct: str, dtype: int, soc: Soc) -> Path:
+def build(k: PointwiseKernel | RowKernel, sources: Mapping[str, str], struct: str, dtype: int, soc: Soc) -> Path:
     """Compile (or reuse) the emulator program of one kernel, dtype and SoC; returns the binary."""
     ctype = IO_TYPES[dtype][0]
     defines = [f"-DDTYPE_{n.upper()}={ctype}" for n in [x.name for x in k.inputs] + list(k.outputs)]
@@ -186,7 +214,7 @@ def build(k: PointwiseKernel, sources: Mapping[str, str], struct: str, dtype: in
     return prog
 
 
-def run(k: PointwiseKernel, sources: Mapping[str, str], struct: str, inputs: Sequence[np.ndarray], soc: Soc,
+def run(k: PointwiseKernel | RowKernel, sources: Mapping[str, str], struct: str, inputs: Sequence[np.ndarray], soc: Soc,
         core_num: int | None = None) -> EmuResult:
     """Run one kernel on ``inputs`` (all of the kernel's I/O dtype) and return outputs and counters."""
     dtypes = {onnx_type(a) for a in inputs}
@@ -198,6 +226,8 @@ def run(k: PointwiseKernel, sources: Mapping[str, str], struct: str, inputs: Seq
     with tempfile.TemporaryDirectory(prefix="asc-emu-run-") as d:
         for i, a in enumerate(inputs):
             Path(d, f"in{i}.bin").write_bytes(np.ascontiguousarray(a).tobytes())
+        shapes = [a.shape for a in inputs] + [_output_shapes(k, inputs)[0]]
+        Path(d, "shapes.txt").write_text("\n".join(" ".join(str(v) for v in (len(sh), *sh)) for sh in shapes))
         tiling_ub = soc.ub_bytes - (8192 if k.uses_select else 0)  # the host reserves 8 KB for Select
         cmd = [str(prog), d, str(core_num or soc.vector_cores), str(size), str(tiling_ub)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -208,10 +238,20 @@ def run(k: PointwiseKernel, sources: Mapping[str, str], struct: str, inputs: Seq
                                f"{proc.stderr[-500:]}") from None
         if "error" in info:
             raise EmulatorFaultError(f"{k.op_type} on {soc.name}: {info['error']}: {info['message']}")
-        full = next(a for a, x in zip(inputs, k.inputs) if x.kind == "full")
-        outs = tuple(_read(Path(d, f"out{o}.bin"), dtype, full.shape) for o in range(len(k.outputs)))
+        shapes = _output_shapes(k, inputs)
+        outs = tuple(_read(Path(d, f"out{o}.bin"), dtype, shapes[o]) for o in range(len(k.outputs)))
     return EmuResult(outs, info["block_dim"], info["gm_read"], info["gm_write"], info["vec"], info["ub_peak"],
                      info["scalar"], info["tile_length"], info["vec_elems"])
+
+
+def _output_shapes(k: PointwiseKernel | RowKernel, inputs: Sequence[np.ndarray]) -> list[tuple[int, ...]]:
+    """Output shapes: the data's shape, or for a per-row statistic the data's with each row dim set to 1."""
+    if isinstance(k, RowKernel):
+        data = tuple(np.broadcast_shapes(*(inputs[i].shape for i in k.data_inputs)))
+        stat = data[:len(data) - k.row_dims] + (1,) * k.row_dims
+        return [data if kd == "row" else stat for kd in k.output_kinds]
+    full = next(a for a, x in zip(inputs, k.inputs) if x.kind == "full")
+    return [full.shape] * len(k.outputs)
 
 
 def onnx_type(a: np.ndarray) -> int:

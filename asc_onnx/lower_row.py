@@ -1,0 +1,564 @@
+"""Stage 5, lower (row class): an op whose body reduces over trailing axes becomes a row-kernel IR.
+
+The body is read node by node, not per pattern: any composition of elementwise ops, reductions over
+a trailing group of axes (``ReduceSum/Mean/Max/Min/SumSquare/L2`` with ``keepdims=1``) and the ops
+``Softmax``, ``LogSoftmax``, ``LayerNormalization`` and ``RMSNormalization`` lowers, with every value in
+one of three classes:
+
+* ``row``  -- a tile of rows, ``[rows, rowLength]`` seen flat (the data, e.g. x, x - mean, exp(x - max));
+* ``stat`` -- one fp32 value per row of the tile (a sum, a max, 1/sqrt(var + eps)), in 64-byte slots;
+* ``vec``  -- one row shared by every row (gamma, beta, Gemma's ``1 + w``), computed once per core.
+
+A binary op of a row and a stat becomes a per-row scalar instruction (``Adds``/``Muls`` with the stat
+read back by ``GetValue``); of a row and a vec, a per-row vector instruction. Everything computes in
+fp32; Casts between float types are identities (the kernel keeps fp32 until the final cast, one
+rounding fewer than the exported fp16 graph). Flatten/Reshape/Squeeze/Unsqueeze that keep the row
+split are identities in flat memory.
+
+The data's shape is the broadcast of the inputs that carry rows. Inputs are ``full`` (the data's
+shape), ``vec`` (the row's trailing dims: gamma, beta) or ``bcast`` (rows of
+their own repeated along leading axes by N-d index: an attention mask ``[B,1,S,S]`` over ``[B,H,S,S]``).
+Outputs are ``row`` or ``stat`` (LayerNormalization's Mean and InvStdDev).
+
+For rows too long for the unified buffer the schedule goes in passes over column chunks: each pass
+re-reads the row and finishes the reductions whose inputs are ready (``avail``), so a softmax reads x
+three times, an RMSNorm twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from .lower import IO_TYPES, LoweringError, Step, _attr, _Builder, _lower_node, snake_case
+from .rewrite import FusedOp
+
+#: fp32 elements per stat slot: 64 bytes, so a slot cast to fp16 is one 32-byte block (DataCopyPad rows).
+STAT_SLOT = 16
+#: Leading axes a ``bcast`` input's row index is mapped through.
+MAX_LEAD = 6
+REDUCE_APIS = {"ReduceSum": "ReduceSum", "ReduceMean": "ReduceSum", "ReduceMax": "ReduceMax",
+               "ReduceMin": "ReduceMin", "ReduceSumSquare": "ReduceSum", "ReduceL2": "ReduceSum"}
+IDENTITY_OPS = {"Cast", "Identity", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "CastLike"}
+ROW_OPS = {"Softmax", "LogSoftmax", "LayerNormalization", "RMSNormalization"}
+
+
+@dataclass(frozen=True)
+class RowInput:
+    """A kernel input: ``full`` (the data's shape), ``vec`` or ``bcast`` (see the module docstring)."""
+
+    name: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class RowStep:
+    """One instruction. Operands are register names: ``rK`` row, ``sK`` stat, ``vK`` vec.
+
+    ``form``: ``tile`` (elementwise over a whole register), ``vec`` (per row, with a vec operand),
+    ``scalar`` (per row, the scalar read from stat ``stat``), ``reduce`` (per row into a stat slot).
+    ``scalar_expr`` names a runtime scalar (``invLength``) instead of ``scalar``.
+    ``avail`` is the pass after which the value exists in split mode (reductions finish in pass ``avail - 1``).
+    """
+
+    api: str
+    dst: str
+    srcs: tuple[str, ...] = ()
+    scalar: float | None = None
+    mode: str | None = None
+    form: str = "tile"
+    stat: str | None = None
+    scalar_expr: str | None = None
+    avail: int = 0
+
+
+@dataclass(frozen=True)
+class RowKernel:
+    """Kernel IR of one row-class fused op type."""
+
+    op_type: str
+    snake: str
+    inputs: tuple[RowInput, ...]
+    outputs: tuple[str, ...]
+    output_kinds: tuple[str, ...]
+    steps: tuple[RowStep, ...]
+    hoisted: tuple[RowStep, ...]  # constants and vec-class steps: once per core (per chunk in split mode)
+    out_regs: tuple[str, ...]
+    num_regs: Mapping[str, int]
+    dtypes: tuple[int, ...]
+    row_dims: int  # trailing dims of the first row input that form one row
+    passes: int  # split mode: reads of the row (reductions finish in passes 0..passes-2)
+
+    @property
+    def uses_select(self) -> bool:
+        """Select writes scratch at TMP_UB_OFFSET: the host must reserve 8 KB of UB for it."""
+        return any(s.api == "Select" for s in self.steps + self.hoisted)
+
+    @property
+    def data_inputs(self) -> tuple[int, ...]:
+        """Inputs carrying rows of the data (``full`` and ``bcast``): the data's shape is their broadcast."""
+        return tuple(i for i, x in enumerate(self.inputs) if x.kind in ("full", "bcast"))
+
+    def broadcast_inputs(self) -> tuple[int, ...]:
+        return tuple(i for i, x in enumerate(self.inputs) if x.kind == "bcast")
+
+
+class _RowBuilder(_Builder):
+    """Emits class-annotated steps; mixed-class binary ops become per-row forms."""
+
+    def __init__(self, classes: Mapping[int, str]) -> None:
+        super().__init__(len(classes))
+        self.cls: dict[int, str] = dict(classes)
+        self.extra: dict[int, dict] = {}
+        self.const_of: dict[tuple[float, str], int] = {}
+        self.pending: dict[int, float] = {}  # dup() values not yet given a class
+
+    def dup(self, v: float) -> int:
+        reg = self.next
+        self.next += 1
+        self.pending[reg] = float(v)
+        self.cls[reg] = "const"
+        return reg
+
+    def _const(self, v: float, cls: str) -> int:
+        key = (float(np.float32(v)), cls)
+        if key not in self.const_of:
+            reg = self._raw("Duplicate", (), v, None, cls, form="tile")
+            self.const_of[key] = reg
+        return self.const_of[key]
+
+    def _raw(self, api: str, srcs, scalar, mode, cls: str, **extra) -> int:
+        dst = self.next
+        self.next += 1
+        self.cls[dst] = cls
+        self.extra[dst] = extra
+        self.steps.append(Step(api, dst, tuple(srcs), None if scalar is None else float(scalar), mode))
+        return dst
+
+    def emit(self, api: str, srcs=(), scalar=None, mode=None) -> int:
+        srcs = list(srcs)
+        classes = [self.cls[s] for s in srcs]
+        real = [c for c in classes if c != "const"]
+        if not real and srcs:
+            raise LoweringError(f"{api} of constants only")
+        target = "row" if "row" in real else ("vec" if "vec" in real else ("stat" if real else "row"))
+        srcs = [self._const(self.pending[s], target) if self.cls[s] == "const" else s for s in srcs]
+        classes = [self.cls[s] for s in srcs]
+        if len(set(classes)) <= 1:
+            return self._raw(api, srcs, scalar, mode, classes[0] if classes else "row")
+        if api == "Select" or api == "Compare":
+            raise LoweringError(f"{api} mixing per-row statistics or weights with row data is not served")
+        if set(classes) == {"stat", "vec"}:
+            raise LoweringError(f"{api} of a per-row statistic and a weight vector is not served by the row kernel")
+        a, b = srcs
+        if set(classes) == {"row", "vec"}:
+            return self._raw(api, (a, b), None, None, "row", form="vec")
+        row, stat = (a, b) if self.cls[a] == "row" else (b, a)
+        row_first = self.cls[a] == "row"
+        scalar_api = {"Add": "Adds", "Mul": "Muls", "Max": "Maxs", "Min": "Mins"}
+        if api in scalar_api:
+            return self._raw(scalar_api[api], (row,), None, None, "row", form="scalar", stat=stat)
+        if api == "Sub":
+            if row_first:  # row - stat
+                neg = self._raw("Muls", (stat,), -1.0, None, "stat")
+                return self._raw("Adds", (row,), None, None, "row", form="scalar", stat=neg)
+            negrow = self._raw("Muls", (row,), -1.0, None, "row")  # stat - row
+            return self._raw("Adds", (negrow,), None, None, "row", form="scalar", stat=stat)
+        if api == "Div":
+            if row_first:  # row / stat: one reciprocal per row, then a multiply
+                inv = self._raw("Div", (self._const(1.0, "stat"), stat), None, None, "stat")
+                return self._raw("Muls", (row,), None, None, "row", form="scalar", stat=inv)
+            inv = self._raw("Div", (self._const(1.0, "row"), row), None, None, "row")
+            return self._raw("Muls", (inv,), None, None, "row", form="scalar", stat=stat)
+        raise LoweringError(f"{api} of row data and a per-row statistic is not served by the row kernel")
+
+    def reduce(self, api: str, src: int) -> int:
+        if self.cls[src] != "row":
+            raise LoweringError("a reduction of a per-row statistic or a weight is not served by the row kernel")
+        return self._raw(api, (src,), None, None, "stat", form="reduce")
+
+    def mean(self, src: int) -> int:
+        s = self.reduce("ReduceSum", src)
+        return self._raw("Muls", (s,), None, None, "stat", scalar_expr="invLength")
+
+
+def _shapes(op: FusedOp) -> dict[str, tuple[object, ...] | None]:
+    """Shapes of every body value for the first instance (shape inference over the inlined body)."""
+    inst = op.instances[0]
+    dtype = inst.input_dtypes[0]
+    opset = next(o.version for o in op.function.opset_import if o.domain in ("", "ai.onnx"))
+
+    def vi(name, elem, shape):
+        dims = None if shape is None else [d if isinstance(d, int) else str(d) for d in shape]
+        return helper.make_tensor_value_info(name, elem, dims)
+
+    graph = helper.make_graph(list(op.function.node), "body",
+                              [vi(n, t, s) for n, t, s in zip(op.input_names, inst.input_dtypes, inst.input_shapes)],
+                              [vi(n, dtype, None) for n in op.output_names])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
+    except Exception as exc:  # noqa: BLE001 - shape inference errors are many and varied
+        raise LoweringError(f"shape inference of the body failed: {exc}") from None
+    out: dict[str, tuple[object, ...] | None] = {n: s for n, s in zip(op.input_names, inst.input_shapes)}
+    for v in list(inferred.graph.value_info) + list(inferred.graph.output):
+        t = v.type.tensor_type
+        if t.HasField("shape"):
+            out[v.name] = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or "?")
+                                for d in t.shape.dim)
+    return out
+
+
+def _same(a: object, b: object) -> bool:
+    return a == b and (isinstance(a, int) or (isinstance(a, str) and a not in ("", "?")))
+
+
+def _prod(dims: Sequence[object]) -> object:
+    if all(isinstance(d, int) for d in dims):
+        return int(np.prod(dims)) if dims else 1
+    return tuple(dims)
+
+
+class _Row:
+    """The row split every reduction of the body must agree on."""
+
+    def __init__(self) -> None:
+        self.length: object = None
+        self.rank = 0  # rank of the first reduced tensor, and its trailing dims reduced
+        self.count = 0
+
+    def agree(self, dims: Sequence[object], what: str, rank: int = 0) -> None:
+        if not self.count:
+            self.rank, self.count = rank, len(dims)
+        n = _prod(dims)
+        if self.length is None:
+            self.length = n
+        elif isinstance(n, int) and isinstance(self.length, int) and n != self.length:
+            raise LoweringError(f"{what} reduces rows of {n} elements where the body's other reductions take "
+                                f"{self.length}")
+
+
+def _trailing_axes(node, rank: int, shapes, row: _Row) -> None:
+    """A reduction's axes must be a trailing group of its input (``keepdims=1``)."""
+    axes = _attr(node, "axes", None)
+    if axes is None and len(node.input) > 1 and node.input[1]:
+        raise LoweringError(f"{node.op_type} takes its axes from a computed tensor")
+    if axes is None:
+        if _attr(node, "noop_with_empty_axes", 0):
+            raise LoweringError(f"{node.op_type} with no axes is a no-op here")
+        axes = list(range(rank))
+    norm = sorted(a % rank for a in axes)
+    if norm != list(range(rank - len(norm), rank)):
+        raise LoweringError(f"{node.op_type} reduces over axes {list(axes)} of a rank-{rank} tensor, not a trailing "
+                            "group; the row kernel reduces rows")
+    if not _attr(node, "keepdims", 1):
+        raise LoweringError(f"{node.op_type} with keepdims=0 is not served by the row kernel")
+    row.agree(shapes[node.input[0]][rank - len(norm):], node.op_type, rank)
+
+
+def _axes_const(node, consts: Mapping[str, np.ndarray]) -> list[int] | None:
+    for a in node.attribute:
+        if a.name == "axes":
+            return list(helper.get_attribute_value(a))
+    if len(node.input) > 1 and node.input[1]:
+        if node.input[1] not in consts:
+            raise LoweringError(f"{node.op_type} takes its axes from a computed tensor")
+        return [int(v) for v in consts[node.input[1]].reshape(-1)]
+    return None
+
+
+def _relation(d: object, o: object) -> str:
+    """How an input dim meets the data's dim: ``same``, ``repeat`` (a 1 the kernel repeats) or ``bad``.
+
+    Two different symbolic dims may be equal or one of them 1 at run time (ORT's inference names dims apart
+    even where they are one): an input with such dims is ``bcast``, whose row mapping the host tiling
+    computes from the real shapes, so it serves both cases."""
+    if d == o:
+        return "same"
+    if d == 1:
+        return "repeat"
+    if not isinstance(d, int) or not isinstance(o, int):
+        return "same"
+    return "bad"
+
+
+def _kind(shape: Sequence[object], out: Sequence[object], row_dims: int, row_len: object) -> str | None:
+    rel = [_relation(d, o) for d, o in zip(list(shape)[::-1], list(out)[::-1])][::-1]
+    if len(shape) > len(out) or "bad" in rel:
+        return None
+    if len(shape) == len(out) and all(_same(d, o) for d, o in zip(shape, out)):
+        return "full"  # provably the data's shape: read in blocks of rows
+    core = list(shape)
+    while core and core[0] == 1:
+        core.pop(0)
+    if len(core) <= row_dims and _prod(core) == row_len:
+        return "vec"
+    if all(r == "same" for r in rel[len(rel) - row_dims:]) and len(shape) >= row_dims:
+        return "bcast"
+    return None
+
+
+def _row_dims(out: Sequence[object], row: _Row) -> int:
+    """Trailing dims of the data that form one row: the reductions' own count where they reduce the data's
+    rank, else the trailing group whose product is the row length (a Flatten-ed body)."""
+    if row.rank == len(out) and row.count:
+        return row.count
+    for k in range(len(out) - 1, -1, -1):
+        if _prod(list(out[k:])) == row.length:
+            return len(out) - k
+    raise LoweringError(f"rows of {row.length} elements are not a trailing group of the data's shape {list(out)}")
+
+
+def _classify_inputs(op: FusedOp, symbolic, row: _Row) -> tuple[tuple[RowInput, ...], int]:
+    """Input kinds from the instance shapes; returns them and the trailing dims forming a row.
+
+    An input that is full-shaped in one use and repeated in another (a position embedding added to the
+    first layer's residual) is read as ``bcast`` everywhere: a full tensor is a mask that repeats nowhere."""
+    sym = symbolic or {}
+    out_shapes = [sym.get(i.outputs[0]) or i.output_shapes[0] for i in op.instances]
+    if any(o is None for o in out_shapes):
+        raise LoweringError("the output has an unknown shape")
+    row_dims = _row_dims(out_shapes[0], row)
+    kinds: list[str] = []
+    for i, name in enumerate(op.input_names):
+        seen = set()
+        for inst, out in zip(op.instances, out_shapes):
+            shape = sym.get(inst.inputs[i]) or inst.input_shapes[i]
+            if shape is None:
+                raise LoweringError(f"input {name} has an unknown shape")
+            kind = _kind(shape, out, row_dims, row.length)
+            if kind is None:
+                raise LoweringError(f"input {name} {list(shape)} neither has the data's shape {list(out)} nor is a "
+                                    "row vector or whole rows repeated along leading axes")
+            if kind == "bcast" and len(out) - row_dims > MAX_LEAD:
+                raise LoweringError(f"input {name} repeats over more than {MAX_LEAD} leading axes")
+            seen.add(kind)
+        if seen == {"full", "bcast"}:
+            seen = {"bcast"}
+        if len(seen) > 1:
+            raise LoweringError(f"input {name} is used as {' and '.join(sorted(seen))}")
+        kinds.append(seen.pop())
+    if "full" not in kinds and "bcast" not in kinds:
+        raise LoweringError("no input carries rows of the data")
+    return tuple(RowInput(n, k) for n, k in zip(op.input_names, kinds)), row_dims
+
+
+def lower_row(op: FusedOp, symbolic: Mapping[str, tuple[object, ...] | None] | None = None,
+              kinds: Sequence[str] | None = None) -> RowKernel:
+    """Lower one row-class fused op; raises LoweringError with the reason when it cannot."""
+    dtypes = []
+    for col in op.dtype_columns:
+        if len(set(col)) != 1 or col[0] not in IO_TYPES:
+            raise LoweringError(f"dtype column {col} mixes or uses unsupported element types")
+        dtypes.append(col[0])
+    shapes = _shapes(op)
+    consts: dict[str, np.ndarray] = {}
+    row = _Row()
+    for node in op.function.node:  # the row length first: it decides which inputs are vectors
+        if node.op_type == "Constant":
+            consts[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+        elif node.op_type in REDUCE_APIS or node.op_type in ROW_OPS:
+            shape = shapes.get(node.input[0])
+            if shape is None:
+                raise LoweringError(f"{node.op_type}'s input has an unknown rank")
+            rank = len(shape)
+            if node.op_type in REDUCE_APIS:
+                axes = _axes_const(node, consts)
+                fake = helper.make_node(node.op_type, [node.input[0]], ["_"], keepdims=_attr(node, "keepdims", 1),
+                                        **({"axes": axes} if axes is not None else {}))
+                _trailing_axes(fake, rank, shapes, row)
+            else:
+                axis = _attr(node, "axis", -1) % rank
+                if node.op_type in ("Softmax", "LogSoftmax") and axis != rank - 1:
+                    raise LoweringError(f"{node.op_type} over axis {axis} of a rank-{rank} tensor, not the last axis")
+                row.agree(shape[axis:], node.op_type, rank)
+    if row.length is None:
+        raise LoweringError("the body has no reduction over trailing axes")
+    inputs, row_dims = _classify_inputs(op, symbolic, row)
+    if kinds is not None:  # as decided when the package was written
+        inputs = tuple(RowInput(n, k) for n, k in zip(op.input_names, kinds))
+    cls = {i: ("vec" if x.kind == "vec" else "row") for i, x in enumerate(inputs)}
+    b = _RowBuilder(cls)
+    values: dict[str, int | float | None] = {n: i for i, n in enumerate(op.input_names)}
+    values[""] = None
+    for node in op.function.node:
+        if node.op_type == "Constant":
+            arr = consts[node.output[0]]
+            values[node.output[0]] = float(arr.reshape(-1)[0]) if arr.size >= 1 and np.all(arr == arr.reshape(-1)[0]) \
+                and arr.dtype.kind == "f" else None
+            if values[node.output[0]] is None and node.output[0] not in _shape_consumers(op.function):
+                raise LoweringError("a non-uniform constant tensor in the body is not served by the row kernel")
+            continue
+        args = [values.get(i) for i in node.input]
+        outs = _lower_row_node(b, node, args, shapes)
+        for name, v in zip(node.output, outs):
+            if name:
+                values[name] = v
+    out_regs, out_kinds = [], []
+    for name in op.output_names:
+        v = values[name]
+        if not isinstance(v, int):
+            raise LoweringError(f"output {name} is a constant")
+        if b.cls[v] == "vec":
+            raise LoweringError(f"output {name} does not depend on the row data")
+        out_kinds.append("stat" if b.cls[v] == "stat" else "row")
+        out_regs.append(v)
+    if "row" not in out_kinds:
+        raise LoweringError("no output has the data's shape")
+    return _finish(op, b, inputs, out_regs, out_kinds, tuple(dtypes), row_dims)
+
+
+def _shape_consumers(function) -> set[str]:
+    """Constants read only as shapes or axes (Reshape targets, Unsqueeze axes ...)."""
+    out = set()
+    for node in function.node:
+        if node.op_type in IDENTITY_OPS or node.op_type in REDUCE_APIS:
+            out.update(node.input[1:])
+    return out
+
+
+def _lower_row_node(b: _RowBuilder, node, args, shapes) -> list[int | float | None]:
+    op = node.op_type
+    x = args[0] if args else None
+    if op in IDENTITY_OPS:
+        if op == "Cast" and _attr(node, "to", TensorProto.FLOAT) not in (TensorProto.FLOAT, TensorProto.FLOAT16,
+                                                                          TensorProto.BFLOAT16):
+            raise LoweringError("a Cast to a non-float type is not served by the row kernel")
+        return [x]
+    if op in REDUCE_APIS:
+        if not isinstance(x, int):
+            raise LoweringError(f"{op} of a constant")
+        src = b.emit("Mul", (x, x)) if op in ("ReduceSumSquare", "ReduceL2") else x
+        if op == "ReduceMean":
+            return [b.mean(src)]
+        s = b.reduce(REDUCE_APIS[op], src)
+        return [b.emit("Sqrt", (s,)) if op == "ReduceL2" else s]
+    if op in ("Softmax", "LogSoftmax"):
+        m = b.reduce("ReduceMax", x)
+        d = b.emit("Sub", (x, m))
+        e = b.emit("Exp", (d,))
+        s = b.reduce("ReduceSum", e)
+        if op == "Softmax":
+            return [b.emit("Div", (e, s))]
+        return [b.emit("Sub", (d, b.emit("Ln", (s,))))]
+    if op == "LayerNormalization":
+        eps = _attr(node, "epsilon", 1e-5)
+        mean = b.mean(x)
+        d = b.emit("Sub", (x, mean))
+        var = b.mean(b.emit("Mul", (d, d)))
+        rstd = b.emit("Div", (b.dup(1.0), b.emit("Sqrt", (b.emit("Adds", (var,), eps),))))
+        y = b.emit("Mul", (b.emit("Mul", (d, rstd)), args[1]))
+        if len(args) > 2 and args[2] is not None:
+            y = b.emit("Add", (y, args[2]))
+        return [y, mean, rstd]
+    if op == "RMSNormalization":
+        eps = _attr(node, "epsilon", 1e-5)
+        ms = b.mean(b.emit("Mul", (x, x)))
+        rstd = b.emit("Div", (b.dup(1.0), b.emit("Sqrt", (b.emit("Adds", (ms,), eps),))))
+        return [b.emit("Mul", (b.emit("Mul", (x, rstd)), args[1]))]
+    if len(node.output) != 1:
+        raise LoweringError(f"{op} with several outputs is not served by the row kernel")
+    try:
+        return [_lower_node(b, node, args)]
+    except LoweringError as exc:
+        raise LoweringError(str(exc).replace("pointwise kernel", "row kernel")) from None
+
+
+def _avail(b: _RowBuilder) -> dict[int, int]:
+    """The pass after which each value exists (split mode): inputs 0; a reduction one pass after its input."""
+    av: dict[int, int] = {}
+    for st in b.steps:
+        base = max((av.get(s, 0) for s in st.srcs), default=0)
+        stat = b.extra.get(st.dst, {}).get("stat")
+        if stat is not None:
+            base = max(base, av.get(stat, 0))
+        av[st.dst] = base + 1 if b.extra.get(st.dst, {}).get("form") == "reduce" else base
+    return av
+
+
+def _finish(op: FusedOp, b: _RowBuilder, inputs, out_regs, out_kinds, dtypes, row_dims) -> RowKernel:
+    av = _avail(b)
+    # Reachable steps only (a LayerNormalization's unused Mean output computes nothing).
+    needed: set[int] = set(out_regs)
+    for st in reversed(b.steps):
+        if st.dst in needed:
+            needed.update(st.srcs)
+            stat = b.extra.get(st.dst, {}).get("stat")
+            if stat is not None:
+                needed.add(stat)
+    steps = [st for st in b.steps if st.dst in needed]
+    hoist = [st for st in steps if st.api == "Duplicate" or b.cls[st.dst] == "vec"]
+    body = [st for st in steps if st not in hoist]
+    names = _allocate(b, body, hoist, inputs, out_regs)
+    rows = []
+    for st in hoist + body:
+        ex = b.extra.get(st.dst, {})
+        rows.append(RowStep(st.api, names[st.dst], tuple(names[s] for s in st.srcs), st.scalar, st.mode,
+                            ex.get("form", "tile"), names[ex["stat"]] if ex.get("stat") is not None else None,
+                            ex.get("scalar_expr"), av.get(st.dst, 0)))
+    counts = {c: 1 + max([int(n[1:]) for n in names.values() if n[0] == c[0]], default=-1) for c in ("row", "stat",
+                                                                                                      "vec")}
+    # Reads of the row in split mode: one per reduction level the row outputs wait for; stat outputs may
+    # need their last reduction finished too.
+    passes = max([1 + av.get(r, 0) for r, k in zip(out_regs, out_kinds) if k == "row"]
+                 + [av.get(r, 0) for r, k in zip(out_regs, out_kinds) if k == "stat"])
+    return RowKernel(op.op_type, snake_case(op.op_type), inputs, tuple(op.output_names), tuple(out_kinds),
+                     tuple(rows[len(hoist):]), tuple(rows[:len(hoist)]), tuple(names[r] for r in out_regs),
+                     counts, dtypes, row_dims, passes)
+
+
+def _allocate(b: _RowBuilder, body, hoist, inputs, out_regs) -> dict[int, str]:
+    """Physical registers per class. Row registers are reused once dead (valid for any order-preserving
+    subset of the program, as split-mode passes are); stats and vecs live for the whole kernel."""
+    names: dict[int, str] = {}
+    count = {"r": 0, "s": 0, "v": 0}
+    for i, x in enumerate(inputs):
+        c = "v" if x.kind == "vec" else "r"
+        names[i] = f"{c}{count[c]}"
+        count[c] += 1
+    n_row_inputs = count["r"]
+    pinned = {st.dst for st in hoist}
+    for st in hoist:
+        c = b.cls[st.dst][0]
+        names[st.dst] = f"{c}{count[c]}"
+        count[c] += 1
+    last: dict[int, int] = {}
+    for i, st in enumerate(body):
+        for s in st.srcs:
+            last[s] = i
+        stat = b.extra.get(st.dst, {}).get("stat")
+        if stat is not None:
+            last[stat] = i
+    for r in out_regs:
+        last[r] = len(body)
+    free: list[int] = []
+    for i, st in enumerate(body):
+        c = b.cls[st.dst][0]
+        if c == "r":
+            dying = {int(names[s][1:]) for s in st.srcs
+                     if b.cls[s] == "row" and last.get(s) == i and s not in pinned and s not in out_regs
+                     and int(names[s][1:]) >= n_row_inputs}
+            masked = st.api in ("Compare", "Compares", "Select")
+            if not masked:
+                free.extend(sorted(dying))
+            if free and st.dst not in out_regs:
+                k = min(free)
+                free.remove(k)
+            else:
+                k = count["r"]
+                count["r"] += 1
+            if masked:
+                free.extend(sorted(dying))
+            names[st.dst] = f"r{k}"
+        else:
+            names[st.dst] = f"{c}{count[c]}"
+            count[c] += 1
+    return names
+
+
+__all__ = ["lower_row", "RowKernel", "RowStep", "RowInput", "STAT_SLOT", "MAX_LEAD"]
