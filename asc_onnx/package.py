@@ -21,8 +21,7 @@ from onnx import ModelProto
 
 from .codegen import pointwise, row
 from .graph import input_dims
-from .lower import LoweringError, PointwiseKernel, lower_pointwise
-from .lower_row import RowKernel, lower_row
+from .lower import LoweringError, PointwiseKernel, RowKernel, lower_pointwise, lower_row
 from .rewrite import ATC_OPSETS, DOMAIN, FusedOp, RewriteResult, build_atc_model
 from .soc import Soc
 

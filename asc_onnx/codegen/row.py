@@ -18,7 +18,7 @@ tile is contiguous and moves with one ``DataCopy``; per-row statistics cannot be
 from __future__ import annotations
 
 from ..lower import IO_TYPES
-from ..lower_row import MAX_LEAD, STAT_SLOT, RowKernel, RowStep
+from ..lower.row import MAX_LEAD, STAT_SLOT, RowKernel, RowStep
 from .pointwise import GE_TYPES, _role, cap
 from .skeleton import HELPERS, kernel_entry, plugin_source
 from .text import Lines, comment, f32

@@ -18,8 +18,7 @@ import numpy as np
 from onnx import TensorProto
 
 from ..errors import AscOnnxError
-from ..lower import IO_TYPES, PointwiseKernel
-from ..lower_row import RowKernel
+from ..lower import IO_TYPES, PointwiseKernel, RowKernel
 from ..soc import Soc
 from . import INCLUDE_DIR
 

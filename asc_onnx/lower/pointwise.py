@@ -1,4 +1,4 @@
-"""Stage 5, lower: turn a pointwise fused op into a kernel IR (no C++ here).
+"""Stage 5, lower (pointwise class): turn a pointwise fused op into a kernel IR (no C++ here).
 
 The IR is a straight-line program over tile-sized float32 registers: every input tile is
 cast to fp32 (fp16 and bf16 compute in fp32, so transcendentals are fp32 everywhere), the
@@ -15,18 +15,14 @@ the host tiling arithmetic that codegen emits.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
-from .errors import AscOnnxError
-from .rewrite import FusedOp
-
-#: Element types a pointwise kernel reads and writes, by ONNX type: C++ name, size.
-IO_TYPES = {TensorProto.FLOAT: ("float", 4), TensorProto.FLOAT16: ("half", 2), TensorProto.BFLOAT16: ("bfloat16_t", 2)}
+from ..rewrite import FusedOp
+from .common import IO_TYPES, LoweringError, snake_case
 
 #: Abramowitz & Stegun 7.1.26: erf(x) ~ 1 - (a1 t + ... + a5 t^5) exp(-x^2), t = 1/(1+p|x|); |error| < 1.5e-7.
 ERF_P = 0.3275911
@@ -36,10 +32,6 @@ ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
 #: ONNX comparison -> Ascend C CMPMODE, and the mode with operands swapped.
 CMP_MODES = {"Less": "LT", "Greater": "GT", "LessOrEqual": "LE", "GreaterOrEqual": "GE", "Equal": "EQ"}
 SWAPPED = {"LT": "GT", "GT": "LT", "LE": "GE", "GE": "LE", "EQ": "EQ"}
-
-
-class LoweringError(AscOnnxError):
-    """The op cannot be served by the pointwise kernel; the message says why."""
 
 
 @dataclass(frozen=True)
@@ -93,14 +85,6 @@ class PointwiseKernel:
     def uses_select(self) -> bool:
         """Select writes scratch at TMP_UB_OFFSET: the host must reserve 8 KB of UB for it."""
         return any(s.api == "Select" for s in self.steps)
-
-
-def snake_case(op_type: str) -> str:
-    """CANN's OpType -> kernel name rule (cann_facts §1.2): ``AscFusedEw3f`` -> ``asc_fused_ew3f``."""
-    s = op_type[0].lower() + op_type[1:]
-    s = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", s)
-    s = re.sub(r"(?<=[A-Z])([A-Z])(?=[a-z])", r"_\1", s)
-    return s.lower()
 
 
 class _Builder:

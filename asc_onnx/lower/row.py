@@ -34,8 +34,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from .lower import IO_TYPES, LoweringError, Step, _attr, _Builder, _lower_node, snake_case
-from .rewrite import FusedOp
+from ..rewrite import FusedOp
+from .common import IO_TYPES, LoweringError, snake_case
+from .pointwise import Step, _attr, _Builder, _lower_node
 
 #: fp32 elements per stat slot: 64 bytes, so a slot cast to fp16 is one 32-byte block (DataCopyPad rows).
 STAT_SLOT = 16
