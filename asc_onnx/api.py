@@ -87,7 +87,7 @@ def plan(model: str | os.PathLike | ModelProto, options: FuseOptions = FuseOptio
     before = len(graph.nodes)
     canon = canonicalize(graph, main_opset(proto))
     named, generic = split_generic(rules)
-    matched = match(graph, named, generic if options.generic else None)
+    matched = match(graph, named, generic if options.generic else ())
     return Planned(loaded, graph, canon, matched, before)
 
 

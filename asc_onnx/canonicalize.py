@@ -9,6 +9,10 @@
   operand's type), and ``Add``/``Sub``/``Mul``/``Div``/``Sqrt``/``Neg``/``Reciprocal`` of
   constants, each one correctly rounded IEEE operation in the constant's own type, which is
   what the runtime computes. ONNX function expansions are full of these.
+* Shape arithmetic on integers is evaluated where the shapes are static: ``Shape`` of a tensor of
+  known shape, then ``Size``/``Range``/``Slice``/``Concat``/``Gather``/``Sub`` ... of such constants
+  (ONNX function expansions compute their Reshape targets and reduction axes this way). Integer
+  results are exact.
 * Default attributes that the patterns read are made explicit (``keepdims``, Softmax
   ``axis``, Gemm ``alpha``/``beta``/``transA``/``transB``, LeakyRelu ``alpha`` ...).
 
@@ -111,12 +115,113 @@ def canonicalize(graph: gs.Graph, opset: int) -> CanonStats:
     folded = _fold_constants(graph, outputs)
     if ids or casts or folded:  # bypassed and folded nodes have no inputs or outputs left
         graph.nodes = [n for n in graph.nodes if n.outputs]
+    if folded:
+        _propagate_shapes(graph)
     return CanonStats(ids, casts, recips, squares, folded)
+
+
+#: Ops whose output has the broadcast shape (and the dtype) of their float inputs.
+_SAME_SHAPE = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sqrt", "Exp", "Log", "Neg", "Reciprocal", "Abs",
+               "Relu", "Sigmoid", "Tanh", "Erf", "Identity", "Softmax", "LogSoftmax", "Cast", "CastLike"}
+_REDUCE = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceSumSquare", "ReduceL2"}
+
+
+def _propagate_shapes(graph: gs.Graph) -> None:
+    """Fill the shapes (and dtypes) the loader's inference could not know before shape arithmetic folded:
+    elementwise broadcasts, keepdims reductions over constant axes, Reshape/Flatten to static shapes.
+    Known shapes are never changed."""
+    for node in graph.nodes:
+        if (node.domain or "") not in ("", "ai.onnx") or len(node.outputs) != 1:
+            continue
+        out = node.outputs[0]
+        if out.shape is not None:
+            continue
+        ins = [t for t in node.inputs if t.name]
+        if not ins or ins[0].shape is None:
+            continue
+        shape = None
+        if node.op in _SAME_SHAPE:
+            shapes = [t.shape for t in ins[:2]] if node.op in ("Cast", "CastLike") else [t.shape for t in ins]
+            if all(sh is not None and all(isinstance(d, (int, np.integer)) for d in sh) for sh in shapes):
+                try:
+                    shape = list(np.broadcast_shapes(*(tuple(int(d) for d in sh) for sh in shapes[:1 if node.op in
+                                                                                               ("Cast", "CastLike")
+                                                                                               else None])))
+                except ValueError:
+                    shape = None
+        elif node.op in _REDUCE and node.attrs.get("keepdims", 1) == 1:
+            axes = node.attrs.get("axes")
+            if axes is None and len(node.inputs) > 1 and node.inputs[1].name:
+                arr = const_array(node.inputs[1], limit=64)
+                axes = None if arr is None else [int(a) for a in arr.reshape(-1)]
+            if axes is not None:
+                rank = len(ins[0].shape)
+                shape = [1 if i in {a % rank for a in axes} else d for i, d in enumerate(ins[0].shape)]
+        elif node.op == "Reshape" and len(ins) > 1 and numel(ins[0]) is not None:
+            target = const_array(ins[1], limit=64)
+            if target is not None:
+                dims = [int(ins[0].shape[i]) if d == 0 else int(d) for i, d in enumerate(target.reshape(-1))]
+                if dims.count(-1) == 1:
+                    rest = int(np.prod([d for d in dims if d != -1]))
+                    dims[dims.index(-1)] = numel(ins[0]) // max(rest, 1)
+                shape = dims if -1 not in dims else None
+        elif node.op == "Flatten" and numel(ins[0]) is not None:
+            axis = node.attrs.get("axis", 1) % max(len(ins[0].shape), 1)
+            shape = [int(np.prod(ins[0].shape[:axis])), int(np.prod(ins[0].shape[axis:]))]
+        if shape is None:
+            continue
+        out.shape = shape
+        if out.dtype is None:
+            out.dtype = onnx.helper.tensor_dtype_to_np_dtype(node.attrs["to"]) if node.op == "Cast" \
+                else ins[0].dtype
 
 
 #: Ops folded when every input is a tiny constant: one correctly rounded operation each.
 FOLDABLE = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide, "Sqrt": np.sqrt,
             "Neg": np.negative, "Reciprocal": lambda a: np.divide(np.ones_like(a), a)}
+
+
+#: Integer shape-arithmetic ops evaluated on constant inputs (exact: integers only).
+SHAPE_OPS = {"Size", "Range", "Slice", "Concat", "Gather", "Unsqueeze", "Squeeze", "ConstantOfShape", "Identity",
+             "Add", "Sub", "Mul", "Div", "Cast", "Reshape", "Max", "Min", "Neg", "Abs"}
+#: Largest integer constant folded (shapes and axes are short).
+SHAPE_LIMIT = 64
+
+
+def _fold_shape_op(node: gs.Node) -> np.ndarray | None:
+    """The integer value of a shape-arithmetic node whose inputs are known, else None."""
+    if node.op == "Shape" and node.inputs and node.inputs[0].shape is not None:
+        dims = node.inputs[0].shape
+        if all(isinstance(d, (int, np.integer)) and d >= 0 for d in dims):
+            start, end = node.attrs.get("start", 0), node.attrs.get("end", len(dims))
+            return np.array(list(dims)[start:end], dtype=np.int64)
+        return None
+    if node.op not in SHAPE_OPS:
+        return None
+    args = [const_array(t, limit=SHAPE_LIMIT) if t.name else None for t in node.inputs]
+    if any(a is None for a, t in zip(args, node.inputs) if t.name) or not args:
+        return None
+    if not all(a.dtype.kind in "iub" for a in args if a is not None):
+        return None
+    if node.op == "Cast" and onnx.helper.tensor_dtype_to_np_dtype(node.attrs.get("to", 1)).kind not in "iub":
+        return None
+    if node.op == "ConstantOfShape":
+        value = node.attrs.get("value")
+        if value is None or np.asarray(value.values).dtype.kind not in "iub" or int(np.prod(args[0])) > SHAPE_LIMIT:
+            return None
+    from onnx import helper
+    from onnx.reference import ReferenceEvaluator
+
+    names = [f"i{k}" if t.name else "" for k, t in enumerate(node.inputs)]
+    proto = helper.make_node(node.op, names, ["o"], **{k: v for k, v in node.attrs.items()
+                                                        if not isinstance(v, gs.Tensor)} if node.op != "ConstantOfShape"
+                             else {"value": onnx.numpy_helper.from_array(np.asarray(node.attrs["value"].values))})
+    try:
+        out = ReferenceEvaluator(proto).run(None, {n: a for n, a in zip(names, args) if n})[0]
+    except Exception:  # noqa: BLE001 - an op we cannot evaluate stays as it is
+        return None
+    out = np.asarray(out)
+    return out if out.dtype.kind in "iub" and out.size <= SHAPE_LIMIT else None
 
 
 def _fold_constants(graph: gs.Graph, outputs: set[int]) -> int:
@@ -125,8 +230,10 @@ def _fold_constants(graph: gs.Graph, outputs: set[int]) -> int:
     for node in graph.nodes:
         if (node.domain or "") not in ("", "ai.onnx") or len(node.outputs) != 1 or id(node.outputs[0]) in outputs:
             continue
-        value = None
-        if node.op in ("CastLike", "Cast") and node.inputs:
+        value = _fold_shape_op(node)
+        if value is not None:
+            pass
+        elif node.op in ("CastLike", "Cast") and node.inputs:
             src = const_array(node.inputs[0])
             to = onnx_dtype(node.inputs[1]) if node.op == "CastLike" and len(node.inputs) > 1 \
                 else node.attrs.get("to")

@@ -342,8 +342,9 @@ def _match_rule_variant(rule: Rule, pattern: Pattern, anchors: list[gs.Node], cl
             misses.append(NearMiss(rule.name, gn.name, m.best_reason))
 
 
-def match(graph: gs.Graph, rules: Sequence[Rule], generic: Rule | None = None) -> MatchResult:
-    """Match ``rules`` (largest variants first), then the generic elementwise pass if given."""
+def match(graph: gs.Graph, rules: Sequence[Rule], generic: Rule | Sequence[Rule] | None = None) -> MatchResult:
+    """Match ``rules`` (largest variants first), then the generic passes if given: row regions around
+    trailing-axes reductions, then elementwise chains."""
     by_type: dict[str, list[gs.Node]] = {}
     for n in graph.nodes:
         by_type.setdefault(n.op, []).append(n)
@@ -358,10 +359,16 @@ def match(graph: gs.Graph, rules: Sequence[Rule], generic: Rule | None = None) -
         if anchors and all(pn.op_type in by_type for pn in pattern.nodes):  # else it cannot match anywhere
             _match_rule_variant(rule, pattern, anchors, claimed, outputs, order, fusions, misses)
     near = _dedupe_misses(misses, claimed, graph)  # before the generic pass: its chains are no excuse
-    if generic is not None:
-        from .chains import find_chains  # same stage, separate idea
+    from .chains import find_chains, find_row_chains  # same stage, separate idea
 
-        fusions.extend(find_chains(graph, generic, claimed, outputs, order))
+    passes = [generic] if isinstance(generic, Rule) else list(generic or ())
+    for g in sorted(passes, key=lambda r: r.kernel != "row"):
+        find = find_row_chains if g.kernel == "row" else find_chains
+        found = find(graph, g, claimed, outputs, order)
+        fusions.extend(found)
+        if g.kernel == "row":  # a named rule's near miss that a row region fused whole is no longer news
+            fused = {n.name for f in found for n in f.nodes}
+            near = [m for m in near if m.node not in fused]
     fusions.sort(key=lambda f: order[id(f.nodes[-1])])
     return MatchResult(tuple(fusions), tuple(near))
 

@@ -216,9 +216,9 @@ def rule(name: str, *variants: Callable[..., Any], op_name: str, kernel: str, do
     return Rule(name, op_name, ordered, kernel, doc, check)
 
 
-def generic_rule(name: str, *, op_name: str, doc: str) -> Rule:
-    """The rule that names the generic elementwise-chain pass (:mod:`asc_onnx.chains`)."""
-    return Rule(name, op_name, (), "pointwise", doc)
+def generic_rule(name: str, *, op_name: str, doc: str, kernel: str = "pointwise") -> Rule:
+    """The rule that names a generic pass of :mod:`asc_onnx.chains` (one per kernel class)."""
+    return Rule(name, op_name, (), kernel, doc)
 
 
 __all__ = ["generic_rule", "ANY", "Const", "op", "rule", "Rule", "Pattern", "PVar", "PConst", "PNode", "POut",

@@ -67,7 +67,7 @@ def load_rules(extra_files: Iterable[str | Path] = (), only: Iterable[str] = (),
     return [r for r in rules if (not only or r.name in only) and r.name not in skip]
 
 
-def split_generic(rules: Sequence[Rule]) -> tuple[list[Rule], Rule | None]:
-    """Separate pattern rules from the generic elementwise-chain rule."""
-    generic = [r for r in rules if r.generic]
-    return [r for r in rules if not r.generic], (generic[0] if generic else None)
+def split_generic(rules: Sequence[Rule]) -> tuple[list[Rule], list[Rule]]:
+    """Separate pattern rules from the generic-pass rules (row regions first, then elementwise chains)."""
+    generic = sorted((r for r in rules if r.generic), key=lambda r: r.kernel != "row")
+    return [r for r in rules if not r.generic], generic

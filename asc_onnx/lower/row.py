@@ -307,7 +307,8 @@ def _kind(shape: Sequence[object], out: Sequence[object], row_dims: int, row_len
 def _row_dims(out: Sequence[object], row: _Row) -> int:
     """Trailing dims of the data that form one row: the reductions' own count where they reduce the data's
     rank, else the trailing group whose product is the row length (a Flatten-ed body)."""
-    if row.rank == len(out) and row.count:
+    if row.rank == len(out) and row.count and (not isinstance(row.length, int)
+                                               or _prod(list(out[len(out) - row.count:])) == row.length):
         return row.count
     for k in range(len(out) - 1, -1, -1):
         if _prod(list(out[k:])) == row.length:

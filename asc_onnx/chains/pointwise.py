@@ -14,9 +14,9 @@ from __future__ import annotations
 import onnx
 import onnx_graphsurgeon as gs
 
-from .graph import COMMUTATIVE, FLOAT_TYPES, const_array, is_const, onnx_dtype, producer
-from .match import Fusion
-from .pattern import Rule
+from ..graph import COMMUTATIVE, FLOAT_TYPES, const_array, is_const, onnx_dtype, producer
+from ..match import Fusion
+from ..pattern import Rule
 
 UNARY = frozenset({
     "Abs", "Ceil", "Cos", "Celu", "Elu", "Erf", "Exp", "Floor", "Gelu", "HardSigmoid", "HardSwish",
