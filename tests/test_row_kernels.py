@@ -1,0 +1,257 @@
+"""Row kernels (norms, softmax, anything reducing over trailing axes), generated and emulated.
+
+* The ONNX backend cases shipped in the onnx package (``layer_normalization_*``, ``rms_normalization_*``,
+  ``softmax_*``, ``logsoftmax_*``, their ``_expanded`` bodies too): each fuses into one row op whose
+  emulated kernel reproduces the case's expected outputs in fp32, and onnxruntime's result on the same
+  inputs rounded to fp16 when fed fp16. Softmax over a non-last axis is a strided reduction, not a row:
+  those cases must stay unfused.
+* Row lengths 1 ... 100,003 (whole-row tiles and split mode), fp16 inputs near 300 through the Cast-wrapped
+  RMSNorm (their squares overflow fp16), an attention softmax with a [1,1,S,S] mask over [1,8,128,128],
+  on 910B and 310P.
+
+Tolerances are validate.TOLERANCES: fp32 rtol 1e-5/atol 1e-5, fp16 rtol 1e-3/atol 1e-2.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+import asc_onnx
+from asc_onnx import FuseOptions
+from asc_onnx.emulator.harness import EmulatorFaultError, run
+from asc_onnx.soc import SOCS
+from asc_onnx.validate import compare_arrays
+from asc_onnx.verify_kernels import capture, reference
+
+FAMILIES = ("test_layer_normalization", "test_rms_normalization", "test_softmax", "test_logsoftmax")
+#: Softmax/LogSoftmax over axis 0 or 1 of a rank-3 input: strided reductions, no row kernel.
+NOT_ROWS = ("axis_0", "axis_1")
+
+
+def _cases():
+    import onnx.backend.test.case.node as node_cases
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cases = node_cases.collect_testcases(None)
+    return sorted((c for c in cases if c.name.startswith(FAMILIES)), key=lambda c: c.name)
+
+
+CASES = _cases()
+ROW_CASES = [c for c in CASES if not (c.name.startswith(("test_softmax", "test_logsoftmax"))
+                                      and any(a in c.name for a in NOT_ROWS))]
+
+
+def _emulate(k, arrays, soc="Ascend910B"):
+    return run(k.ir, k.files, f"{k.op.op_type}TilingData", arrays, SOCS[soc]).outputs
+
+
+def test_every_family_is_covered():
+    assert {c.name.split("_")[1] for c in ROW_CASES} == {"layer", "rms", "softmax", "logsoftmax"}
+    assert len(ROW_CASES) >= 120 and sum("expanded" in c.name for c in ROW_CASES) >= 60
+
+
+@pytest.mark.parametrize("case", ROW_CASES, ids=lambda c: c.name)
+def test_backend_case_is_one_row_op_reproducing_expected_outputs(case):
+    res = asc_onnx.fuse(case.model, options=FuseOptions(emulate=False), validate=False)
+    fused = [n for n in res.asc_model.graph.node if n.domain == "asc_onnx"]
+    assert len(fused) == 1 and len(res.ops) == 1 and res.ops[0].kernel == "row", \
+        [n.op_type for n in res.asc_model.graph.node]
+    assert len(res.kernels) == 1, res.report["kernels"]["not_generated"]
+    k = res.kernels[0]
+    inputs, expected = case.data_sets[0]
+    names = [i.name for i in case.model.graph.input]
+    feeds = {n: np.asarray(v) for n, v in zip(names, inputs)}
+    inner = [n for n in k.op.instances[0].inputs if n not in feeds]  # a Flatten left outside, say
+    values = {**feeds, **(capture(case.model, inner, feeds) if inner else {})}
+    arrays = [values[n] for n in k.op.instances[0].inputs]
+    outs = [o.name for o in case.model.graph.output]
+    got = _emulate(k, arrays)
+    for name, g in zip(k.op.instances[0].outputs, got):
+        want = np.asarray(expected[outs.index(name)])
+        c = compare_arrays(name, want.reshape(g.shape), g, TensorProto.FLOAT)
+        assert c.ok, f"{case.name} {name}: max abs {c.max_abs}"
+    # fp16 data through the same kernel: onnxruntime on the fp16 values, widened, rounded back.
+    half = [a.astype(np.float16) for a in arrays]
+    for name, g, r in zip(k.op.output_names, _emulate(k, half), reference(k.op, half)):
+        c = compare_arrays(name, r.reshape(g.shape), g, TensorProto.FLOAT16)
+        assert c.ok, f"{case.name} fp16 {name}: max abs {c.max_abs}"
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c not in ROW_CASES], ids=lambda c: c.name)
+def test_softmax_over_a_leading_axis_is_not_a_row_op(case):
+    res = asc_onnx.fuse(case.model, options=FuseOptions(emulate=False), validate=False)
+    assert all(op.kernel != "row" for op in res.ops)
+
+
+def test_backend_rows_that_are_not_32_byte_blocks_are_refused_on_310p():
+    case = next(c for c in ROW_CASES if c.name == "test_rms_normalization_3d_axis_negative_1_epsilon")
+    k = asc_onnx.fuse(case.model, options=FuseOptions(emulate=False), validate=False).kernels[0]
+    inputs, _ = case.data_sets[0]
+    with pytest.raises(EmulatorFaultError, match="reason 3"):  # rows of 5 floats: no DataCopyPad on 310P
+        _emulate(k, [np.asarray(a) for a in inputs], "Ascend310P")
+
+
+# --- row lengths, split mode, both SoCs --------------------------------------------------------------------
+
+
+def _softmax_model(rows: int, d: int, dtype=TensorProto.FLOAT):
+    x = helper.make_tensor_value_info("x", dtype, [rows, d])
+    y = helper.make_tensor_value_info("y", dtype, [rows, d])
+    node = helper.make_node("Softmax", ["x"], ["y"], axis=-1)
+    return helper.make_model(helper.make_graph([node], "softmax", [x], [y]),
+                             opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _rmsnorm_model(rows: int, d: int, dtype=TensorProto.FLOAT, eps: float = 1e-6):
+    """RMSNorm as LLaMA's exporters write it: Cast to fp32, x * rsqrt(mean(x^2) + eps), Cast back, * w."""
+    f32 = TensorProto.FLOAT
+    nodes = [
+        helper.make_node("Cast", ["x"], ["xf"], to=f32),
+        helper.make_node("Mul", ["xf", "xf"], ["sq"]),
+        helper.make_node("ReduceMean", ["sq", "axes"], ["ms"], keepdims=1),
+        helper.make_node("Add", ["ms", "eps"], ["mse"]),
+        helper.make_node("Sqrt", ["mse"], ["rms"]),
+        helper.make_node("Reciprocal", ["rms"], ["inv"]),
+        helper.make_node("Mul", ["xf", "inv"], ["nf"]),
+        helper.make_node("Cast", ["nf"], ["n"], to=dtype),
+        helper.make_node("Mul", ["w", "n"], ["y"]),
+    ]
+    inits = [helper.make_tensor("axes", TensorProto.INT64, [1], [-1]), helper.make_tensor("eps", f32, [], [eps])]
+    graph = helper.make_graph(nodes, "rmsnorm", [helper.make_tensor_value_info("x", dtype, [rows, d]),
+                                                 helper.make_tensor_value_info("w", dtype, [d])],
+                              [helper.make_tensor_value_info("y", dtype, [rows, d])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+def _one_kernel(model):
+    res = asc_onnx.fuse(model, options=FuseOptions(emulate=False), validate=False)
+    assert len(res.kernels) == 1 and res.ops[0].kernel == "row", res.report["kernels"]["not_generated"]
+    return res.kernels[0]
+
+
+def _check(k, arrays, soc, dtype):
+    got = _emulate(k, arrays, soc)
+    for name, g, r in zip(k.op.output_names, got, reference(k.op, arrays)):
+        c = compare_arrays(name, r, g, dtype)
+        assert c.ok, f"{name} on {soc}: max abs {c.max_abs} rel {c.max_rel}"
+
+
+@pytest.mark.parametrize("d", [1, 31, 768, 4096, 8192, 32000, 100003])
+def test_softmax_and_rmsnorm_rows_of_every_length_on_910b(d):
+    rows = 3 if d > 10000 else 5
+    rng = np.random.default_rng(d)
+    x = (rng.standard_normal((rows, d)) * 3).astype(np.float32)
+    _check(_one_kernel(_softmax_model(rows, d)), [x], "Ascend910B", TensorProto.FLOAT)
+    w = rng.uniform(0.5, 1.5, d).astype(np.float32)
+    _check(_one_kernel(_rmsnorm_model(rows, d)), [x, w], "Ascend910B", TensorProto.FLOAT)
+
+
+@pytest.mark.parametrize("d", [768, 4096, 32000])
+@pytest.mark.parametrize("dtype", [TensorProto.FLOAT, TensorProto.FLOAT16])
+def test_aligned_rows_on_310p(d, dtype):
+    np_t = np.float32 if dtype == TensorProto.FLOAT else np.float16
+    rng = np.random.default_rng(d + dtype)
+    x = (rng.standard_normal((4, d)) * 2).astype(np_t)
+    w = rng.uniform(0.5, 1.5, d).astype(np_t)
+    k = _one_kernel(_rmsnorm_model(4, d, dtype))
+    _check(k, [x, w], "Ascend310P", dtype)
+    _check(_one_kernel(_softmax_model(4, d, dtype)), [x], "Ascend310P", dtype)
+
+
+def test_split_mode_reads_the_row_once_per_pass():
+    """A 100,003-float row does not fit the unified buffer: RMSNorm walks it twice (sum of squares, then
+    the output), softmax three times (max, sum, output). Weights are read once per row and pass."""
+    rows, d = 2, 100003
+    x = np.random.default_rng(0).standard_normal((rows, d)).astype(np.float32)
+    k = _one_kernel(_softmax_model(rows, d))
+    assert k.ir.passes == 3
+    res = run(k.ir, k.files, f"{k.op.op_type}TilingData", [x], SOCS["Ascend910B"])
+    assert res.gm_read_bytes == 3 * x.nbytes and res.gm_write_bytes == x.nbytes
+    w = np.ones(d, np.float32)
+    k = _one_kernel(_rmsnorm_model(rows, d))
+    assert k.ir.passes == 2
+    res = run(k.ir, k.files, f"{k.op.op_type}TilingData", [x, w], SOCS["Ascend910B"])
+    assert res.gm_read_bytes == 2 * x.nbytes + rows * w.nbytes and res.gm_write_bytes == x.nbytes
+
+
+def test_whole_rows_read_x_once_and_weights_once_per_core():
+    rows, d = 256, 768
+    x = np.random.default_rng(1).standard_normal((rows, d)).astype(np.float32)
+    w = np.ones(d, np.float32)
+    k = _one_kernel(_rmsnorm_model(rows, d))
+    res = run(k.ir, k.files, f"{k.op.op_type}TilingData", [x, w], SOCS["Ascend910B"])
+    assert res.gm_read_bytes == x.nbytes + res.block_dim * w.nbytes and res.gm_write_bytes == x.nbytes
+    assert res.block_dim > 1 and res.tile_length > 1  # several cores, several rows per tile
+
+
+@pytest.mark.parametrize("soc", ["Ascend910B", "Ascend310P"])
+def test_fp16_near_300_through_the_cast_wrapped_rmsnorm(soc):
+    """x ~ 300: x^2 ~ 9e4 overflows fp16 (max 65504); the kernel squares and sums in fp32 like the model."""
+    rows, d = 8, 4096
+    rng = np.random.default_rng(300)
+    x = (rng.choice([-1, 1], (rows, d)) * rng.uniform(250, 350, (rows, d))).astype(np.float16)
+    w = rng.uniform(0.5, 1.5, d).astype(np.float16)
+    k = _one_kernel(_rmsnorm_model(rows, d, TensorProto.FLOAT16))
+    got = _emulate(k, [x, w], soc)[0]
+    xf = x.astype(np.float64)
+    want = (w.astype(np.float64) * (xf / np.sqrt((xf * xf).mean(-1, keepdims=True) + 1e-6)).astype(np.float16)
+            .astype(np.float64)).astype(np.float16)
+    assert np.isfinite(got.astype(np.float32)).all()
+    c = compare_arrays("y", want, got, TensorProto.FLOAT16)
+    assert c.ok, c
+
+
+def _mask_softmax_model(b=1, h=8, s=128, dtype=TensorProto.FLOAT):
+    nodes = [helper.make_node("Mul", ["x", "scale"], ["xs"]), helper.make_node("Add", ["xs", "mask"], ["xm"]),
+             helper.make_node("Softmax", ["xm"], ["y"], axis=-1)]
+    graph = helper.make_graph(nodes, "attn", [helper.make_tensor_value_info("x", dtype, [b, h, s, s]),
+                                              helper.make_tensor_value_info("mask", dtype, [b, 1, s, s])],
+                              [helper.make_tensor_value_info("y", dtype, [b, h, s, s])],
+                              [helper.make_tensor("scale", dtype, [], [0.125])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("soc", ["Ascend910B", "Ascend310P"])
+def test_mask_softmax_broadcasts_the_mask_over_heads(soc):
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((1, 8, 128, 128)).astype(np.float32) * 4
+    causal = np.triu(np.full((128, 128), -1e4, np.float32), 1)[None, None]
+    k = _one_kernel(_mask_softmax_model())
+    assert [i.kind for i in k.ir.inputs] == ["full", "bcast"]
+    res = run(k.ir, k.files, f"{k.op.op_type}TilingData", [x, causal], SOCS[soc])
+    c = compare_arrays("y", reference(k.op, [x, causal])[0], res.outputs[0], TensorProto.FLOAT)
+    assert c.ok, c
+    # The mask is read once per head (its rows map by N-d index), x once, y written once.
+    assert res.gm_read_bytes == x.nbytes + 8 * causal.nbytes and res.gm_write_bytes == x.nbytes
+
+
+def test_l2_normalize_and_logsumexp_fuse_through_the_generic_pass():
+    """An elementwise chain around one last-axis reduction, with no named pattern."""
+    f = TensorProto.FLOAT
+    nodes = [helper.make_node("ReduceL2", ["x", "axes"], ["n"], keepdims=1),
+             helper.make_node("Max", ["n", "tiny"], ["nc"]), helper.make_node("Div", ["x", "nc"], ["y"])]
+    graph = helper.make_graph(nodes, "l2n", [helper.make_tensor_value_info("x", f, [6, 96])],
+                              [helper.make_tensor_value_info("y", f, [6, 96])],
+                              [helper.make_tensor("axes", TensorProto.INT64, [1], [-1]),
+                               helper.make_tensor("tiny", f, [], [1e-12])])
+    k = _one_kernel(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
+    assert k.op.rule == "RowChain"
+    x = np.random.default_rng(2).standard_normal((6, 96)).astype(np.float32)
+    for soc in ("Ascend910B", "Ascend310P"):
+        _check(k, [x], soc, TensorProto.FLOAT)
+    # logsumexp written out: max + log(sum(exp(x - max)))
+    nodes = [helper.make_node("ReduceMax", ["x", "axes"], ["m"], keepdims=1),
+             helper.make_node("Sub", ["x", "m"], ["d"]), helper.make_node("Exp", ["d"], ["e"]),
+             helper.make_node("ReduceSum", ["e", "axes"], ["s"], keepdims=1),
+             helper.make_node("Log", ["s"], ["ls"]), helper.make_node("Add", ["ls", "m"], ["lse"]),
+             helper.make_node("Sub", ["x", "lse"], ["y"])]
+    graph = helper.make_graph(nodes, "lse", [helper.make_tensor_value_info("x", f, [6, 96])],
+                              [helper.make_tensor_value_info("y", f, [6, 96])],
+                              [helper.make_tensor("axes", TensorProto.INT64, [1], [-1])])
+    k = _one_kernel(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
+    _check(k, [x], "Ascend910B", TensorProto.FLOAT)
