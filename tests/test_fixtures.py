@@ -33,8 +33,9 @@ EXPECTED = {
 }
 
 
-# The legacy LLaMA/Qwen exports keep RoPE's Cos/Sin in their chains (no Cos/Sin kernel yet): nothing to deploy.
-NO_POINTWISE_KERNEL = {"llama_tiny_legacy", "llama_tiny_legacy_fp16", "qwen2_tiny_legacy"}
+#: Rules whose ops are row kernels: every one must ship (no fixture norm or softmax goes back to its nodes).
+ROW_RULES = {"AddLayerNorm", "AddRMSNorm", "RMSNorm", "ScaleMaskSoftmax", "ScaleSoftmax", "MaskSoftmax",
+             "SoftmaxDecomposed", "LayerNorm", "RowChain"}
 
 
 def test_every_fixture_has_an_expectation():
@@ -59,11 +60,16 @@ def test_fixture_fuses_and_validates(name, tmp_path):
     # the deployed model: model.atc.onnx with every Asc node run by its emulated kernel
     atc = onnx.load(out / "model.atc.onnx")
     asc_nodes = [n for n in atc.graph.node if n.op_type.startswith("Asc")]
-    assert bool(asc_nodes) == (name not in NO_POINTWISE_KERNEL)
-    if asc_nodes:
-        assert res.deployed is not None and res.deployed.ok, res.deployed
-        assert res.deployed.emulated_nodes == len(asc_nodes)
-        assert report["deployed"]["ok"] and len(report["deployed"]["outputs"]) == len(atc.graph.output)
+    assert asc_nodes
+    assert res.deployed is not None and res.deployed.ok, res.deployed
+    assert res.deployed.emulated_nodes == len(asc_nodes)
+    assert report["deployed"]["ok"] and len(report["deployed"]["outputs"]) == len(atc.graph.output)
+    # Every norm and softmax ships as a row kernel, proven on random and on captured activations.
+    row_ops = {op.op_type for op in res.ops if op.rule in ROW_RULES}
+    assert row_ops and row_ops <= {k.op.op_type for k in res.kernels}, report["kernels"]["not_generated"]
+    for t in row_ops:
+        labels = {c.inputs for c in res.kernel_checks if c.op_type == t and c.ok}
+        assert {"random", "captured"} <= labels, [c for c in res.kernel_checks if c.op_type == t]
 
 
 def test_fp16_llama_op_types_carry_fp16_columns():

@@ -23,11 +23,13 @@ F32, F16, BF16 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16
 
 
 def _collect():
+    """The fixtures' pointwise kernels (row kernels: tests/test_row_kernels.py)."""
     kernels = {}
     for path in sorted(MODELS.glob("*.onnx")):
         res = asc_onnx.fuse(path, options=FuseOptions(emulate=False), validate=False)
         for k in res.kernels:
-            kernels.setdefault(k.op.signature, k)
+            if k.op.kernel == "pointwise":
+                kernels.setdefault(k.op.signature, k)
     return sorted(kernels.values(), key=lambda k: k.op.op_type)
 
 

@@ -1,6 +1,7 @@
 """Every generated kernel (each dtype column, 910B and 310P) and host file type-checks against the open
-Ascend C headers (``../shared/ascend/check/check.sh``): the kernels the fixtures produce, a Where chain
-(Compare/Select) and a chain with five full inputs (queues merged to fit the event budget)."""
+Ascend C headers (``../shared/ascend/check/check.sh``): the kernels the fixtures produce (pointwise and row:
+norms, attention softmaxes), a Where chain (Compare/Select), a chain with five full inputs (queues merged
+to fit the event budget), and row kernels in split mode and with per-row statistics as outputs."""
 
 from __future__ import annotations
 
@@ -36,7 +37,15 @@ def five_inputs():
     return model(nodes, [(n, F32, [4, 100]) for n in names], [("y", F32, [4, 100])])
 
 
+def layernorm_with_stats():
+    """LayerNormalization with its Mean and InvStdDev outputs read, over two trailing axes."""
+    node = helper.make_node("LayerNormalization", ["x", "g", "b"], ["y", "mean", "rstd"], axis=-2, epsilon=1e-5)
+    return model([node], [("x", F32, [4, 6, 32]), ("g", F32, [6, 32]), ("b", F32, [6, 32])],
+                 [("y", F32, [4, 6, 32]), ("mean", F32, [4, 1, 1]), ("rstd", F32, [4, 1, 1])], opset=17)
+
+
 SOURCES = {
+    "layernorm_stats": layernorm_with_stats(),
     "llama_fp32": MODELS / "llama_tiny_dynamo.onnx", "llama_fp16": MODELS / "llama_tiny_dynamo_fp16.onnx",
     "bert": MODELS / "bert_tiny_legacy.onnx", "gpt2": MODELS / "gpt2_tiny_dynamo.onnx",
     "cnn_fp16": MODELS / "cnn_silu_dynamo_fp16.onnx", "where_fp32": where_chain(F32), "where_fp16": where_chain(F16),
@@ -75,7 +84,7 @@ def test_generated_files_pass_the_open_header_check(tmp_path, name, soc):
 def test_check_catches_a_broken_kernel(tmp_path):
     # The check is real: a kernel calling an API with the wrong arguments fails it.
     res = asc_onnx.fuse(SOURCES["gpt2"], options=FuseOptions(emulate=False), validate=False)
-    k = res.kernels[0]
+    k = next(k for k in res.kernels if k.op.kernel == "pointwise")
     for rel, text in k.files.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text.replace("AscendC::Exp(r", "AscendC::Exp(1.0f, r") if rel.endswith(".cpp")

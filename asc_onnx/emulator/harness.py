@@ -55,7 +55,7 @@ def main_source(k: PointwiseKernel | RowKernel, struct: str) -> str:
     nin, nout = len(k.inputs), len(k.outputs)
     args = ", ".join(f"bufs[{i}].data()" for i in range(nin + nout))
     if isinstance(k, RowKernel):
-        bc = list(k.broadcast_inputs())
+        bc = list(k.broadcast_inputs)
         stat = [o for o, kd in enumerate(k.output_kinds) if kd == "stat"]
         setup = f"""std::vector<std::vector<uint64_t>> shapes({nin + 1});  // every input's, then the data's
     {{

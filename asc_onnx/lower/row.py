@@ -104,7 +104,9 @@ class RowKernel:
         """Inputs carrying rows of the data (``full`` and ``bcast``): the data's shape is their broadcast."""
         return tuple(i for i, x in enumerate(self.inputs) if x.kind in ("full", "bcast"))
 
+    @property
     def broadcast_inputs(self) -> tuple[int, ...]:
+        """Indexes of the ``bcast`` inputs (rows mapped by N-d index)."""
         return tuple(i for i, x in enumerate(self.inputs) if x.kind == "bcast")
 
 
