@@ -175,13 +175,37 @@ def capture(model: str | os.PathLike | ModelProto, names: Sequence[str],
     return dict(zip(names, outs))
 
 
+def _body_numels(k: Kernel, inputs: Sequence[np.ndarray]) -> dict[str, int]:
+    """Element counts of every body value on these inputs (shape inference over the body's nodes)."""
+    body = k.op.function
+    opset = next(o.version for o in body.opset_import if o.domain in ("", "ai.onnx"))
+    graph = helper.make_graph(list(body.node), "sizes",
+                              [helper.make_tensor_value_info(n, dtype_of(a), list(a.shape))
+                               for n, a in zip(k.op.input_names, inputs)],
+                              [helper.make_tensor_value_info(n, dtype_of(inputs[0]), None) for n in k.op.output_names])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # noqa: BLE001 - sizes fall back to the data's
+        return {}
+    out = {n: a.size for n, a in zip(k.op.input_names, inputs)}
+    for v in list(inferred.graph.value_info) + list(inferred.graph.output):
+        dims = v.type.tensor_type.shape.dim
+        if v.type.tensor_type.HasField("shape") and all(d.HasField("dim_value") for d in dims):
+            out[v.name] = int(np.prod([d.dim_value for d in dims])) if dims else 1
+    return out
+
+
 def unfused_bytes(k: Kernel, inputs: Sequence[np.ndarray]) -> list[tuple[onnx.NodeProto, int]]:
-    """GM bytes of each body node run as its own kernel: it reads its inputs and writes its outputs."""
-    full_bytes = int(np.prod(data_shape(k, inputs))) * inputs[0].itemsize
-    nbytes = {n: a.nbytes for n, a in zip(k.op.input_names, inputs)}
+    """GM bytes of each body node run as its own kernel: it reads its inputs and writes its outputs (a
+    reduction writes one value per row)."""
+    item = inputs[0].itemsize
+    full = int(np.prod(data_shape(k, inputs)))
+    numel = _body_numels(k, inputs)
     consts = {n.output[0] for n in k.op.function.node if n.op_type == "Constant"}
-    return [(node, sum(nbytes.get(i, full_bytes) for i in node.input if i and i not in consts)
-             + full_bytes * len([o for o in node.output if o]))
+    return [(node, sum(numel.get(i, full) * item for i in node.input if i and i not in consts)
+             + sum(numel.get(o, full) * item for o in node.output if o))
             for node in k.op.function.node if node.op_type != "Constant"]
 
 

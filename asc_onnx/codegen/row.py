@@ -464,7 +464,16 @@ def _copy_in(out: Lines, k: RowKernel, ins, io_in, bc) -> None:
     out("}", "")
 
 
-def _compute_head(out: Lines, k: RowKernel, ins, outs, io_in, row_out, stat_out, in_reg, split: bool) -> None:
+def _direct(k: RowKernel, in_reg: dict[int, str]) -> dict[str, int]:
+    """Row outputs computed straight into their output tile (fp32: no copy pass; fp16: one Cast): those whose
+    register is theirs alone (not an input's, not another output's, not a constant)."""
+    hoisted = {st.dst for st in k.hoisted}
+    regs = [r for o, r in enumerate(k.out_regs) if k.output_kinds[o] == "row"]
+    return {r: o for o, r in enumerate(k.out_regs) if k.output_kinds[o] == "row" and regs.count(r) == 1
+            and r not in in_reg.values() and r not in hoisted}
+
+
+def _compute_head(out: Lines, k: RowKernel, ins, outs, io_in, in_reg, split: bool, final: bool) -> None:
     out("AscendC::LocalTensor<float> regs = regBuf.Get<float>();",
         "AscendC::LocalTensor<float> reduceTmp = tmpBuf.Get<float>();")
     _declare(out, k)
@@ -474,10 +483,17 @@ def _compute_head(out: Lines, k: RowKernel, ins, outs, io_in, row_out, stat_out,
         out(f"AscendC::LocalTensor<T> {ins[i]}Local = inQueue{cap(ins[i])}.template DeQue<T>();",
             f"AscendC::LocalTensor<float> {in_reg[i]} = ToFloat({ins[i]}Local, regs[{int(in_reg[i][1:])} * "
             "td.tileStride], count);")
+    direct = _direct(k, in_reg) if final else {}
+    for o in direct.values():
+        out(f"AscendC::LocalTensor<T> {outs[o]}Local = outQueue{cap(outs[o])}.template AllocTensor<T>();")
     used = {st.dst for st in k.steps + k.hoisted} | {s for st in k.steps for s in st.srcs} | set(k.out_regs)
     fresh = sorted({u for u in used if u[0] == "r" and u not in in_reg.values()}, key=lambda n: int(n[1:]))
     for r in fresh:
-        out(f"AscendC::LocalTensor<float> {r} = regs[{int(r[1:])} * td.tileStride];")
+        if r in direct:
+            out(f"AscendC::LocalTensor<float> {r} = OutReg({outs[direct[r]]}Local, regs[{int(r[1:])} * "
+                f"td.tileStride]);  // {outs[direct[r]]}")
+        else:
+            out(f"AscendC::LocalTensor<float> {r} = regs[{int(r[1:])} * td.tileStride];")
 
 
 def _compute_rows(out: Lines, k: RowKernel, ins, outs, io_in, row_out, stat_out, in_reg) -> None:
@@ -490,21 +506,27 @@ def _compute_rows(out: Lines, k: RowKernel, ins, outs, io_in, row_out, stat_out,
             "const uint32_t statCount = rows * STAT_SLOT;",
             "const uint32_t vecCount = len;",
             "(void)statCount;", "(void)vecCount;")
-        _compute_head(out, k, ins, outs, io_in, row_out, stat_out, in_reg, split=False)
+        _compute_head(out, k, ins, outs, io_in, in_reg, split=False, final=True)
         for st in k.steps:
             _emit_step(out, st, False)
-        _outputs(out, k, outs, row_out, stat_out, "count", "statCount")
+        _outputs(out, k, outs, row_out + stat_out, _direct(k, in_reg), "count", "statCount")
         for i in io_in:
             out(f"inQueue{cap(ins[i])}.FreeTensor({ins[i]}Local);")
     out("}", "")
 
 
-def _outputs(out: Lines, k: RowKernel, outs, row_out, stat_out, count: str, stat_count: str) -> None:
-    for o in row_out + stat_out:
-        n = outs[o]
-        out(f"AscendC::LocalTensor<T> {n}Local = outQueue{cap(n)}.template AllocTensor<T>();",
-            f"ToTile({n}Local, {k.out_regs[o]}, {count if o in row_out else stat_count});",
-            f"outQueue{cap(n)}.EnQue({n}Local);")
+def _outputs(out: Lines, k: RowKernel, outs, which: list[int], direct: dict[str, int], count: str,
+             stat_count: str) -> None:
+    """Hand the output tiles to CopyOut: direct ones need only their Cast (none for fp32)."""
+    for o in which:
+        n, reg = outs[o], k.out_regs[o]
+        n_count = count if k.output_kinds[o] == "row" else stat_count
+        if direct.get(reg) == o:
+            out(f"FromFloat({n}Local, {reg}, {n_count});")
+        else:
+            out(f"AscendC::LocalTensor<T> {n}Local = outQueue{cap(n)}.template AllocTensor<T>();",
+                f"ToTile({n}Local, {reg}, {n_count});")
+        out(f"outQueue{cap(n)}.EnQue({n}Local);")
 
 
 def _split(out: Lines, k: RowKernel, ins, outs, io_in, vec_in, row_out, stat_out, in_reg) -> None:
@@ -542,7 +564,7 @@ def _split(out: Lines, k: RowKernel, ins, outs, io_in, vec_in, row_out, stat_out
             out("const uint32_t rows = 1;", "const uint32_t pitch = 0;", "const uint32_t count = len;",
                 "const uint32_t statCount = STAT_SLOT;", "const uint32_t vecCount = len;",
                 "(void)col;", "(void)first;", "(void)rows;", "(void)pitch;", "(void)statCount;", "(void)vecCount;")
-            _compute_head(out, k, ins, outs, io_in, row_out, stat_out, in_reg, split=True)
+            _compute_head(out, k, ins, outs, io_in, in_reg, split=True, final=p == final)
             if uses_vec:
                 for j, i in enumerate(vec_in):
                     out(f"LoadWeight({ins[i]}Gm[col], {in_reg[i]}, stageBuf{j}.Get<T>(), len);")
@@ -553,10 +575,7 @@ def _split(out: Lines, k: RowKernel, ins, outs, io_in, vec_in, row_out, stat_out
             for st in reduces:
                 _emit_step(out, st, True)
             if p == final:
-                for o in row_out:
-                    n = outs[o]
-                    out(f"AscendC::LocalTensor<T> {n}Local = outQueue{cap(n)}.template AllocTensor<T>();",
-                        f"ToTile({n}Local, {k.out_regs[o]}, count);", f"outQueue{cap(n)}.EnQue({n}Local);")
+                _outputs(out, k, outs, row_out, _direct(k, in_reg), "count", "statCount")
             for i in io_in:
                 out(f"inQueue{cap(ins[i])}.FreeTensor({ins[i]}Local);")
         out("}", "")

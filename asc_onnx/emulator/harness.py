@@ -88,7 +88,8 @@ def main_source(k: PointwiseKernel | RowKernel, struct: str) -> str:
                                              st.soc.hasDataCopyPad, &tiling);
     if (rc != 0) return Report("tiling", "tiling refused the shape, reason " + std::to_string(rc));
     std::vector<uint64_t> outElems({nout}, total);"""
-    tile = "tiling.tileRows" if isinstance(k, RowKernel) else "tiling.tileLength"
+    # Row kernels: rows per tile, 0 in split mode (a row walked in chunks).
+    tile = "(tiling.chunkLength != 0 ? 0 : tiling.tileRows)" if isinstance(k, RowKernel) else "tiling.tileLength"
     return f"""// asc-onnx emulator driver for {k.op_type}.
 #include <fstream>
 #include <iostream>

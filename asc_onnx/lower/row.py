@@ -525,7 +525,6 @@ def _allocate(b: _RowBuilder, body, hoist, inputs, out_regs) -> dict[int, str]:
         c = "v" if x.kind == "vec" else "r"
         names[i] = f"{c}{count[c]}"
         count[c] += 1
-    n_row_inputs = count["r"]
     pinned = {st.dst for st in hoist}
     for st in hoist:
         c = b.cls[st.dst][0]
@@ -544,9 +543,9 @@ def _allocate(b: _RowBuilder, body, hoist, inputs, out_regs) -> dict[int, str]:
     for i, st in enumerate(body):
         c = b.cls[st.dst][0]
         if c == "r":
+            # A dying input register may be overwritten too (fp32: the input tile itself, freed after compute).
             dying = {int(names[s][1:]) for s in st.srcs
-                     if b.cls[s] == "row" and last.get(s) == i and s not in pinned and s not in out_regs
-                     and int(names[s][1:]) >= n_row_inputs}
+                     if b.cls[s] == "row" and last.get(s) == i and s not in pinned and s not in out_regs}
             masked = st.api in ("Compare", "Compares", "Select")
             if not masked:
                 free.extend(sorted(dying))
