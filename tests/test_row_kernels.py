@@ -226,8 +226,33 @@ def test_mask_softmax_broadcasts_the_mask_over_heads(soc):
     res = run(k.ir, k.files, f"{k.op.op_type}TilingData", [x, causal], SOCS[soc])
     c = compare_arrays("y", reference(k.op, [x, causal])[0], res.outputs[0], TensorProto.FLOAT)
     assert c.ok, c
-    # The mask is read once per head (its rows map by N-d index), x once, y written once.
-    assert res.gm_read_bytes == x.nbytes + 8 * causal.nbytes and res.gm_write_bytes == x.nbytes
+    # x read once, y written once; every core takes rows of one head (910B: 32 cores, 310P: 8), so the mask streams: one
+    # mapped row per data row (mask rows by N-d index: row q of head h reads mask row q mod 128).
+    assert res.gm_read_bytes == x.nbytes + 8 * causal.nbytes
+    assert res.gm_write_bytes == x.nbytes
+
+
+def test_a_mask_a_core_would_reread_is_loaded_once_per_core():
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((1, 8, 64, 64)).astype(np.float32)
+    causal = np.triu(np.full((64, 64), -1e4, np.float32), 1)[None, None]  # 16 KiB
+    k = _one_kernel(_mask_softmax_model(1, 8, 64))
+    res = run(k.ir, k.files, f"{k.op.op_type}TilingData", [x, causal], SOCS["Ascend910B"], core_num=2)
+    c = compare_arrays("y", reference(k.op, [x, causal])[0], res.outputs[0], TensorProto.FLOAT)
+    assert c.ok, c
+    # two cores of four heads each: the mask once per core instead of once per head
+    assert res.block_dim == 2 and res.gm_read_bytes == x.nbytes + 2 * causal.nbytes
+
+
+def test_a_mask_too_large_for_the_ub_streams_one_row_per_data_row():
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((1, 2, 512, 512)).astype(np.float32)
+    causal = np.triu(np.full((512, 512), -1e4, np.float32), 1)[None, None]  # 1 MiB
+    k = _one_kernel(_mask_softmax_model(1, 2, 512))
+    res = run(k.ir, k.files, f"{k.op.op_type}TilingData", [x, causal], SOCS["Ascend910B"])
+    c = compare_arrays("y", reference(k.op, [x, causal])[0], res.outputs[0], TensorProto.FLOAT)
+    assert c.ok, c
+    assert res.gm_read_bytes == x.nbytes + 2 * causal.nbytes  # once per head
 
 
 def test_l2_normalize_and_logsumexp_fuse_through_the_generic_pass():

@@ -55,6 +55,7 @@ def tiling_header(k: RowKernel) -> str:
         "    uint64_t reduceTmp;     // fp32 elements of the reductions' sharedTmpBuffer",
         f"    uint64_t leadDims[{MAX_LEAD}];     // leading dims of the data, innermost last (mask row mapping)",
         f"    uint64_t bcastStride[{_nb(k)}][{MAX_LEAD}];  // per mask input: its row step along each leading axis",
+        f"    uint64_t residentRows[{_nb(k)}];  // per mask input: rows kept in UB for the whole core (0: streamed)",
         "    uint32_t leadCount;     // leading axes used",
         "    uint32_t blockDim;      // cores launched",
         "    float invLength;        // 1 / rowLength, for means",
@@ -134,7 +135,26 @@ def tiling_calc(k: RowKernel) -> str:
             f"// ({c['vec_in']} staged in T), 32-byte padding of every buffer.",
             f"const uint64_t fixed = 256ull * {c['row'] + c['stat'] + 1} + 4 * tmpElems + 4ull * {c['vec']} * vecRow"
             f" + {c['vec_in']}ull * vecRow * dtypeSize + 32ull * {2 * (c['io'] + c['statout']) + 4 + c['vec_in']};",
-            "uint64_t tileRows = ubBytes > fixed ? (ubBytes - fixed) / perRow : 0;",
+            "// A mask input with fewer rows than a core reads (one per data row: a position embedding over a",
+            "// batch, a mask over heads) that fits a third of the UB is loaded whole once per core and its rows",
+            "// gathered from UB; others stream one mapped row per data row.",
+            "uint64_t residentBytes = 0;",
+            f"for (int j = 0; j < {nb}; ++j) {{",
+            "    uint64_t maskElems = 1;",
+            "    for (uint32_t i = 0; i < bcastRanks[j]; ++i) maskElems *= bcastDims[j][i];",
+            "    const uint64_t maskRows = maskElems / rowLength;",
+            "    const uint64_t bytes = (maskRows * t->rowStride * dtypeSize + 31) / 32 * 32;",
+            "    t->residentRows[j] = 0;",
+            "    if (maskRows < coreRows && residentBytes + bytes <= ubBytes / 3) {",
+            "        t->residentRows[j] = maskRows;",
+            "        residentBytes += bytes;",
+            "    }",
+            "}",
+            "uint64_t tileRows = ubBytes > fixed + residentBytes ? (ubBytes - fixed - residentBytes) / perRow : 0;",
+            "if (tileRows == 0 && residentBytes != 0) {  // rows too long to share the UB with the masks",
+            f"    for (int j = 0; j < {nb}; ++j) t->residentRows[j] = 0;",
+            "    tileRows = ubBytes > fixed ? (ubBytes - fixed) / perRow : 0;",
+            "}",
             f"if (tileRows > {MAX_TILE_ROWS}) tileRows = {MAX_TILE_ROWS};",
             "if (tileRows > coreRows) tileRows = coreRows;",
             "if (tileRows >= 1) {",
@@ -143,7 +163,9 @@ def tiling_calc(k: RowKernel) -> str:
             "    t->tileStride = (tileRows * t->rowStride + 63) / 64 * 64;",
             "    t->vecStride = vecRow;",
             "} else {",
-            "    // Split mode: one row at a time in chunks of 64-element multiples.",
+            "    // Split mode: one row at a time in chunks of 64-element multiples; masks stream.",
+            f"    for (int j = 0; j < {nb}; ++j) t->residentRows[j] = 0;",
+            "    residentBytes = 0;",
             f"    const uint64_t perElem = {BUFFER_NUM}ull * {c['io']} * dtypeSize + 4ull * {c['row']} + 4ull * "
             f"{c['vec']} + {c['vec_in']}ull * dtypeSize + 4ull * 2 / 64 + 1;  // + the scratch's share",
             f"    const uint64_t splitFixed = 1024 + 4ull * 64 * {c['stat'] + 1} + {BUFFER_NUM}ull * {STAT_SLOT} * "
@@ -194,6 +216,19 @@ __aicore__ inline void StoreRows(const AscendC::GlobalTensor<U>& dst, const Asce
     AscendC::DataCopyExtParams params{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(U)), 0, 0, 0};
     AscendC::DataCopyPad(dst, src, params);
 #endif
+}
+"""
+
+_GATHER = r"""// One resident mask row into an fp32 register row.
+template <typename U>
+__aicore__ inline void RowToFloat(const AscendC::LocalTensor<float>& dst, const AscendC::LocalTensor<U>& src,
+                                  uint32_t len)
+{
+    if constexpr (std::is_same_v<U, float>) {
+        AscendC::Adds(dst, src, 0.0f, len);
+    } else {
+        AscendC::Cast(dst, src, AscendC::RoundMode::CAST_NONE, len);
+    }
 }
 """
 
@@ -354,6 +389,20 @@ def kernel_source(k: RowKernel, rule: str, body_ops: list[str], sources: list[st
                 out(f"pipe.InitBuffer(vecBuf, {k.num_regs['vec']} * td.vecStride * sizeof(float));")
             for j in range(len(vec_in)):
                 out(f"pipe.InitBuffer(stageBuf{j}, td.vecStride * sizeof(T));")
+            for j, i in enumerate(bc):
+                out(f"if (td.residentRows[{j}] != 0) {{  // the whole mask {ins[i]}, once per core",
+                    f"    pipe.InitBuffer(residentBuf{j}, td.residentRows[{j}] * td.rowStride * sizeof(T));",
+                    f"    const AscendC::LocalTensor<T> resident = residentBuf{j}.Get<T>();",
+                    f"    for (uint64_t row = 0; row < td.residentRows[{j}]; row += {MAX_TILE_ROWS}) {{",
+                    f"        const uint64_t n = td.residentRows[{j}] - row < {MAX_TILE_ROWS} ? "
+                    f"td.residentRows[{j}] - row : {MAX_TILE_ROWS};",
+                    f"        LoadRows(resident[row * td.rowStride], {ins[i]}Gm[row * td.rowLength], "
+                    "static_cast<uint32_t>(n), static_cast<uint32_t>(td.rowLength));",
+                    "    }",
+                    "    const auto readyId = pipe.FetchEventID(AscendC::HardEvent::MTE2_V);",
+                    "    AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(readyId);",
+                    "    AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(readyId);",
+                    "}")
             out("// Constants, and the weights of whole-row mode (split mode loads them per chunk): once per core.",
                 "const uint32_t count = static_cast<uint32_t>(td.tileStride);",
                 "const uint32_t statCount = static_cast<uint32_t>(td.statStride);",
@@ -380,7 +429,7 @@ def kernel_source(k: RowKernel, rule: str, body_ops: list[str], sources: list[st
                     "const uint32_t rows = static_cast<uint32_t>(left < td.tileRows ? left : td.tileRows);",
                     "const uint64_t at = firstRow + row;",
                     "CopyIn(at, rows, 0, static_cast<uint32_t>(td.rowLength));",
-                    "ComputeRows(rows);",
+                    "ComputeRows(at, rows);",
                     "CopyOut(at, rows, 0, static_cast<uint32_t>(td.rowLength));")
             out("}")
         out("}")
@@ -390,6 +439,9 @@ def kernel_source(k: RowKernel, rule: str, body_ops: list[str], sources: list[st
         out("")
         if stat_out:
             out(*_STATS.splitlines())
+            out("")
+        if bc:
+            out(*_GATHER.splitlines())
             out("")
         if vec_in:
             out(*_WEIGHTS.splitlines())
@@ -418,6 +470,8 @@ def kernel_source(k: RowKernel, rule: str, body_ops: list[str], sources: list[st
             "AscendC::TBuf<AscendC::TPosition::VECCALC> tmpBuf;  // sharedTmpBuffer of the reductions")
         if k.num_regs["vec"]:
             out("AscendC::TBuf<AscendC::TPosition::VECCALC> vecBuf;  // fp32 weight rows")
+        for j in range(len(bc)):
+            out(f"AscendC::TBuf<AscendC::TPosition::VECCALC> residentBuf{j};  // a mask kept for the whole core")
         for j in range(len(vec_in)):
             out(f"AscendC::TBuf<AscendC::TPosition::VECCALC> stageBuf{j};  // a weight row in the I/O type")
         for n in ins + outs:
@@ -452,15 +506,20 @@ def _copy_in(out: Lines, k: RowKernel, ins, io_in, bc) -> None:
     with out.indent():
         for i in io_in:
             n = ins[i]
-            out(f"AscendC::LocalTensor<T> {n}Local = inQueue{cap(n)}.template AllocTensor<T>();")
             if i in bc:
                 j = bc.index(i)
-                out("for (uint32_t r = 0; r < rows; ++r) {",
-                    f"    LoadRows({n}Local[r * (td.chunkLength != 0 ? 0 : td.rowStride)], "
-                    f"{n}Gm[BcastRow(at + r, {j}) * td.rowLength + col], 1, len);", "}")
+                out(f"if (td.residentRows[{j}] == 0) {{")
+                with out.indent():
+                    out(f"AscendC::LocalTensor<T> {n}Local = inQueue{cap(n)}.template AllocTensor<T>();",
+                        "for (uint32_t r = 0; r < rows; ++r) {",
+                        f"    LoadRows({n}Local[r * (td.chunkLength != 0 ? 0 : td.rowStride)], "
+                        f"{n}Gm[BcastRow(at + r, {j}) * td.rowLength + col], 1, len);", "}",
+                        f"inQueue{cap(n)}.EnQue({n}Local);")
+                out("}")
             else:
-                out(f"LoadRows({n}Local, {n}Gm[at * td.rowLength + col], rows, len);")
-            out(f"inQueue{cap(n)}.EnQue({n}Local);")
+                out(f"AscendC::LocalTensor<T> {n}Local = inQueue{cap(n)}.template AllocTensor<T>();",
+                    f"LoadRows({n}Local, {n}Gm[at * td.rowLength + col], rows, len);",
+                    f"inQueue{cap(n)}.EnQue({n}Local);")
     out("}", "")
 
 
@@ -479,10 +538,22 @@ def _compute_head(out: Lines, k: RowKernel, ins, outs, io_in, in_reg, split: boo
     _declare(out, k)
     if split:
         out(f"AscendC::LocalTensor<float> partial = stats[{k.num_regs['stat']} * td.statStride];")
+    bc = list(k.broadcast_inputs)
     for i in io_in:
-        out(f"AscendC::LocalTensor<T> {ins[i]}Local = inQueue{cap(ins[i])}.template DeQue<T>();",
-            f"AscendC::LocalTensor<float> {in_reg[i]} = ToFloat({ins[i]}Local, regs[{int(in_reg[i][1:])} * "
-            "td.tileStride], count);")
+        reg, slot = in_reg[i], f"regs[{int(in_reg[i][1:])} * td.tileStride]"
+        if i in bc and not split:
+            j = bc.index(i)
+            out(f"AscendC::LocalTensor<T> {ins[i]}Local;", f"AscendC::LocalTensor<float> {reg} = {slot};",
+                f"if (td.residentRows[{j}] != 0) {{  // gather this tile's mask rows from the resident copy",
+                f"    const AscendC::LocalTensor<T> resident = residentBuf{j}.Get<T>();",
+                "    for (uint32_t r = 0; r < rows; ++r) {",
+                f"        RowToFloat({reg}[r * pitch], resident[BcastRow(at + r, {j}) * td.rowStride], len);",
+                "    }", "} else {",
+                f"    {ins[i]}Local = inQueue{cap(ins[i])}.template DeQue<T>();",
+                f"    {reg} = ToFloat({ins[i]}Local, {slot}, count);", "}")
+        else:
+            out(f"AscendC::LocalTensor<T> {ins[i]}Local = inQueue{cap(ins[i])}.template DeQue<T>();",
+                f"AscendC::LocalTensor<float> {reg} = ToFloat({ins[i]}Local, {slot}, count);")
     direct = _direct(k, in_reg) if final else {}
     for o in direct.values():
         out(f"AscendC::LocalTensor<T> {outs[o]}Local = outQueue{cap(outs[o])}.template AllocTensor<T>();")
@@ -498,20 +569,24 @@ def _compute_head(out: Lines, k: RowKernel, ins, outs, io_in, in_reg, split: boo
 
 def _compute_rows(out: Lines, k: RowKernel, ins, outs, io_in, row_out, stat_out, in_reg) -> None:
     out("// Whole rows: every step once, in program order.",
-        "__aicore__ inline void ComputeRows(uint32_t rows)", "{")
+        "__aicore__ inline void ComputeRows(uint64_t at, uint32_t rows)", "{")
     with out.indent():
         out("const uint32_t len = static_cast<uint32_t>(td.rowLength);",
             "const uint32_t pitch = static_cast<uint32_t>(td.rowStride);",
             "const uint32_t count = rows * pitch;",
             "const uint32_t statCount = rows * STAT_SLOT;",
             "const uint32_t vecCount = len;",
-            "(void)statCount;", "(void)vecCount;")
+            "(void)at;", "(void)statCount;", "(void)vecCount;")
         _compute_head(out, k, ins, outs, io_in, in_reg, split=False, final=True)
         for st in k.steps:
             _emit_step(out, st, False)
         _outputs(out, k, outs, row_out + stat_out, _direct(k, in_reg), "count", "statCount")
+        bc = list(k.broadcast_inputs)
         for i in io_in:
-            out(f"inQueue{cap(ins[i])}.FreeTensor({ins[i]}Local);")
+            if i in bc:
+                out(f"if (td.residentRows[{bc.index(i)}] == 0) inQueue{cap(ins[i])}.FreeTensor({ins[i]}Local);")
+            else:
+                out(f"inQueue{cap(ins[i])}.FreeTensor({ins[i]}Local);")
     out("}", "")
 
 
