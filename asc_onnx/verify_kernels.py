@@ -38,6 +38,7 @@ class KernelCheck:
     block_dim: int
     ok: bool
     error: str | None = None
+    vec_elems: int = 0  # elements processed by every vector instruction
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class DataMovement:
     fused: int
     unfused: int
     compulsory: int
+    vec_per_elem: float = 0.0  # vector work: elements processed by all vector instructions per data element
 
 
 def body_model(op: FusedOp, dtypes: Sequence[int]) -> ModelProto:
@@ -148,7 +150,8 @@ def check(k: Kernel, inputs: Sequence[np.ndarray], soc: Soc, label: str, core_nu
     refs = reference(k.op, inputs)
     cmps = [compare_arrays(n, r, g, dtype) for n, r, g in zip(k.op.output_names, refs, res.outputs)]
     return KernelCheck(k.op.op_type, label, shape, name, max(c.max_abs for c in cmps), max(c.max_rel for c in cmps),
-                       res.gm_read_bytes + res.gm_write_bytes, res.block_dim, all(c.ok for c in cmps))
+                       res.gm_read_bytes + res.gm_write_bytes, res.block_dim, all(c.ok for c in cmps), None,
+                       res.vec_elems)
 
 
 def capture(model: str | os.PathLike | ModelProto, names: Sequence[str],
@@ -209,7 +212,7 @@ def unfused_bytes(k: Kernel, inputs: Sequence[np.ndarray]) -> list[tuple[onnx.No
             for node in k.op.function.node if node.op_type != "Constant"]
 
 
-def data_movement(k: Kernel, inputs: Sequence[np.ndarray], fused_bytes: int) -> DataMovement:
+def data_movement(k: Kernel, inputs: Sequence[np.ndarray], fused_bytes: int, vec_elems: int = 0) -> DataMovement:
     """GM bytes: fused kernel (emulator), unfused chain (each body node reads its inputs and writes
     its output), and the compulsory minimum (inputs read once, outputs written once)."""
     shape = data_shape(k, inputs)
@@ -219,7 +222,8 @@ def data_movement(k: Kernel, inputs: Sequence[np.ndarray], fused_bytes: int) -> 
     rows = int(np.prod(shape[:len(shape) - getattr(k.ir, "row_dims", 0)]))
     out_bytes = sum((int(np.prod(shape)) if kd == "row" else rows) * inputs[0].itemsize for kd in kinds)
     compulsory = sum(a.nbytes for a in inputs) + out_bytes
-    return DataMovement(k.op.op_type, shape, fused_bytes, unfused, compulsory)
+    return DataMovement(k.op.op_type, shape, fused_bytes, unfused, compulsory,
+                        round(vec_elems / max(1, int(np.prod(shape))), 3))
 
 
 __all__ = ["check", "data_shape", "capture", "reference", "random_inputs", "data_movement", "unfused_bytes",
@@ -271,7 +275,7 @@ def verify_kernels(kernels: Sequence[Kernel], original: str | os.PathLike | Mode
                 c = check(k, inputs, soc, "random" if dim == default_dim else f"dims={dim}")
                 checks.append(c)
                 if j == 0 and dim == default_dim:  # data movement on the first dtype column
-                    moves.append(data_movement(k, inputs, c.gm_bytes))
+                    moves.append(data_movement(k, inputs, c.gm_bytes, c.vec_elems))
         real = [captured.get(n) for n in inst.inputs]
         if captured and all(r is not None and r.dtype in (np.float32, np.float16) for r in real) \
                 and len({r.dtype for r in real}) == 1:

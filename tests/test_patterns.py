@@ -372,7 +372,7 @@ def test_identical_instances_share_one_op_type():
     prev = "x"
     for i in range(3):
         nodes += [NODE("Sigmoid", [prev], [f"s{i}"]), NODE("Mul", [f"s{i}", prev], [f"m{i}"]),
-                  NODE("Softmax", [f"m{i}"], [f"o{i}"])]
+                  NODE("Softmax", [f"m{i}"], [f"o{i}"], axis=1)]  # over a leading axis: no row op, a separator
         prev = f"o{i}"
     m = model(nodes, [X], [("o2", F32, [2, 4, D])])
     res = fuse(m)
