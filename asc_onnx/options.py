@@ -18,7 +18,7 @@ class FuseOptions:
         atc_domain_mode: ``"compat"`` (default: fused nodes in the default domain with one
             opset entry, for released CANN) or ``"custom"`` (fused nodes keep the
             ``asc_onnx`` domain, for CANN with the empty-domain fix).
-        generic: run the generic elementwise-chain pass after the named patterns.
+        generic: run the generic passes (row regions, then elementwise chains) after the named patterns.
         seed: seed of the random validation inputs.
         soc: target SoC family (``Ascend910B`` or ``Ascend310P``).
         emulate: run every generated kernel in the emulator against onnxruntime, and the deployed
