@@ -53,7 +53,8 @@ def _common(p: argparse.ArgumentParser, shapes: bool = True) -> None:
 def _select(p: argparse.ArgumentParser) -> None:
     p.add_argument("--only", type=_names, default=[], metavar="A,B", help="fuse only these patterns")
     p.add_argument("--skip", type=_names, default=[], metavar="A,B", help="never fuse these patterns")
-    p.add_argument("--no-generic", action="store_true", help="skip the generic passes (row regions, elementwise chains)")
+    p.add_argument("--no-generic", action="store_true",
+                   help="skip the generic passes (row regions, elementwise chains)")
 
 
 def parser() -> argparse.ArgumentParser:
