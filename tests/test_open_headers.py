@@ -14,7 +14,7 @@ from onnx import helper
 
 import asc_onnx
 from asc_onnx import FuseOptions
-from asc_onnx.codegen.pointwise import _role
+from asc_onnx.codegen.pointwise import role
 from asc_onnx.lower import IO_TYPES
 
 CHECK = ROOT.parent / "shared" / "ascend" / "check" / "check.sh"
@@ -70,7 +70,7 @@ def test_generated_files_pass_the_open_header_check(tmp_path, name, soc):
         kernel = tmp_path / "op_kernel" / f"{k.ir.snake}.cpp"
         for dtype in k.ir.dtypes:
             ctype = IO_TYPES[dtype][0]
-            defs = [f"-DDTYPE_{_role(n).upper()}={ctype}" for n in [x.name for x in k.ir.inputs] + list(k.ir.outputs)]
+            defs = [f"-DDTYPE_{role(n).upper()}={ctype}" for n in [x.name for x in k.ir.inputs] + list(k.ir.outputs)]
             proc = _check(["--arch", ARCH[soc], f"-I{tmp_path / 'op_kernel'}", *defs, str(kernel)])
             if proc.returncode != 0:
                 failures.append(f"{kernel.name} {ctype} {soc}:\n{proc.stdout[-1500:]}{proc.stderr[-500:]}")
@@ -89,6 +89,6 @@ def test_check_catches_a_broken_kernel(tmp_path):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text.replace("AscendC::Exp(r", "AscendC::Exp(1.0f, r") if rel.endswith(".cpp")
                                     else text)
-    defs = [f"-DDTYPE_{_role(n).upper()}=float" for n in [x.name for x in k.ir.inputs] + list(k.ir.outputs)]
+    defs = [f"-DDTYPE_{role(n).upper()}=float" for n in [x.name for x in k.ir.inputs] + list(k.ir.outputs)]
     proc = _check([f"-I{tmp_path / 'op_kernel'}", *defs, str(tmp_path / "op_kernel" / f"{k.ir.snake}.cpp")])
     assert proc.returncode == 1 and "FAIL" in proc.stdout

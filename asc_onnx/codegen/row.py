@@ -19,8 +19,7 @@ from __future__ import annotations
 
 from ..lower import IO_TYPES
 from ..lower.row import MAX_LEAD, STAT_SLOT, RowKernel, RowStep
-from .pointwise import GE_TYPES, _role, cap
-from .skeleton import HELPERS, kernel_entry, plugin_source
+from .skeleton import GE_TYPES, HELPERS, role, cap, infer_dtype_and_opdef, kernel_entry, package_files, plugin_source
 from .text import Lines, comment, f32
 
 BUFFER_NUM = 2
@@ -188,7 +187,7 @@ def tiling_calc(k: RowKernel) -> str:
 
 
 def _roles(k: RowKernel) -> tuple[list[str], list[str]]:
-    return [_role(x.name) for x in k.inputs], [_role(o) for o in k.outputs]
+    return [role(x.name) for x in k.inputs], [role(o) for o in k.outputs]
 
 
 _COPIES = r"""// Rows of T between GM and UB. 910B: DataCopyPad, each UB row padded to rowStride (32 bytes); 310P: rows
@@ -430,7 +429,8 @@ def kernel_source(k: RowKernel, rule: str, body_ops: list[str], sources: list[st
                     "const uint64_t at = firstRow + row;",
                     "CopyIn(at, rows, 0, static_cast<uint32_t>(td.rowLength));",
                     "ComputeRows(at, rows);",
-                    "CopyOut(at, rows, 0, static_cast<uint32_t>(td.rowLength));")
+                    "CopyOut(at, rows, 0, static_cast<uint32_t>(td.rowLength));",
+                    *(["CopyOutStats(at, rows);"] if stat_out else []))
             out("}")
         out("}")
     out("", "private:")
@@ -620,13 +620,13 @@ def _split(out: Lines, k: RowKernel, ins, outs, io_in, vec_in, row_out, stat_out
                         "CopyIn(firstRow + row, 1, col, len);",
                         f"ComputePass{p}(col, len, col == 0);")
                     if p == final:
-                        out("CopyOutRows(firstRow + row, col, len);")
+                        out("CopyOut(firstRow + row, 1, col, len);")
                 out("}")
                 after = [st for st in k.steps if st.dst[0] == "s" and st.form != "reduce" and st.avail == p + 1]
                 if after:
                     out(f"StatsAfterPass{p}();")
             if stat_out:
-                out("CopyOutStats(firstRow + row);")
+                out("FinishStats(firstRow + row);")
         out("}")
     out("}", "")
     for p in range(k.passes):
@@ -664,15 +664,15 @@ def _split(out: Lines, k: RowKernel, ins, outs, io_in, vec_in, row_out, stat_out
                     _emit_step(out, st, True)
             out("}", "")
     if stat_out:
-        out("__aicore__ inline void CopyOutStats(uint64_t at)", "{")
+        out("// Split mode: a row's statistics once its last reduction is done.",
+            "__aicore__ inline void FinishStats(uint64_t at)", "{")
         with out.indent():
             _declare(out, k)
             for o in stat_out:
                 n = outs[o]
                 out(f"AscendC::LocalTensor<T> {n}Local = outQueue{cap(n)}.template AllocTensor<T>();",
-                    f"ToTile({n}Local, {k.out_regs[o]}, STAT_SLOT);", f"outQueue{cap(n)}.EnQue({n}Local);",
-                    f"{n}Local = outQueue{cap(n)}.template DeQue<T>();",
-                    f"StoreStats({n}Gm[at], {n}Local, 1);", f"outQueue{cap(n)}.FreeTensor({n}Local);")
+                    f"ToTile({n}Local, {k.out_regs[o]}, STAT_SLOT);", f"outQueue{cap(n)}.EnQue({n}Local);")
+            out("CopyOutStats(at, 1);")
         out("}", "")
 
 
@@ -684,19 +684,15 @@ def _copy_out(out: Lines, k: RowKernel, outs, row_out, stat_out) -> None:
             out(f"AscendC::LocalTensor<T> {n}Local = outQueue{cap(n)}.template DeQue<T>();",
                 f"StoreRows({n}Gm[at * td.rowLength + col], {n}Local, rows, len);",
                 f"outQueue{cap(n)}.FreeTensor({n}Local);")
-        for o in stat_out:
-            n = outs[o]
-            out(f"AscendC::LocalTensor<T> {n}Local = outQueue{cap(n)}.template DeQue<T>();",
-                f"StoreStats({n}Gm[at], {n}Local, rows);", f"outQueue{cap(n)}.FreeTensor({n}Local);")
     out("}", "")
-    out("__aicore__ inline void CopyOutRows(uint64_t at, uint64_t col, uint32_t len)", "{")
-    with out.indent():
-        for o in row_out:
-            n = outs[o]
-            out(f"AscendC::LocalTensor<T> {n}Local = outQueue{cap(n)}.template DeQue<T>();",
-                f"StoreRows({n}Gm[at * td.rowLength + col], {n}Local, 1, len);",
-                f"outQueue{cap(n)}.FreeTensor({n}Local);")
-    out("}", "")
+    if stat_out:
+        out("__aicore__ inline void CopyOutStats(uint64_t at, uint32_t rows)", "{")
+        with out.indent():
+            for o in stat_out:
+                n = outs[o]
+                out(f"AscendC::LocalTensor<T> {n}Local = outQueue{cap(n)}.template DeQue<T>();",
+                    f"StoreStats({n}Gm[at], {n}Local, rows);", f"outQueue{cap(n)}.FreeTensor({n}Local);")
+        out("}", "")
 
 
 def _shape_lists(data: list[int], full: list[int], storage: bool) -> list[str]:
@@ -711,7 +707,6 @@ def host_source(k: RowKernel, compute_units: list[str]) -> str:
     """op_host/<op>.cpp: OpDef, InferShape, InferDataType and TilingFunc."""
     ins, outs = _roles(k)
     types = [GE_TYPES[IO_TYPES[d][0]] for d in k.dtypes]
-    dt, fmt = ", ".join(types), ", ".join(["ge::FORMAT_ND"] * len(types))
     bc = list(k.broadcast_inputs)
     full = [i for i, x in enumerate(k.inputs) if x.kind == "full"]
     data = list(k.data_inputs)
@@ -794,35 +789,13 @@ def host_source(k: RowKernel, compute_units: list[str]) -> str:
                 + (f"out{o}->SetDim(d, static_cast<int64_t>(dims[d]));" if kd == "row" else
                    f"out{o}->SetDim(d, d + {k.row_dims} >= rank ? 1 : static_cast<int64_t>(dims[d]));  // per row"))
         out("return GRAPH_SUCCESS;")
-    out("}", "", "static graphStatus InferDataType(gert::InferDataTypeContext* context)", "{")
-    with out.indent():
-        for o in range(len(outs)):
-            out(f"context->SetOutputDataType({o}, context->GetInputDataType(0));")
-        out("return GRAPH_SUCCESS;")
-    out("}", "}  // namespace ge", "", "namespace ops {", f"class {k.op_type} : public OpDef {{", "public:")
-    with out.indent():
-        out(f"explicit {k.op_type}(const char* name) : OpDef(name)", "{")
-        with out.indent():
-            for n in ins:
-                out(f'this->Input("{n}").ParamType(REQUIRED).DataType({{{dt}}}).Format({{{fmt}}});')
-            for n in outs:
-                out(f'this->Output("{n}").ParamType(REQUIRED).DataType({{{dt}}}).Format({{{fmt}}});')
-            out("this->SetInferShape(ge::InferShape);", "this->SetInferDataType(ge::InferDataType);",
-                "this->AICore().SetTiling(optiling::TilingFunc);")
-            for cu in compute_units:
-                out(f'this->AICore().AddConfig("{cu}");')
-        out("}")
-    out("};", f"OP_ADD({k.op_type});", "}  // namespace ops")
+    out("}", "")
+    infer_dtype_and_opdef(out, k.op_type, ins, outs, types, compute_units)
     return out.text()
 
 
 def render(k: RowKernel, rule: str, body_ops: list[str], sources: list[str], compute_units: list[str],
            origin_keys: list[str]) -> dict[str, str]:
     """Every file of one row op, by path relative to the op package root."""
-    return {
-        f"op_kernel/{k.snake}.cpp": kernel_source(k, rule, body_ops, sources),
-        f"op_kernel/{k.snake}_tiling.h": tiling_header(k),
-        f"op_host/{k.snake}_tiling_calc.h": tiling_calc(k),
-        f"op_host/{k.snake}.cpp": host_source(k, compute_units),
-        f"framework/onnx_plugin/{k.snake}_plugin.cc": plugin_source(k.op_type, origin_keys),
-    }
+    return package_files(k.snake, kernel_source(k, rule, body_ops, sources), tiling_header(k), tiling_calc(k),
+                         host_source(k, compute_units), plugin_source(k.op_type, origin_keys))

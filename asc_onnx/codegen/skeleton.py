@@ -7,6 +7,21 @@ from __future__ import annotations
 
 from .text import Lines
 
+GE_TYPES = {"float": "ge::DT_FLOAT", "half": "ge::DT_FLOAT16", "bfloat16_t": "ge::DT_BF16"}
+
+
+def role(name: str) -> str:
+    """Formal input/output names are rule-chosen roles (x, bias, x0, y ...); keep them C-safe."""
+    safe = "".join(c if c.isalnum() else "_" for c in name)
+    return safe if safe and safe[0].isalpha() else f"v{safe}"
+
+
+def cap(name: str) -> str:
+    r = role(name)
+    return r[0].upper() + r[1:]
+
+
+
 #: fp32 register helpers every kernel class uses: widen an input tile, narrow a result, copy a register.
 HELPERS = r"""// Compare works on whole 256-byte repeats: round the fp32 count up (registers are sized for it).
 __aicore__ inline uint32_t CompareCount(uint32_t count) { return (count + 63) / 64 * 64; }
@@ -58,6 +73,42 @@ __aicore__ inline void ToTile(const AscendC::LocalTensor<T>& dst, const AscendC:
     }
 }
 """
+
+
+def infer_dtype_and_opdef(out: Lines, op_type: str, ins: list[str], outs: list[str], ge_types: list[str],
+                          compute_units: list[str]) -> None:
+    """The end of every host file: InferDataType (outputs take the I/O type), the OpDef and its registration."""
+    dt, fmt = ", ".join(ge_types), ", ".join(["ge::FORMAT_ND"] * len(ge_types))
+    out("static graphStatus InferDataType(gert::InferDataTypeContext* context)", "{")
+    with out.indent():
+        for o in range(len(outs)):
+            out(f"context->SetOutputDataType({o}, context->GetInputDataType(0));")
+        out("return GRAPH_SUCCESS;")
+    out("}", "}  // namespace ge", "", "namespace ops {", f"class {op_type} : public OpDef {{", "public:")
+    with out.indent():
+        out(f"explicit {op_type}(const char* name) : OpDef(name)", "{")
+        with out.indent():
+            for n in ins:
+                out(f'this->Input("{n}").ParamType(REQUIRED).DataType({{{dt}}}).Format({{{fmt}}});')
+            for n in outs:
+                out(f'this->Output("{n}").ParamType(REQUIRED).DataType({{{dt}}}).Format({{{fmt}}});')
+            out("this->SetInferShape(ge::InferShape);", "this->SetInferDataType(ge::InferDataType);",
+                "this->AICore().SetTiling(optiling::TilingFunc);")
+            for cu in compute_units:
+                out(f'this->AICore().AddConfig("{cu}");')
+        out("}")
+    out("};", f"OP_ADD({op_type});", "}  // namespace ops")
+
+
+def package_files(snake: str, kernel: str, tiling_h: str, tiling_calc: str, host: str, plugin: str) -> dict[str, str]:
+    """One op's files by path relative to the op package root (the same layout for every kernel class)."""
+    return {
+        f"op_kernel/{snake}.cpp": kernel,
+        f"op_kernel/{snake}_tiling.h": tiling_h,
+        f"op_host/{snake}_tiling_calc.h": tiling_calc,
+        f"op_host/{snake}.cpp": host,
+        f"framework/onnx_plugin/{snake}_plugin.cc": plugin,
+    }
 
 
 def kernel_entry(out: Lines, snake: str, args: list[str], struct: str, cls: str, dtype_of: str) -> None:
