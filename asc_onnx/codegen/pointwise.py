@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..lower import IO_TYPES, PointwiseKernel
-from .skeleton import GE_TYPES, HELPERS, role, cap, infer_dtype_and_opdef, kernel_entry, package_files, plugin_source
+from .skeleton import GE_TYPES, HELPERS, cap, infer_dtype_and_opdef, kernel_entry, package_files, plugin_source, role
 from .text import Lines, comment, f32
 
 BUFFER_NUM = 2

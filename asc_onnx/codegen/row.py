@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ..lower import IO_TYPES
 from ..lower.row import MAX_LEAD, STAT_SLOT, RowKernel, RowStep
-from .skeleton import GE_TYPES, HELPERS, role, cap, infer_dtype_and_opdef, kernel_entry, package_files, plugin_source
+from .skeleton import GE_TYPES, HELPERS, cap, infer_dtype_and_opdef, kernel_entry, package_files, plugin_source, role
 from .text import Lines, comment, f32
 
 BUFFER_NUM = 2
