@@ -280,3 +280,53 @@ def test_l2_normalize_and_logsumexp_fuse_through_the_generic_pass():
                               [helper.make_tensor("axes", TensorProto.INT64, [1], [-1])])
     k = _one_kernel(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
     _check(k, [x], "Ascend910B", TensorProto.FLOAT)
+
+
+def _graph_model(nodes, inputs, inits=(), opset=18):
+    f = TensorProto.FLOAT
+    graph = helper.make_graph(nodes, "forms", [helper.make_tensor_value_info(n, f, s) for n, s in inputs],
+                              [helper.make_tensor_value_info("y", f, inputs[0][1])], list(inits))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+AXES = helper.make_tensor("axes", TensorProto.INT64, [1], [-1])
+EPS = helper.make_tensor("eps", TensorProto.FLOAT, [], [1e-5])
+ONE = helper.make_tensor("one", TensorProto.FLOAT, [], [1.0])
+
+
+def _layernorm_nodes(x: str, out: str) -> list:
+    return [helper.make_node("ReduceMean", [x, "axes"], ["m"], keepdims=1), helper.make_node("Sub", [x, "m"], ["d"]),
+            helper.make_node("Mul", ["d", "d"], ["d2"]),
+            helper.make_node("ReduceMean", ["d2", "axes"], ["v"], keepdims=1),
+            helper.make_node("Add", ["v", "eps"], ["ve"]), helper.make_node("Sqrt", ["ve"], ["s"]),
+            helper.make_node("Div", ["d", "s"], [out])]
+
+
+def _rms_nodes(x: str, out: str) -> list:
+    return [helper.make_node("Mul", [x, x], ["sq"]), helper.make_node("ReduceMean", ["sq", "axes"], ["ms"], keepdims=1),
+            helper.make_node("Add", ["ms", "eps"], ["e"]), helper.make_node("Sqrt", ["e"], ["r"]),
+            helper.make_node("Div", [x, "r"], [out])]
+
+
+@pytest.mark.parametrize("form", ["layernorm_no_affine", "rmsnorm_no_weight", "gemma_one_plus_w"])
+def test_exporter_forms_fuse_into_one_row_kernel(form):
+    d = 256
+    if form == "layernorm_no_affine":
+        m = _graph_model(_layernorm_nodes("x", "y"), [("x", [6, d])], [AXES, EPS])
+    elif form == "rmsnorm_no_weight":
+        m = _graph_model(_rms_nodes("x", "y"), [("x", [6, d])], [AXES, EPS])
+    else:  # Gemma: x / rms(x) * (1 + w), the 1 + w inside the fused op (computed once per core)
+        nodes = _rms_nodes("x", "n") + [helper.make_node("Add", ["w", "one"], ["w1"]),
+                                        helper.make_node("Mul", ["n", "w1"], ["y"])]
+        m = _graph_model(nodes, [("x", [6, d]), ("w", [d])], [AXES, EPS, ONE])
+    res = asc_onnx.fuse(m, options=FuseOptions(emulate=False), validate=False)
+    assert len(res.ops) == 1 and len(res.kernels) == 1, [(o.rule, o.kernel) for o in res.ops]
+    k = res.kernels[0]
+    assert len([n for n in res.asc_model.graph.node if n.op_type != "Constant"]) == 1
+    rng = np.random.default_rng(7)
+    arrays = [(rng.standard_normal((6, d)) * 2).astype(np.float32)]
+    if form == "gemma_one_plus_w":
+        arrays.append(rng.standard_normal(d).astype(np.float32) * 0.1)
+        assert any(st.api == "Adds" and st.dst[0] == "v" for st in k.ir.hoisted)  # 1 + w once per core
+    for soc in ("Ascend910B", "Ascend310P"):
+        _check(k, arrays, soc, TensorProto.FLOAT)

@@ -18,7 +18,9 @@ def _core(xf, recip: bool):
     return op.Mul(xf, op.Reciprocal(denom)) if recip else op.Div(xf, denom)
 
 
-def _rms(x, weight, recip: bool, cast: bool):
+def _rms(x, weight, recip: bool, cast: bool, gemma: bool = False):
+    if gemma:  # Gemma scales by (1 + w): the Add joins the op, computed once per core
+        weight = op.Add(weight, Const("offset"))
     if cast:
         return op.Mul(weight, op.Cast(_core(op.Cast(x, to=TensorProto.FLOAT), recip), to=ANY))
     return op.Mul(weight, _core(x, recip))
@@ -28,15 +30,17 @@ def _variants(add: bool) -> list:
     forms = []
     for recip in (True, False):
         for cast in (True, False):
-            if add:
-                def fn(a, b, weight, recip=recip, cast=cast):
-                    s = op.Add(a, b)
-                    return _rms(s, weight, recip, cast), s
-            else:
-                def fn(x, weight, recip=recip, cast=cast):
-                    return _rms(x, weight, recip, cast)
-            fn.__name__ = f"{'add_' if add else ''}rmsnorm_{'recip' if recip else 'div'}{'_cast' if cast else ''}"
-            forms.append(fn)
+            for gemma in (True, False):
+                if add:
+                    def fn(a, b, weight, recip=recip, cast=cast, gemma=gemma):
+                        s = op.Add(a, b)
+                        return _rms(s, weight, recip, cast, gemma), s
+                else:
+                    def fn(x, weight, recip=recip, cast=cast, gemma=gemma):
+                        return _rms(x, weight, recip, cast, gemma)
+                fn.__name__ = (f"{'add_' if add else ''}rmsnorm_{'recip' if recip else 'div'}{'_cast' if cast else ''}"
+                               f"{'_gemma' if gemma else ''}")
+                forms.append(fn)
     if add:
         def add_rmsnorm_op(a, b, weight):
             s = op.Add(a, b)
@@ -64,6 +68,7 @@ RULES = [
     rule("AddRMSNorm", *_variants(True), op_name="AddRmsNorm", kernel="row",
          doc="RMSNorm(a + b) (decomposed or RMSNormalization), the sum as a second output", check=_check_add),
     rule("RMSNorm", *_variants(False), op_name="RmsNorm", kernel="row",
-         doc="x / sqrt(mean(x^2) + eps) * w over the last axis, with or without the fp32 Cast wrapper",
+         doc="x / sqrt(mean(x^2) + eps) * w over the last axis, with or without the fp32 Cast wrapper, "
+             "w or Gemma's (1 + w)",
          check=_check),
 ]
