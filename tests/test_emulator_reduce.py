@@ -62,19 +62,35 @@ def test_reduce_sum_scratch_rule_per_soc(reduce_exe):
     assert out.startswith("FAULT") and "sharedTmpBuffer holds 8 elements, 64 needed" in out, out
     # A2's count form does not use the scratch at all (ReduceSum.md, way 1).
     assert _values(reduce_exe("2201", "sum_small_tmp", x, 4096))[0] == 4096.0
-    # ReduceMax writes a value-index pair per repeat on both: 128 floats for 64 repeats.
+    # ReduceMax with its index keeps each round's value-index pairs on both SoCs (ReduceMax.md): 64 repeats
+    # need 128 + 8 + 8 = 144 floats; 4 repeats 8 + 8 = 16, more than the 32-byte buffer.
     for arch in ("2201", "2002"):
         out = reduce_exe(arch, "max_small_tmp", x, 4096)
-        assert out.startswith("FAULT") and "128 needed" in out, out
-    # Up to 4 repeats, 8 floats of pairs fit the 32-byte buffer.
-    assert _values(reduce_exe("2201", "max_small_tmp", np.arange(256, dtype=np.float32), 256))[0] == 255.0
+        assert out.startswith("FAULT") and "144 needed" in out, out
+        out = reduce_exe(arch, "max_small_tmp", np.arange(256, dtype=np.float32), 256)
+        assert out.startswith("FAULT") and "16 needed" in out, out
 
 
-@pytest.mark.parametrize("scenario, words", [("sum_over_src", "destination overlaps the source"),
-                                             ("max_tmp_over_src", "sharedTmpBuffer overlaps the source")])
-def test_reduce_overlap_faults(reduce_exe, scenario, words):
-    out = reduce_exe("2201", scenario, np.ones(256, np.float32), 256)
+@pytest.mark.parametrize("arch, scenario, words", [("2201", "sum_over_src", "destination overlaps the source"),
+                                                   ("2002", "sum_tmp_over_src", "sharedTmpBuffer overlaps the source")])
+def test_reduce_overlap_faults(reduce_exe, arch, scenario, words):
+    out = reduce_exe(arch, scenario, np.ones(256, np.float32), 256)
     assert out.startswith("FAULT") and words in out, out
+
+
+def test_reduce_max_scratch_may_reuse_the_source(reduce_exe):
+    # ReduceMax.md allows the scratch in the source's space (the result is read before it is overwritten).
+    x = np.random.default_rng(3).uniform(-1, 1, 256).astype(np.float32)
+    assert _values(reduce_exe("2201", "max_tmp_over_src", x, 256))[0] == x.max()
+
+
+def test_reduce_max_with_index_keeps_every_round(reduce_exe):
+    # 8320 floats = 130 repeats: ReduceMax.md's formula with the index gives 264 + 24 = 288 scratch floats;
+    # without the index 264 would do.
+    x = np.random.default_rng(4).uniform(-1, 1, 8320).astype(np.float32)
+    out = reduce_exe("2201", "max_index_sized", x, 8320, 264)
+    assert out.startswith("FAULT") and "264 elements, 288 needed" in out, out
+    assert _values(reduce_exe("2201", "max_index_sized", x, 8320, 288))[0] == x.max()
 
 
 @pytest.mark.parametrize("mask, repeat", [(64, 4), (5, 3), (33, 7)])
@@ -88,7 +104,7 @@ def test_reduce_repeat_one_result_per_repeat(reduce_exe, mask, repeat):
 
 def test_reduce_repeat_mask_beyond_a_repeat_faults(reduce_exe):
     out = reduce_exe("2201", "repeat_bad_mask", np.ones(256, np.float32), 65, 2)
-    assert out.startswith("FAULT") and "continuous mask 65 outside [1, 64]" in out, out
+    assert out.startswith("FAULT") and "continuous mask 65 outside [0, 64]" in out, out
 
 
 def test_reduce_data_block_sums_each_block(reduce_exe):

@@ -20,7 +20,8 @@ static void Run(const std::string& s, int32_t count, int32_t repeat, const std::
     TBuf<TPosition::VECCALC> srcBuf, dstBuf, tmpBuf;
     pipe.InitBuffer(srcBuf, 64 * 1024);
     pipe.InitBuffer(dstBuf, 4096);
-    const uint32_t tmpBytes = s.find("small_tmp") != std::string::npos ? 32 : 8192;
+    const uint32_t tmpBytes = s.find("small_tmp") != std::string::npos ? 32
+                              : s == "max_index_sized" ? static_cast<uint32_t>(repeat) * 4 : 8192;
     pipe.InitBuffer(tmpBuf, tmpBytes);
     LocalTensor<float> src = srcBuf.Get<float>(), dst = dstBuf.Get<float>(), tmp = tmpBuf.Get<float>();
     for (size_t i = 0; i < in.size(); ++i) src.SetValue(static_cast<uint32_t>(i), in[i]);
@@ -43,7 +44,13 @@ static void Run(const std::string& s, int32_t count, int32_t repeat, const std::
         ReduceSum(src[8], src, tmp, count);  // the result lands inside the data it reduces
         Print(dst, 1);
     } else if (s == "max_tmp_over_src") {
-        ReduceMax(dst, src, src[64], count);  // scratch inside the source
+        ReduceMax(dst, src, src[64], count);  // scratch reusing the source's space: allowed (ReduceMax.md)
+        Print(dst, 1);
+    } else if (s == "sum_tmp_over_src") {
+        ReduceSum(dst, src, src[64], count);  // 310P's ReduceSum scratch inside the data it reduces
+        Print(dst, 1);
+    } else if (s == "max_index_sized") {
+        ReduceMax(dst, src, tmp, count, true);  // scratch of argv[3] floats, with the index
         Print(dst, 1);
     } else if (s == "repeat_sum") {
         // count = mask, repeat rows of 64 floats (8 blocks), one sum per row

@@ -45,7 +45,7 @@ inline bool Overlap(const void* a, uint64_t an, const void* b, uint64_t bn) {
 // (ReduceRepeat table 3), no overlap of dst or tmp with src (dst and tmp may share bytes).
 template <typename T>
 void CheckLevel2(const char* api, const LocalTensor<T>& dst, uint32_t dstElems, const LocalTensor<T>& src,
-                 uint32_t count, const LocalTensor<T>& tmp, uint32_t tmpElems) {
+                 uint32_t count, const LocalTensor<T>& tmp, uint32_t tmpElems, bool tmpMayOverlapSrc = false) {
     emu_vec::Operand(api, src, count);
     if (dst.GetPhyAddr() == nullptr || !emu_ub::IsUb(dst.GetPhyAddr()))
         asc_emu::Fail(std::string(api) + ": destination is not an allocated unified-buffer tensor");
@@ -60,18 +60,34 @@ void CheckLevel2(const char* api, const LocalTensor<T>& dst, uint32_t dstElems, 
             asc_emu::Fail(std::string(api) + ": sharedTmpBuffer holds " + std::to_string(tmp.GetSize()) +
                           " elements, " + std::to_string(tmpElems) + " needed for count " + std::to_string(count) +
                           " on " + asc_emu::St().soc.name);
-        if (Overlap(tmp.GetPhyAddr(), tmpElems * sizeof(T), src.GetPhyAddr(), count * sizeof(T)))
+        if (!tmpMayOverlapSrc && Overlap(tmp.GetPhyAddr(), tmpElems * sizeof(T), src.GetPhyAddr(), count * sizeof(T)))
             asc_emu::Fail(std::string(api) + ": sharedTmpBuffer overlaps the source");
     }
 }
 
 inline uint32_t RoundUp(uint32_t n, uint32_t to) { return (n + to - 1) / to * to; }
 
-// Elements of the first round: one per repeat (at least one).
+// Repeats of the first round as the scratch formulas count them: whole repeats, at least one (the
+// leftover elements are reduced on their own, kernel_operator_vec_reduce_intf_impl.h).
 template <typename T>
 uint32_t FirstRepeats(uint32_t count) {
-    const uint32_t r = (count + PerRepeat<T>() - 1) / PerRepeat<T>();
+    const uint32_t r = count / PerRepeat<T>();
     return r > 0 ? r : 1;
+}
+
+// ReduceMax/ReduceMin with calIndex keep every round's (value, index) pairs: ReduceMax.md's formula.
+template <typename T>
+uint32_t IndexScratch(uint32_t count) {
+    const uint32_t epb = PerBlock<T>(), epr = PerRepeat<T>();
+    const uint32_t out1 = FirstRepeats<T>(count) * 2;
+    const uint32_t start2 = RoundUp(out1, epb);
+    const uint32_t out2 = RoundUp(out1, epr) / epr * 2;
+    uint32_t need = start2 + RoundUp(out2, epb);
+    if (out2 > 2) {
+        const uint32_t out3 = RoundUp(out2, epr) / epr * 2;
+        need += RoundUp(out3, epb);
+    }
+    return need;
 }
 
 template <typename T>
@@ -101,12 +117,16 @@ template <typename T>
 void ReduceExtreme(const char* api, bool max, const LocalTensor<T>& dst, const LocalTensor<T>& src,
                    const LocalTensor<T>& tmp, int32_t count, bool calIndex, const asc_emu::Loc& loc) {
     Require<T>(api);
-    if (count <= 0) return;  // NOP (A2: count 0 writes nothing)
+    if (count < 0) asc_emu::Fail(std::string(api) + ": negative count");
+    if (count == 0) return;  // NOP (A2: count 0 writes nothing)
     const uint32_t n = static_cast<uint32_t>(count);
-    // The first round writes a (value, index) pair per repeat into sharedTmpBuffer on every SoC.
-    const uint32_t need = RoundUp(2 * FirstRepeats<T>(n), PerBlock<T>());
+    if (calIndex && std::is_same_v<T, half> && n > 65536)
+        asc_emu::Fail(std::string(api) + ": half indexes stop at 65535 (ReduceMax.md)");
+    // The first round writes a (value, index) pair per repeat into sharedTmpBuffer on every SoC; with the
+    // index, later rounds keep theirs too. The scratch may reuse the source's space (ReduceMax.md).
+    const uint32_t need = calIndex ? IndexScratch<T>(n) : RoundUp(2 * FirstRepeats<T>(n), PerBlock<T>());
     const uint32_t outElems = calIndex ? 2 : 1;
-    CheckLevel2(api, dst, outElems, src, n, tmp, need);
+    CheckLevel2(api, dst, outElems, src, n, tmp, need, /*tmpMayOverlapSrc=*/true);
     Access(api, loc, dst, outElems, src, n, tmp, need);
     auto r = Extreme(src.GetPhyAddr(), n, max);
     std::memset(tmp.GetPhyAddr(), 0xA5, need * sizeof(T));  // the scratch holds intermediate pairs afterwards
@@ -134,7 +154,8 @@ __aicore__ inline void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>
                                  const LocalTensor<T>& sharedTmpBuffer, const int32_t count,
                                  asc_emu::Loc loc = ASC_EMU_HERE) {
     emu_red::Require<T>("ReduceSum");
-    if (count <= 0) return;
+    if (count < 0) asc_emu::Fail("ReduceSum: negative count");
+    if (count == 0) return;
     const uint32_t n = static_cast<uint32_t>(count);
     const uint32_t reps = emu_red::FirstRepeats<T>(n);
 #if __NPU_ARCH__ == 2002
@@ -144,19 +165,26 @@ __aicore__ inline void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>
 #endif
     emu_red::CheckLevel2("ReduceSum", dst, 1, src, n, sharedTmpBuffer, need);
     emu_red::Access("ReduceSum", loc, dst, 1, src, n, sharedTmpBuffer, need);
+    // Trees of one repeat each: the whole repeats, and the leftover elements on their own.
+    const uint32_t whole = n / emu_red::PerRepeat<T>();
     std::vector<T> partial;
-    for (uint32_t r = 0; r < reps; ++r) {
-        const uint32_t lo = r * emu_red::PerRepeat<T>();
-        const uint32_t hi = std::min(n, lo + emu_red::PerRepeat<T>());
-        partial.push_back(emu_red::TreeSum(std::vector<T>(src.GetPhyAddr() + lo, src.GetPhyAddr() + hi)));
+    for (uint32_t r = 0; r < whole; ++r) {
+        const T* p = src.GetPhyAddr() + r * emu_red::PerRepeat<T>();
+        partial.push_back(emu_red::TreeSum(std::vector<T>(p, p + emu_red::PerRepeat<T>())));
     }
+    const uint32_t done = whole * emu_red::PerRepeat<T>();
+    const bool tail = done < n;
+    const T rest = tail ? emu_red::TreeSum(std::vector<T>(src.GetPhyAddr() + done, src.GetPhyAddr() + n)) : T(0);
     T total;
-    if (need == 0) {
-        total = partial[0];
-        for (uint32_t r = 1; r < reps; ++r) total = static_cast<T>(total + partial[r]);
-    } else {
-        for (uint32_t r = 0; r < reps; ++r) sharedTmpBuffer.GetPhyAddr()[r] = partial[r];
-        while (partial.size() > 1) {  // later rounds: one tree per repeat of the previous round's results
+    if (need == 0) {  // A2: one counter-mode vcadd, repeats accumulated in order
+        total = partial.empty() ? rest : partial[0];
+        for (size_t r = 1; r < partial.size(); ++r) total = static_cast<T>(total + partial[r]);
+        if (tail && !partial.empty()) total = static_cast<T>(total + rest);
+    } else if (partial.empty()) {
+        total = rest;
+    } else {  // 310P: the whole repeats' sums through sharedTmpBuffer as trees of trees, the leftover last
+        for (size_t r = 0; r < partial.size(); ++r) sharedTmpBuffer.GetPhyAddr()[r] = partial[r];
+        while (partial.size() > 1) {
             std::vector<T> next;
             for (size_t lo = 0; lo < partial.size(); lo += emu_red::PerRepeat<T>()) {
                 const size_t hi = std::min(partial.size(), lo + emu_red::PerRepeat<T>());
@@ -164,7 +192,7 @@ __aicore__ inline void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>
             }
             partial.swap(next);
         }
-        total = partial[0];
+        total = tail ? static_cast<T>(partial[0] + rest) : partial[0];
     }
     dst.GetPhyAddr()[0] = emu_vec::Sat(total);
 }
@@ -202,15 +230,15 @@ template <typename T>
 void CheckRepeatForm(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src, int32_t mask,
                      int32_t repeatTime, int32_t srcBlkStride, int32_t srcRepStride, uint64_t& srcBytes) {
     Require<T>(api);
-    if (mask < 1 || mask > static_cast<int32_t>(PerRepeat<T>()))
-        asc_emu::Fail(std::string(api) + ": continuous mask " + std::to_string(mask) + " outside [1, " +
-                      std::to_string(PerRepeat<T>()) + "]");
+    if (mask < 0 || mask > static_cast<int32_t>(PerRepeat<T>()) || (mask == 0 && __NPU_ARCH__ == 2002))
+        asc_emu::Fail(std::string(api) + ": continuous mask " + std::to_string(mask) + " outside [" +
+                      (__NPU_ARCH__ == 2002 ? "1" : "0") + ", " + std::to_string(PerRepeat<T>()) + "]");
     if (repeatTime < 0 || repeatTime > 255) asc_emu::Fail(std::string(api) + ": repeatTime outside [0, 255]");
     emu_vec::Operand(api, src, 0);
     if (dst.GetPhyAddr() == nullptr || !emu_ub::IsUb(dst.GetPhyAddr()))
         asc_emu::Fail(std::string(api) + ": destination is not an allocated unified-buffer tensor");
-    const uint32_t lastBlk = (mask - 1) / PerBlock<T>();
-    srcBytes = repeatTime == 0 ? 0 : (static_cast<uint64_t>(repeatTime - 1) * srcRepStride + lastBlk * srcBlkStride) * 32 + 32;
+    const uint32_t lastBlk = mask > 0 ? (mask - 1) / PerBlock<T>() : 0;
+    srcBytes = repeatTime == 0 || mask == 0 ? 0 : (static_cast<uint64_t>(repeatTime - 1) * srcRepStride + lastBlk * srcBlkStride) * 32 + 32;
     if (srcBytes > static_cast<uint64_t>(src.GetSize()) * sizeof(T))
         asc_emu::Fail(std::string(api) + ": the repeats read past the source tensor");
 }
@@ -230,6 +258,13 @@ __aicore__ inline void ReduceRepeat(const LocalTensor<T>& dst, const LocalTensor
                       order != ReduceOrder::ORDER_ONLY_INDEX;
     if (reduceType != ReduceType::SUM && order != ReduceOrder::ORDER_VALUE_INDEX && order != ReduceOrder::ORDER_ONLY_VALUE)
         asc_emu::Fail("ReduceRepeat: only ORDER_VALUE_INDEX and ORDER_ONLY_VALUE are emulated");
+#if __NPU_ARCH__ == 2002
+    if (reduceType != ReduceType::SUM && order == ReduceOrder::ORDER_ONLY_VALUE)
+        asc_emu::Fail("ReduceRepeat: 310P takes ORDER_VALUE_INDEX or ORDER_INDEX_VALUE only (ReduceRepeat.md)");
+#endif
+    // Destination alignment (ReduceRepeat.md table 3): one element for SUM, a pair for MAX/MIN.
+    if (emu_ub::Offset(dst.GetPhyAddr()) % (sizeof(T) * (reduceType == ReduceType::SUM ? 1 : 2)) != 0)
+        asc_emu::Fail("ReduceRepeat: destination address is not aligned to its results");
     const uint32_t unit = pair ? 2 : 1;
     const uint64_t dstElems = repeatTime == 0 ? 0 : static_cast<uint64_t>(repeatTime - 1) * dstRepStride * unit + unit;
     if (dstElems > dst.GetSize()) asc_emu::Fail("ReduceRepeat: the results run past the destination tensor");
@@ -278,6 +313,8 @@ __aicore__ inline void ReduceDataBlock(const LocalTensor<T>& dst, const LocalTen
     emu_red::CheckRepeatForm("ReduceDataBlock", dst, src, mask, repeatTime, srcBlkStride, srcRepStride, srcBytes);
     const uint64_t dstElems = repeatTime == 0 ? 0 : static_cast<uint64_t>(repeatTime - 1) * dstRepStride * 8 + 8;
     if (dstElems > dst.GetSize()) asc_emu::Fail("ReduceDataBlock: the results run past the destination tensor");
+    if (emu_ub::Offset(dst.GetPhyAddr()) % (8 * sizeof(T)) != 0)  // 16 bytes for half, 32 for float
+        asc_emu::Fail("ReduceDataBlock: destination address is not aligned to 8 results");
     if (emu_red::Overlap(dst.GetPhyAddr(), dstElems * sizeof(T), src.GetPhyAddr(), srcBytes))
         asc_emu::Fail("ReduceDataBlock: destination overlaps the source");
     const int32_t op = asc_emu::Issue(asc_emu::PV, "ReduceDataBlock", loc);
