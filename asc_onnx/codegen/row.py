@@ -80,12 +80,12 @@ def tiling_calc(k: RowKernel) -> str:
         "// Returns 0 and fills t, or a non-zero reason: 1 empty data, 2 a chunk of one row does not fit the unified",
         "// buffer, 3 rows that are not whole 32-byte blocks on a SoC without DataCopyPad, 4 per-row statistics as",
         "// outputs on a SoC without DataCopyPad, 5 too many leading axes.",
-        f"inline int {fn}(const uint64_t* dims, uint32_t rank, const uint64_t* const* bcastDims,",
+        "// rowDims: trailing dims of the data that form one row (the op's normalized axes).",
+        f"inline int {fn}(const uint64_t* dims, uint32_t rank, uint32_t rowDims, const uint64_t* const* bcastDims,",
         f"{' ' * (len(fn) + 12)}const uint32_t* bcastRanks, uint32_t dtypeSize, uint32_t coreNum, uint64_t ubBytes,",
         f"{' ' * (len(fn) + 12)}bool hasDataCopyPad, {struct_name(k)}* t)", "{")
     with out.indent():
-        out(f"const uint32_t rowDims = {k.row_dims};",
-            "if (rank < rowDims || coreNum == 0) return 1;",
+        out("if (rank < rowDims || rowDims == 0 || coreNum == 0) return 1;",
             "uint64_t rowLength = 1;",
             "for (uint32_t i = rank - rowDims; i < rank; ++i) rowLength *= dims[i];",
             "uint64_t rows = 1;",
@@ -770,7 +770,8 @@ def host_source(k: RowKernel, compute_units: list[str]) -> str:
         vec_checks = [i for i, x in enumerate(k.inputs) if x.kind == "vec"]
         out("const uint32_t dtypeSize = context->GetInputDesc(0)->GetDataType() == ge::DT_FLOAT ? 4 : 2;",
             f"auto* tiling = context->GetTilingData<{struct_name(k)}>();",
-            f"if ({k.op_type}ComputeTiling(dims, rank, bcastDims, bcastRanks, dtypeSize, coreNum, ubBytes, "
+            f"if ({k.op_type}ComputeTiling(dims, rank, {k.row_dims}, bcastDims, bcastRanks, dtypeSize, coreNum, "
+            "ubBytes, "
             "hasDataCopyPad, tiling) != 0) {", "    return ge::GRAPH_FAILED;", "}",
             *[f"if (static_cast<uint64_t>(context->GetInputShape({i})->GetStorageShape().GetShapeSize()) != "
               "tiling->rowLength) return ge::GRAPH_FAILED;  // a weight row" for i in vec_checks],

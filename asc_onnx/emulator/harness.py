@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -58,8 +58,10 @@ def main_source(k: PointwiseKernel | RowKernel, struct: str) -> str:
         bc = list(k.broadcast_inputs)
         stat = [o for o, kd in enumerate(k.output_kinds) if kd == "stat"]
         setup = f"""std::vector<std::vector<uint64_t>> shapes({nin + 1});  // every input's, then the data's
+    uint32_t rowDims = 0;  // the op's, not compiled in: ops that differ only there share one program
     {{
         std::ifstream f(dir + "/shapes.txt");
+        f >> rowDims;
         for (int i = 0; i < {nin + 1}; ++i) {{
             uint32_t r = 0;
             f >> r;
@@ -71,8 +73,8 @@ def main_source(k: PointwiseKernel | RowKernel, struct: str) -> str:
     uint32_t bcastRanks[{max(1, len(bc))}] = {{0}};
     {" ".join(f"bcastDims[{j}] = shapes[{i}].data(); bcastRanks[{j}] = shapes[{i}].size();" for j, i in enumerate(bc))}
     {struct} tiling{{}};
-    const int rc = {k.op_type}ComputeTiling(shapes[{nin}].data(), shapes[{nin}].size(), bcastDims, bcastRanks,
-                                             dtypeSize, coreNum, tilingUb, st.soc.hasDataCopyPad, &tiling);
+    const int rc = {k.op_type}ComputeTiling(shapes[{nin}].data(), shapes[{nin}].size(), rowDims, bcastDims,
+                                             bcastRanks, dtypeSize, coreNum, tilingUb, st.soc.hasDataCopyPad, &tiling);
     if (rc != 0) return Report("tiling", "tiling refused the shape, reason " + std::to_string(rc));
     const uint64_t total = tiling.rows * tiling.rowLength;
     std::vector<uint64_t> outElems({nout}, total);
@@ -179,14 +181,34 @@ def _headers_digest() -> str:
     return h.hexdigest()
 
 
+#: Names every program is compiled under: kernels that differ only in their op type, comments and source
+#: node names share one program (and one compile), whatever model they came from.
+CANON_TYPE, CANON_SNAKE = "AscKernel", "asc_kernel"
+
+
+def _canonical(k: PointwiseKernel | RowKernel, text: str) -> str:
+    """A source with the op's names replaced by the canonical ones and comments blanked (lines kept, so the
+    fault messages' line numbers stay those of the real files)."""
+    text = text.replace(k.op_type, CANON_TYPE).replace(k.snake.upper(), CANON_SNAKE.upper())
+    text = text.replace(k.snake, CANON_SNAKE)
+    lines = []
+    for line in text.split("\n"):
+        code, sep, _ = line.partition("//")
+        lines.append(code.rstrip() if sep and '"' not in code else line)
+    return "\n".join(lines)
+
+
 def build(k: PointwiseKernel | RowKernel, sources: Mapping[str, str], struct: str, dtype: int, soc: Soc) -> Path:
-    """Compile (or reuse) the emulator program of one kernel, dtype and SoC; returns the binary."""
+    """Compile (or reuse) the emulator program of one kernel, dtype and SoC; returns the binary.
+
+    Programs are cached by a hash of the canonical sources (:func:`_canonical`)."""
     ctype = IO_TYPES[dtype][0]
     defines = [f"-DDTYPE_{n.upper()}={ctype}" for n in [x.name for x in k.inputs] + list(k.outputs)]
-    main = main_source(k, struct)
+    main = main_source(replace(k, op_type=CANON_TYPE, snake=CANON_SNAKE), struct.replace(k.op_type, CANON_TYPE))
+    canon = {rel.replace(k.snake, CANON_SNAKE): _canonical(k, text) for rel, text in sources.items()}
     flags = ["-std=c++17", "-O2", "-w", f"-D__NPU_ARCH__={soc.npu_arch}"] + defines
     h = hashlib.sha256()
-    for part in [main, _headers_digest(), " ".join(flags)] + [sources[key] for key in sorted(sources)]:
+    for part in [main, _headers_digest(), " ".join(flags)] + [canon[key] for key in sorted(canon)]:
         h.update(part.encode())
     target = cache_dir() / h.hexdigest()[:24]
     prog = target / "prog"
@@ -196,7 +218,7 @@ def build(k: PointwiseKernel | RowKernel, sources: Mapping[str, str], struct: st
         raise AscOnnxError("the emulator needs g++ (not found on PATH)")
     work = Path(tempfile.mkdtemp(prefix="asc-emu-"))
     try:
-        for rel, text in sources.items():
+        for rel, text in canon.items():
             (work / rel).parent.mkdir(parents=True, exist_ok=True)
             (work / rel).write_text(text)
         (work / "main.cpp").write_text(main)
@@ -204,7 +226,8 @@ def build(k: PointwiseKernel | RowKernel, sources: Mapping[str, str], struct: st
                str(work / "main.cpp"), "-o", str(work / "prog")]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
-            raise AscOnnxError(f"g++ failed on the generated kernel {k.op_type}:\n{proc.stderr[-3000:]}")
+            err = proc.stderr[-3000:].replace(CANON_SNAKE, k.snake).replace(CANON_TYPE, k.op_type)
+            raise AscOnnxError(f"g++ failed on the generated kernel {k.op_type}:\n{err}")
         target.mkdir(parents=True, exist_ok=True)
         tmp = target / f"prog.{os.getpid()}"
         shutil.copy2(work / "prog", tmp)
@@ -227,7 +250,8 @@ def run(k: PointwiseKernel | RowKernel, sources: Mapping[str, str], struct: str,
         for i, a in enumerate(inputs):
             Path(d, f"in{i}.bin").write_bytes(np.ascontiguousarray(a).tobytes())
         shapes = [a.shape for a in inputs] + [_output_shapes(k, inputs)[0]]
-        Path(d, "shapes.txt").write_text("\n".join(" ".join(str(v) for v in (len(sh), *sh)) for sh in shapes))
+        Path(d, "shapes.txt").write_text(f"{getattr(k, 'row_dims', 0)}\n" + "\n".join(
+            " ".join(str(v) for v in (len(sh), *sh)) for sh in shapes))
         tiling_ub = soc.ub_bytes - (8192 if k.uses_select else 0)  # the host reserves 8 KB for Select
         cmd = [str(prog), d, str(core_num or soc.vector_cores), str(size), str(tiling_ub)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -237,7 +261,8 @@ def run(k: PointwiseKernel | RowKernel, sources: Mapping[str, str], struct: str,
             raise AscOnnxError(f"emulator run of {k.op_type} crashed (exit {proc.returncode}): "
                                f"{proc.stderr[-500:]}") from None
         if "error" in info:
-            raise EmulatorFaultError(f"{k.op_type} on {soc.name}: {info['error']}: {info['message']}")
+            message = info["message"].replace(CANON_SNAKE, k.snake).replace(CANON_TYPE, k.op_type)
+            raise EmulatorFaultError(f"{k.op_type} on {soc.name}: {info['error']}: {message}")
         shapes = _output_shapes(k, inputs)
         outs = tuple(_read(Path(d, f"out{o}.bin"), dtype, shapes[o]) for o in range(len(k.outputs)))
     return EmuResult(outs, info["block_dim"], info["gm_read"], info["gm_write"], info["vec"], info["ub_peak"],
