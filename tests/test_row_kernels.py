@@ -330,3 +330,22 @@ def test_exporter_forms_fuse_into_one_row_kernel(form):
         assert any(st.api == "Adds" and st.dst[0] == "v" for st in k.ir.hoisted)  # 1 + w once per core
     for soc in ("Ascend910B", "Ascend310P"):
         _check(k, arrays, soc, TensorProto.FLOAT)
+
+
+def test_fixture_row_kernels_on_310p():
+    """The fp16 LLaMA on 310P: its norms (rows of 32 fp16, whole 32-byte blocks) ship and pass on captured
+    activations; the attention softmax over rows of 8 fp16 (16 bytes) is refused by the tiling and goes
+    back to its nodes."""
+    from conftest import MODELS
+
+    res = asc_onnx.fuse(MODELS / "llama_tiny_dynamo_fp16.onnx", options=FuseOptions(soc="Ascend310P"))
+    shipped = {k.op.rule for k in res.kernels if k.op.kernel == "row"}
+    assert {"RMSNorm", "AddRMSNorm"} <= shipped
+    rejected = {r["op_type"]: r["reason"] for r in res.report["kernels"]["rejected"]}
+    assert all("reason 3" in why for why in rejected.values()), rejected
+    assert any(op.rule == "ScaleMaskSoftmax" and op.op_type in rejected for op in res.ops)
+    assert res.deployed is not None and res.deployed.ok
+    for k in res.kernels:
+        if k.op.kernel == "row":
+            assert {c.inputs for c in res.kernel_checks if c.op_type == k.op.op_type and c.ok} >= {"random",
+                                                                                                 "captured"}
