@@ -48,13 +48,14 @@ CHILD = {
 }
 
 WRAP = """
-import json, resource, sys, time
+import json, sys, time
 MODEL, OUT = sys.argv[1], sys.argv[2]
 extra = {{}}
 t0 = time.perf_counter()
 {body}
-print(json.dumps({{"seconds": time.perf_counter() - t0,
-                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, **extra}}))
+# VmHWM: this process's own peak (ru_maxrss would carry the parent's pre-exec high-water mark too)
+hwm = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+print(json.dumps({{"seconds": time.perf_counter() - t0, "peak_rss_mib": hwm / 1024, **extra}}))
 """
 
 
