@@ -19,7 +19,7 @@ import onnx
 import onnx.inliner
 from onnx import ModelProto
 
-from .codegen import pointwise, row
+from .codegen import pointwise, row, skeleton
 from .graph import input_dims
 from .lower import LoweringError, PointwiseKernel, RowKernel, lower_pointwise, lower_row
 from .rewrite import ATC_OPSETS, DOMAIN, FusedOp, RewriteResult, build_atc_model
@@ -220,9 +220,9 @@ def package(rewritten: RewriteResult, soc: Soc, atc_mode: str, shape_map: Mappin
         except LoweringError as exc:
             skipped.append((op.op_type, str(exc)))
             continue
-        files = CODEGEN[op.kernel].render(ir, op.rule, [n.op_type for n in op.function.node if n.op_type != "Constant"],
-                                 list(op.instances[0].source_nodes), [soc.compute_unit],
-                                 origin_keys(op.op_type, atc_mode))
+        body_ops = [n.op_type for n in op.function.node if n.op_type != "Constant"]
+        files = skeleton.render(CODEGEN[op.kernel], ir, op.rule, body_ops, list(op.instances[0].source_nodes),
+                                [soc.compute_unit], origin_keys(op.op_type, atc_mode))
         kernels.append(Kernel(op, ir, files))
     served = {k.op.op_type for k in kernels}
     unserved = [(DOMAIN, op.op_type) for op in rewritten.ops if op.op_type not in served]

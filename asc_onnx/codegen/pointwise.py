@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..lower import IO_TYPES, PointwiseKernel
-from .skeleton import GE_TYPES, HELPERS, cap, infer_dtype_and_opdef, kernel_entry, package_files, plugin_source, role
+from .skeleton import GE_TYPES, HELPERS, cap, infer_dtype_and_opdef, kernel_entry, role
 from .text import Lines, comment, f32
 
 BUFFER_NUM = 2
@@ -596,9 +596,3 @@ def host_source(k: PointwiseKernel, compute_units: list[str]) -> str:
     infer_dtype_and_opdef(out, k.op_type, ins, outs, types, compute_units)
     return out.text()
 
-
-def render(k: PointwiseKernel, rule: str, body_ops: list[str], sources: list[str], compute_units: list[str],
-           origin_keys: list[str]) -> dict[str, str]:
-    """Every file of one pointwise op, by path relative to the op package root."""
-    return package_files(k.snake, kernel_source(k, rule, body_ops, sources), tiling_header(k), tiling_calc(k),
-                         host_source(k, compute_units), plugin_source(k.op_type, origin_keys))

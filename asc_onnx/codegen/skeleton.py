@@ -100,14 +100,16 @@ def infer_dtype_and_opdef(out: Lines, op_type: str, ins: list[str], outs: list[s
     out("};", f"OP_ADD({op_type});", "}  // namespace ops")
 
 
-def package_files(snake: str, kernel: str, tiling_h: str, tiling_calc: str, host: str, plugin: str) -> dict[str, str]:
-    """One op's files by path relative to the op package root (the same layout for every kernel class)."""
+def render(emitters, k, rule: str, body_ops: list[str], sources: list[str], compute_units: list[str],
+           origin_keys: list[str]) -> dict[str, str]:
+    """Every file of one op, by path relative to the op package root: the same layout for every kernel
+    class, the per-class parts from ``emitters`` (the class's codegen module)."""
     return {
-        f"op_kernel/{snake}.cpp": kernel,
-        f"op_kernel/{snake}_tiling.h": tiling_h,
-        f"op_host/{snake}_tiling_calc.h": tiling_calc,
-        f"op_host/{snake}.cpp": host,
-        f"framework/onnx_plugin/{snake}_plugin.cc": plugin,
+        f"op_kernel/{k.snake}.cpp": emitters.kernel_source(k, rule, body_ops, sources),
+        f"op_kernel/{k.snake}_tiling.h": emitters.tiling_header(k),
+        f"op_host/{k.snake}_tiling_calc.h": emitters.tiling_calc(k),
+        f"op_host/{k.snake}.cpp": emitters.host_source(k, compute_units),
+        f"framework/onnx_plugin/{k.snake}_plugin.cc": plugin_source(k.op_type, origin_keys),
     }
 
 
