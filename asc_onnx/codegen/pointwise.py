@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..lower import IO_TYPES, PointwiseKernel
-from .skeleton import GE_TYPES, HELPERS, cap, infer_dtype_and_opdef, kernel_entry, role
+from .skeleton import GE_TYPES, HELPERS, LAUNCH_LINES, cap, infer_dtype_and_opdef, kernel_entry, platform_lines, role
 from .text import Lines, comment, f32
 
 BUFFER_NUM = 2
@@ -556,14 +556,7 @@ def host_source(k: PointwiseKernel, compute_units: list[str]) -> str:
       "static ge::graphStatus TilingFunc(gert::TilingContext* context)",
       "{")
     with out.indent():
-        out("auto ascendcPlatform = platform_ascendc::PlatformAscendC(context->GetPlatformInfo());",
-          "uint64_t ubBytes = 0;",
-          *(["// Select writes scratch at TMP_UB_OFFSET: keep 8 KB of UB free for it.",
-             "ascendcPlatform.ReserveLocalMemory(platform_ascendc::ReservedSize::RESERVED_SIZE_8K);"]
-            if k.uses_select else []),
-          "ascendcPlatform.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ubBytes);",
-          "const uint32_t coreNum = ascendcPlatform.GetCoreNumAiv();",
-          "const bool hasDataCopyPad = ascendcPlatform.GetSocVersion() != platform_ascendc::SocVersion::ASCEND310P;",
+        out(*platform_lines(k.uses_select),
           f"const gert::Shape& outShape = context->GetInputShape({full_idx})->GetStorageShape();",
           "// The kernel reads full inputs at the output's length and repeats broadcast inputs along leading",
           "// axes: refuse any other shape ATC hands over rather than read past a tensor.",
@@ -581,10 +574,7 @@ def host_source(k: PointwiseKernel, compute_units: list[str]) -> str:
           " != 0) {",
           "    return ge::GRAPH_FAILED;",
           "}",
-          "context->SetBlockDim(tiling->blockDim);",
-          "size_t* workspace = context->GetWorkspaceSizes(1);",
-          "workspace[0] = 0;  // no advanced API, no system workspace",
-          "return ge::GRAPH_SUCCESS;")
+          *LAUNCH_LINES)
     out("}", "}  // namespace optiling", "", "namespace ge {",
       "static graphStatus InferShape(gert::InferShapeContext* context)", "{")
     with out.indent():

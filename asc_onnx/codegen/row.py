@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ..lower import IO_TYPES
 from ..lower.row import MAX_LEAD, STAT_SLOT, RowKernel, RowStep
-from .skeleton import GE_TYPES, HELPERS, cap, infer_dtype_and_opdef, kernel_entry, role
+from .skeleton import GE_TYPES, HELPERS, LAUNCH_LINES, cap, infer_dtype_and_opdef, kernel_entry, platform_lines, role
 from .text import Lines, comment, f32
 
 BUFFER_NUM = 2
@@ -745,14 +745,7 @@ def host_source(k: RowKernel, compute_units: list[str]) -> str:
     out("}", "}  // namespace", "", "namespace optiling {",
         "static ge::graphStatus TilingFunc(gert::TilingContext* context)", "{")
     with out.indent():
-        out("auto ascendcPlatform = platform_ascendc::PlatformAscendC(context->GetPlatformInfo());",
-            "uint64_t ubBytes = 0;",
-            *(["// Select writes scratch at TMP_UB_OFFSET: keep 8 KB of UB free for it.",
-               "ascendcPlatform.ReserveLocalMemory(platform_ascendc::ReservedSize::RESERVED_SIZE_8K);"]
-              if k.uses_select else []),
-            "ascendcPlatform.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ubBytes);",
-            "const uint32_t coreNum = ascendcPlatform.GetCoreNumAiv();",
-            "const bool hasDataCopyPad = ascendcPlatform.GetSocVersion() != platform_ascendc::SocVersion::ASCEND310P;",
+        out(*platform_lines(k.uses_select),
             *_shape_lists(data, full, storage=True),
             "uint64_t dims[8] = {0};",
             "uint32_t rank = 0;",
@@ -775,10 +768,7 @@ def host_source(k: RowKernel, compute_units: list[str]) -> str:
             "hasDataCopyPad, tiling) != 0) {", "    return ge::GRAPH_FAILED;", "}",
             *[f"if (static_cast<uint64_t>(context->GetInputShape({i})->GetStorageShape().GetShapeSize()) != "
               "tiling->rowLength) return ge::GRAPH_FAILED;  // a weight row" for i in vec_checks],
-            "context->SetBlockDim(tiling->blockDim);",
-            "size_t* workspace = context->GetWorkspaceSizes(1);",
-            "workspace[0] = 0;  // no advanced API, no system workspace",
-            "return ge::GRAPH_SUCCESS;")
+            *LAUNCH_LINES)
     out("}", "}  // namespace optiling", "", "namespace ge {",
         "static graphStatus InferShape(gert::InferShapeContext* context)", "{")
     with out.indent():

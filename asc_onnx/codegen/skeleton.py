@@ -75,6 +75,27 @@ __aicore__ inline void ToTile(const AscendC::LocalTensor<T>& dst, const AscendC:
 """
 
 
+def platform_lines(uses_select: bool) -> list[str]:
+    """The start of every TilingFunc: UB size (8 KB reserved where Select needs TMP_UB_OFFSET), vector core
+    count and whether the SoC has DataCopyPad, all from the platform."""
+    return ["auto ascendcPlatform = platform_ascendc::PlatformAscendC(context->GetPlatformInfo());",
+            "uint64_t ubBytes = 0;",
+            *(["// Select writes scratch at TMP_UB_OFFSET: keep 8 KB of UB free for it.",
+               "ascendcPlatform.ReserveLocalMemory(platform_ascendc::ReservedSize::RESERVED_SIZE_8K);"]
+              if uses_select else []),
+            "ascendcPlatform.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ubBytes);",
+            "const uint32_t coreNum = ascendcPlatform.GetCoreNumAiv();",
+            "const bool hasDataCopyPad = ascendcPlatform.GetSocVersion() != "
+            "platform_ascendc::SocVersion::ASCEND310P;"]
+
+
+#: The end of every TilingFunc: the launch width from the tiling, no workspace.
+LAUNCH_LINES = ["context->SetBlockDim(tiling->blockDim);",
+                "size_t* workspace = context->GetWorkspaceSizes(1);",
+                "workspace[0] = 0;  // no advanced API, no system workspace",
+                "return ge::GRAPH_SUCCESS;"]
+
+
 def infer_dtype_and_opdef(out: Lines, op_type: str, ins: list[str], outs: list[str], ge_types: list[str],
                           compute_units: list[str]) -> None:
     """The end of every host file: InferDataType (outputs take the I/O type), the OpDef and its registration."""

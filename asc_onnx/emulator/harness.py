@@ -249,7 +249,8 @@ def run(k: PointwiseKernel | RowKernel, sources: Mapping[str, str], struct: str,
     with tempfile.TemporaryDirectory(prefix="asc-emu-run-") as d:
         for i, a in enumerate(inputs):
             Path(d, f"in{i}.bin").write_bytes(np.ascontiguousarray(a).tobytes())
-        shapes = [a.shape for a in inputs] + [_output_shapes(k, inputs)[0]]
+        out_shapes = _output_shapes(k, inputs)
+        shapes = [a.shape for a in inputs] + [out_shapes[0]]
         Path(d, "shapes.txt").write_text(f"{getattr(k, 'row_dims', 0)}\n" + "\n".join(
             " ".join(str(v) for v in (len(sh), *sh)) for sh in shapes))
         tiling_ub = soc.ub_bytes - (8192 if k.uses_select else 0)  # the host reserves 8 KB for Select
@@ -263,8 +264,7 @@ def run(k: PointwiseKernel | RowKernel, sources: Mapping[str, str], struct: str,
         if "error" in info:
             message = info["message"].replace(CANON_SNAKE, k.snake).replace(CANON_TYPE, k.op_type)
             raise EmulatorFaultError(f"{k.op_type} on {soc.name}: {info['error']}: {message}")
-        shapes = _output_shapes(k, inputs)
-        outs = tuple(_read(Path(d, f"out{o}.bin"), dtype, shapes[o]) for o in range(len(k.outputs)))
+        outs = tuple(_read(Path(d, f"out{o}.bin"), dtype, out_shapes[o]) for o in range(len(k.outputs)))
     return EmuResult(outs, info["block_dim"], info["gm_read"], info["gm_write"], info["vec"], info["ub_peak"],
                      info["scalar"], info["tile_length"], info["vec_elems"])
 
