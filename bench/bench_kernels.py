@@ -72,11 +72,16 @@ def _hand_count(k) -> int:
     return total + casts
 
 
+def time_us(gm_bytes: float, vec_elems: float, soc: str, cores: int) -> float:
+    """The estimate: GM bytes at the bandwidth or fp32 vector repeats at the clock, whichever is longer."""
+    return max(gm_bytes / BANDWIDTH[soc], vec_elems * 4 / 256 / (CLOCK[soc] * cores)) * 1e6
+
+
 def _unfused_time_us(k, inputs, soc: str, cores: int) -> float:
     """Each body node as its own kernel: its bytes at the bandwidth, its vector passes, a launch."""
     n = next(a for a, x in zip(inputs, k.ir.inputs) if x.kind == "full").size
-    return sum(max(b / BANDWIDTH[soc], HAND_COST.get(node.op_type, 1) * n * 4 / 256 / (CLOCK[soc] * cores)) * 1e6
-               + LAUNCH_US for node, b in unfused_bytes(k, inputs))
+    return sum(time_us(b, HAND_COST.get(node.op_type, 1) * n, soc, cores) + LAUNCH_US
+               for node, b in unfused_bytes(k, inputs))
 
 
 def main() -> int:
@@ -109,7 +114,7 @@ def main() -> int:
                 gm_ratio = m.fused / m.compulsory
                 vec = r.vec_elems / n
                 tiles = max(1, math.ceil(n / max(1, r.tile_length)))
-                t = max(m.fused / BANDWIDTH[soc_name], r.vec_elems * 4 / 256 / (CLOCK[soc_name] * r.block_dim)) * 1e6
+                t = time_us(m.fused, r.vec_elems, soc_name, r.block_dim)
                 t_unf = _unfused_time_us(k, inputs, soc_name, soc.vector_cores)
                 if shape == big:
                     worst_gm, worst_vec = max(worst_gm, gm_ratio), max(worst_vec, vec / hand)

@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import numpy as np  # noqa: E402
-from bench_kernels import BANDWIDTH, CLOCK, HAND_COST, LAUNCH_US  # noqa: E402
+from bench_kernels import HAND_COST, LAUNCH_US, time_us  # noqa: E402
 from onnx import TensorProto, helper  # noqa: E402
 
 import asc_onnx  # noqa: E402
@@ -119,10 +119,6 @@ def _hand_count(k) -> int:
     return total + casts
 
 
-def _time_us(gm_bytes: float, vec_elems: float, soc: str, cores: int) -> float:
-    return max(gm_bytes / BANDWIDTH[soc], vec_elems * 4 / 256 / (CLOCK[soc] * cores)) * 1e6
-
-
 def _row(label, k, inputs, soc_name) -> tuple[float, bool, bool]:
     soc = SOCS[soc_name]
     try:
@@ -139,8 +135,8 @@ def _row(label, k, inputs, soc_name) -> tuple[float, bool, bool]:
     rows = n // math.prod(shape[len(shape) - k.ir.row_dims:])
     vec = r.vec_elems / n
     hand = _hand_count(k)
-    t = _time_us(m.fused, r.vec_elems, soc_name, r.block_dim)
-    t_unf = sum(_time_us(b, HAND_COST.get(node.op_type, 1) * n, soc_name, soc.vector_cores) + LAUNCH_US
+    t = time_us(m.fused, r.vec_elems, soc_name, r.block_dim)
+    t_unf = sum(time_us(b, HAND_COST.get(node.op_type, 1) * n, soc_name, soc.vector_cores) + LAUNCH_US
                 for node, b in unfused_bytes(k, inputs))
     split = r.tile_length == 0  # rows per tile; 0 in split mode
     print(f"{label[:32]:<32} {soc_name:<10} {str(list(shape))[:20]:<20} {r.block_dim:>3} "
