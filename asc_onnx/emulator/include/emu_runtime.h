@@ -116,6 +116,8 @@ struct GmBuffer {
     bool output;
     std::vector<int32_t> writer;  // block that wrote each byte, -1 = never written
     std::vector<GmBlock> mte3 = {};  // in-flight MTE3 writes, per 32-byte block
+    bool cubeShared = false;         // a workspace the cube core writes and the vector core reads
+    std::vector<GmBlock> mte2 = {};  // last MTE2 read per 32-byte block (cube-shared buffers only)
 };
 
 // One 64-byte line of the scalar data cache (GlobalTensor::GetValue/SetValue).
@@ -125,12 +127,32 @@ struct CacheLine {
     int32_t op = -1;     // last SetValue
 };
 
+// Output of an asynchronous Matmul::IterateAll the cube core may still be writing.
+struct PendingC {
+    const uint8_t* base;
+    size_t bytes;
+    std::string what;
+};
+
+// Cube-side counters of Matmul objects (lib/matmul_intf.h), summed over blocks.
+struct CubeCounters {
+    uint64_t macs = 0;        // multiply-accumulates, whole 16x16 fractals (8-wide K for float)
+    uint64_t blocks = 0;      // C blocks computed
+    uint64_t aReadBytes = 0;  // GM -> L1 bytes of A
+    uint64_t bReadBytes = 0;  // GM -> L1 bytes of B and the bias
+    uint64_t cBytes = 0;      // C bytes the cube handed to the vector side (workspace or UB)
+    uint64_t l1Peak = 0;      // most L1 the registered objects of one block reserve
+};
+
 struct PipeState {
     uint64_t seq[NPIPES] = {0, 0, 0, 0};  // operations issued per pipe
     Clock known[NPIPES];                   // known[p]: what pipe p's next operation is ordered after
     std::vector<UbBlock> ub = std::vector<UbBlock>(512 * 1024 / 32);
     std::map<int, Clock> flags;            // pending SetFlag per (event, id)
     std::map<uintptr_t, CacheLine> cache;  // data-cache lines by GM address / 64
+    Clock sExplicit;                       // what S knows complete through WaitFlag/PipeBarrier<PIPE_ALL> only
+    uint64_t l1Reserved = 0;               // L1 the block's Matmul objects reserve
+    std::vector<PendingC> pending;         // cube output not yet waited for
 };
 
 struct State {
@@ -147,6 +169,7 @@ struct State {
     uint64_t ubUsed = 0;  // bytes the running block's TPipe has handed out (from offset 0)
     std::vector<OpRec> ops;  // operations of the running block
     PipeState pipes;
+    CubeCounters cube;
 };
 
 inline State& St() {
@@ -255,6 +278,7 @@ inline void WaitFlag(int dst, int key, const char* event, const Loc& loc) {
              " without a SetFlag before it: the pipe would wait forever");
     Issue(dst, "WaitFlag", loc);
     ps.known[dst].Join(it->second);
+    if (dst == PS) ps.sExplicit.Join(it->second);
     ps.flags.erase(it);
 }
 
@@ -295,10 +319,22 @@ inline void NoDirtyLines(const void* p, size_t bytes, const char* what) {
     }
 }
 
+// A read of global memory the cube core may still be writing (an IterateAll<false> not waited for).
+inline void NotPending(const void* p, size_t bytes, const char* what) {
+    auto* a = static_cast<const uint8_t*>(p);
+    for (const auto& pc : St().pipes.pending) {
+        if (a < pc.base + pc.bytes && pc.base < a + bytes)
+            Fail(std::string(what) + " reads global memory that " + pc.what +
+                 " may still be writing on the cube core: wait for it first (WaitIterateAll, or "
+                 "CrossCoreWaitFlag on the cube's flag)");
+    }
+}
+
 inline void GmRead(const void* p, size_t bytes, const char* what) {
     if (bytes == 0) return;
     FindGm(p, bytes, what);
     NoDirtyLines(p, bytes, what);
+    NotPending(p, bytes, what);
     St().gmReadBytes += bytes;
 }
 
@@ -335,6 +371,33 @@ inline void GmWrite(const void* p, size_t bytes, const char* what, int32_t op = 
         }
     }
     St().gmWriteBytes += bytes;
+}
+
+// An MTE2 copy `op` read [p, p + bytes): remembered where the cube core will later overwrite the bytes.
+inline void Mte2Read(int32_t op, const void* p, size_t bytes) {
+    if (bytes == 0) return;
+    GmBuffer& b = FindGm(p, bytes, "read");
+    if (!b.cubeShared) return;
+    if (b.mte2.size() != (b.bytes + 31) / 32) b.mte2.assign((b.bytes + 31) / 32, GmBlock{});
+    const size_t off = static_cast<const uint8_t*>(p) - b.base;
+    for (size_t blk = off / 32; blk <= (off + bytes - 1) / 32; ++blk) b.mte2[blk] = GmBlock{op, St().pipes.seq[PMTE2], 0};
+}
+
+// The cube core is told (by a message the scalar unit sends) to overwrite [p, p + bytes) of a workspace the
+// vector core reads. The compiler cannot see that write, so every MTE2 read of those bytes must be known
+// complete to S through an explicit WaitFlag<HardEvent::MTE2_S> (or PipeBarrier<PIPE_ALL>).
+inline void CubeOverwrite(const void* p, size_t bytes, const char* what, const Loc& loc) {
+    if (bytes == 0) return;
+    GmBuffer& b = FindGm(p, bytes, what);
+    if (!b.cubeShared || b.mte2.empty()) return;
+    const size_t off = static_cast<const uint8_t*>(p) - b.base;
+    for (size_t blk = off / 32; blk <= (off + bytes - 1) / 32; ++blk) {
+        const GmBlock& r = b.mte2[blk];
+        if (r.op >= 0 && St().pipes.sExplicit.c[PMTE2] < r.seq)
+            Fail(std::string("pipe race (cube write after MTE2 read) on '") + b.name + "' offset " +
+                 std::to_string(blk * 32) + ": " + what + " at " + loc.Str() + " lets the cube overwrite bytes " +
+                 Describe(r.op) + " may still be reading; wait for MTE2 first (SetFlag/WaitFlag<HardEvent::MTE2_S>)");
+    }
 }
 
 inline void CountVec(const char* api, uint64_t elems) {

@@ -26,6 +26,7 @@ __aicore__ inline void PipeBarrier(asc_emu::Loc loc = ASC_EMU_HERE) {
     if constexpr (P == PIPE_ALL) {
         for (int p = 0; p < asc_emu::NPIPES; ++p)
             for (int q = 0; q < asc_emu::NPIPES; ++q) ps.known[p].c[q] = ps.seq[q];
+        for (int q = 0; q < asc_emu::NPIPES; ++q) ps.sExplicit.c[q] = ps.seq[q];
     } else {
         constexpr int p = P == PIPE_S ? asc_emu::PS : P == PIPE_V ? asc_emu::PV : P == PIPE_MTE2 ? asc_emu::PMTE2
                                                                                                 : asc_emu::PMTE3;

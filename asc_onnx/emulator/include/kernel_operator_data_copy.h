@@ -53,6 +53,7 @@ __aicore__ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>
     emu_copy::CheckFits(dst, bytes, "DataCopy GM->UB");
     asc_emu::GmRead(src.GetPhyAddr(), bytes, "DataCopy GM->UB");
     const int32_t op = asc_emu::Issue(asc_emu::PMTE2, "DataCopy GM->UB", loc);
+    asc_emu::Mte2Read(op, src.GetPhyAddr(), bytes);
     asc_emu::UbAccess(op, emu_ub::Offset(dst.GetPhyAddr()), bytes, true);
     std::memcpy(dst.GetPhyAddr(), src.GetPhyAddr(), bytes);
 }
@@ -94,6 +95,7 @@ __aicore__ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor
         const uint8_t* gr = g + r * (static_cast<uint64_t>(p.blockLen) + p.srcStride);
         uint8_t* ur = u + r * (rowUb + p.dstStride * 32ull);
         asc_emu::GmRead(gr, p.blockLen, "DataCopyPad GM->UB");
+        asc_emu::Mte2Read(op, gr, p.blockLen);
         T* row = reinterpret_cast<T*>(ur);
         uint32_t n = p.blockLen / sizeof(T);
         uint32_t rowElems = static_cast<uint32_t>(rowUb / sizeof(T));

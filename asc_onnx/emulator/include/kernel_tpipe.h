@@ -225,3 +225,6 @@ private:
 __aicore__ inline TPipe* GetTPipePtr() { return emu_ub::CurrentPipe(); }
 
 }  // namespace AscendC
+
+// Global as well, as CANN declares it (kernel_tpipe_impl.h).
+__aicore__ inline AscendC::TPipe* GetTPipePtr() { return AscendC::emu_ub::CurrentPipe(); }

@@ -1,0 +1,505 @@
+// asc-onnx emulator: the Matmul high-level API as a vector core calls it (AscendC::Matmul,
+// REGIST_MATMUL_OBJ). Our own code, from the API reference (高阶API/矩阵计算) and the open
+// implementation (impl/adv_api/detail/matmul, include/adv_api/matmul/matmul_client.h).
+//
+// What it models:
+// * the block order of TCubeTiling: Iterate walks baseM x baseN blocks of the core's
+//   singleCoreM x singleCoreN region (SetTail shrinks it) in groups of stepM/stepN, N inner for
+//   iterateOrder 0 and M inner for 1 (scheduler_norm_base.h MoveOnIterateOrderM/N);
+// * the cube arithmetic: half/bfloat16_t/float inputs, products and sums in fp32 over 16-element K
+//   fractals (8 for float), the bias added once in fp32;
+// * the capacity of L1, L0A, L0B and L0C (and BT for the bias) each tiling must respect, summed over
+//   every object one REGIST_MATMUL_OBJ registers, checked when the object is registered;
+// * GM traffic: A and B reach L1 one base tile at a time (NORM), kept there for at most depthA1 (depthB1)
+//   tiles and dropped where the scheduler resets them; counters for cube work;
+// * the 910B hand-over rules of the KFC messages: SetTensorA/B start a round, and SetBias/SetTail count only
+//   in a round (every message clears the flags, matmul_client.h); Iterate after the last block stays false
+//   until a new round;
+// * the AIC/AIV hand-over (910B): a C block exists only after Iterate and is fetched once with GetTensorC;
+//   an asynchronous IterateAll leaves its output unreadable until WaitIterateAll, and a vector-core
+//   read of it before then is a fault (the missing cross-core wait);
+// * 310P (coupled): the Matmul runs on the AI Core itself and needs SetLocalWorkspace (UB scratch)
+//   before the first Iterate when A/B are ND or C is in GM (SetLocalWorkspace.md).
+#pragma once
+#include <algorithm>
+#include <list>
+
+#include "kernel_operator.h"
+#include "kernel_tiling/kernel_tiling.h"
+
+enum class CubeFormat { ND = 0, NZ, ZN, ZZ, NN, ND_ALIGN, SCALAR, VECTOR };
+enum class LayoutMode { NONE = 0, BSNGD, SBNGD, BNGS1S2, NORMAL };
+
+struct MatmulConfig {
+    bool doNorm;
+    bool doMultiDataLoad;
+};
+constexpr MatmulConfig CFG_NORM{true, false};
+constexpr MatmulConfig CFG_MDL{false, true};
+
+namespace asc_emu {
+// Cube-side memories per SoC (impl/adv_api/tiling/matmul/matmul_tiling_base.cpp, cann_facts.md §7).
+struct CubeCaps {
+    uint64_t l1, l0a, l0b, l0c, bt;
+};
+inline CubeCaps Cube() {
+#if __NPU_ARCH__ == 2002
+    return {1048576, 65536, 65536, 262144, 0};
+#else
+    return {524288, 65536, 65536, 131072, 1024};
+#endif
+}
+
+inline float ToF32(float v) { return v; }
+inline float ToF32(half v) { return static_cast<float>(v); }
+inline float ToF32(bfloat16_t v) { return v.ToFloat(); }
+
+}  // namespace asc_emu
+
+namespace AscendC {
+
+template <TPosition POSITION, CubeFormat FORMAT, typename TYPE, bool ISTRANS = false,
+          LayoutMode LAYOUT = LayoutMode::NONE, bool IBSHARE = false>
+struct MatmulType {
+    static constexpr TPosition pos = POSITION;
+    static constexpr CubeFormat format = FORMAT;
+    static constexpr bool isTrans = ISTRANS;
+    using T = TYPE;
+};
+
+// System workspace (Matmul's KFC messages and C staging on 910B) and the user part after it.
+namespace emu_ws {
+inline GM_ADDR& Sys() {
+    static GM_ADDR p = nullptr;
+    return p;
+}
+inline uint64_t& SysBytes() {
+    static uint64_t b = 0;
+    return b;
+}
+}  // namespace emu_ws
+__aicore__ inline GM_ADDR GetUserWorkspace(GM_ADDR workspace) {
+    if (workspace == nullptr) asc_emu::Fail("GetUserWorkspace: workspace can not be nullptr");
+    return workspace + emu_ws::SysBytes();
+}
+
+template <class A_TYPE, class B_TYPE, class C_TYPE, class BIAS_TYPE = C_TYPE, const auto& MM_CFG = CFG_NORM>
+class Matmul {
+    using AT = typename A_TYPE::T;
+    using BT = typename B_TYPE::T;
+    using CT = typename C_TYPE::T;
+    using BiasT = typename BIAS_TYPE::T;
+    static_assert(std::is_same_v<AT, BT>, "Matmul: A and B must have one data type");
+    static_assert(std::is_same_v<CT, float> || std::is_same_v<CT, AT>, "Matmul: C is float or the input type");
+#if __NPU_ARCH__ == 2002
+    static_assert(std::is_same_v<AT, half>, "Matmul on 310P (Atlas inference AI Core) takes half A/B (int8 not emulated)");
+#endif
+    static_assert(A_TYPE::pos == TPosition::GM && B_TYPE::pos == TPosition::GM,
+                  "the emulator models A and B in GM");
+    static_assert(C_TYPE::pos == TPosition::GM || C_TYPE::pos == TPosition::VECIN, "C goes to GM or VECIN");
+
+public:
+    // REGIST_MATMUL_OBJ: check the tiling against the cube's memories and reserve its L1.
+    void EmuInit(const tiling::TCubeTiling* t, asc_emu::Loc loc) {
+        if (t == nullptr) asc_emu::Fail("REGIST_MATMUL_OBJ at " + loc.Str() + " without a tiling");
+        tiling_ = *t;
+        loc_ = loc;
+        const auto& c = tiling_;
+        const auto caps = asc_emu::Cube();
+        const uint32_t c0 = 32 / sizeof(AT);  // K fractal of the input type
+        auto bad = [&](const std::string& why) {
+            asc_emu::Fail("Matmul tiling registered at " + loc.Str() + " is not valid: " + why);
+        };
+        if (c.M <= 0 || c.N <= 0 || c.Ka <= 0 || c.Kb <= 0 || c.Ka != c.Kb) bad("M/N/Ka/Kb must be positive, Ka == Kb");
+        if (c.singleCoreM <= 0 || c.singleCoreN <= 0 || c.singleCoreK <= 0) bad("singleCore sizes must be positive");
+        if (c.baseM <= 0 || c.baseN <= 0 || c.baseK <= 0) bad("base sizes must be positive");
+        if (c.baseM % 16 || c.baseN % 16) bad("baseM and baseN must be multiples of 16 (the cube fractal)");
+        if (c.baseK % c0) bad("baseK must be a multiple of " + std::to_string(c0) + " (32 bytes of the input type)");
+        if (c.stepM <= 0 || c.stepN <= 0 || c.stepKa <= 0 || c.stepKb <= 0) bad("steps must be positive");
+        if (c.stepKa % c.stepKb != 0 && c.stepKb % c.stepKa != 0) bad("stepKa and stepKb must divide one another");
+        // NORM (CFG_NORM, what asc-onnx emits): stepM <= depthA1, stepN <= depthB1 (matmul_tiling_algorithm.cpp);
+        // MDL additionally needs depth a multiple of step*stepK (matmul_shape_tiling.h).
+        if (c.depthA1 < c.stepM || c.depthB1 < c.stepN) bad("depthA1/depthB1 must hold stepM/stepN base tiles");
+        if (!MM_CFG.doNorm && (c.depthA1 % (c.stepM * c.stepKa) || c.depthB1 % (c.stepN * c.stepKb)))
+            bad("MDL: depthA1 (depthB1) must be a multiple of stepM*stepKa (stepN*stepKb)");
+        if (c.iterateOrder != 0 && c.iterateOrder != 1) bad("iterateOrder must be 0 (ORDER_M) or 1 (ORDER_N)");
+#if __NPU_ARCH__ == 2002
+        // 310P transforms ND tiles in UB scratch of transLength bytes (matmul_shape_tiling.h).
+        if (c.transLength <= 0) bad("transLength must be positive on 310P (the ND -> NZ scratch in UB)");
+#endif
+        // L0A/L0B are double-buffered only when both are (tbuf_pool_l0_base.h).
+        const uint64_t dbAB = c.dbL0A == 2 && c.dbL0B == 2 ? 2 : 1, dbC = c.dbL0C == 2 ? 2 : 1;
+        const uint64_t dbA = dbAB, dbB = dbAB;
+        const uint64_t l0a = dbA * c.baseM * c.baseK * sizeof(AT), l0b = dbB * c.baseN * c.baseK * sizeof(BT);
+        const uint64_t l0c = dbC * c.baseM * c.baseN * sizeof(float);
+        if (l0a > caps.l0a) bad("L0A overflow: " + std::to_string(l0a) + " bytes > " + std::to_string(caps.l0a));
+        if (l0b > caps.l0b) bad("L0B overflow: " + std::to_string(l0b) + " bytes > " + std::to_string(caps.l0b));
+        if (l0c > caps.l0c) bad("L0C overflow: " + std::to_string(l0c) + " bytes > " + std::to_string(caps.l0c));
+        const uint64_t bias = c.isBias ? static_cast<uint64_t>(c.baseN) * sizeof(BiasT) : 0;
+        // The bias table holds the fp32 accumulator type whatever the bias type (c2_buffer.h).
+        const uint64_t bt = c.isBias ? static_cast<uint64_t>(c.baseN) * sizeof(float) : 0;
+        if (caps.bt && bt > caps.bt) bad("bias table overflow: " + std::to_string(bt) + " bytes > " + std::to_string(caps.bt));
+        const uint64_t l1 = static_cast<uint64_t>(c.depthA1) * c.baseM * c.baseK * sizeof(AT) +
+                            static_cast<uint64_t>(c.depthB1) * c.baseN * c.baseK * sizeof(BT) + bias;
+        asc_emu::St().pipes.l1Reserved += l1;
+        if (asc_emu::St().pipes.l1Reserved > caps.l1)
+            bad("L1 overflow: the registered Matmul objects reserve " + std::to_string(asc_emu::St().pipes.l1Reserved) +
+                " bytes > " + std::to_string(caps.l1));
+        asc_emu::St().cube.l1Peak = std::max(asc_emu::St().cube.l1Peak, asc_emu::St().pipes.l1Reserved);
+        registered_ = true;
+        tailM_ = c.singleCoreM;
+        tailN_ = c.singleCoreN;
+        tailK_ = c.singleCoreK;
+    }
+
+    __aicore__ inline void SetTensorA(const GlobalTensor<AT>& gm, bool isTransposeA = false) {
+        Need("SetTensorA");
+        if (isTransposeA) asc_emu::Fail("Matmul::SetTensorA: transposed A is not emulated");
+        a_ = gm;
+        hasA_ = true;
+        NewRound();
+    }
+    __aicore__ inline void SetTensorB(const GlobalTensor<BT>& gm, bool isTransposeB = false) {
+        Need("SetTensorB");
+        if (isTransposeB && !B_TYPE::isTrans)
+            asc_emu::Fail("Matmul::SetTensorB(gm, true) with a B MatmulType whose ISTRANS is false");
+        b_ = gm;
+        transB_ = isTransposeB;
+        hasB_ = true;
+        NewRound();
+    }
+    __aicore__ inline void SetBias(const GlobalTensor<BiasT>& gm) {
+        Need("SetBias");
+        if (!tiling_.isBias) asc_emu::Fail("Matmul::SetBias with a tiling made without EnableBias(true)");
+        bias_ = gm;
+        hasBias_ = true;
+        roundBias_ = true;
+    }
+    __aicore__ inline void DisableBias() {
+        hasBias_ = false;
+        biasDisabled_ = true;
+        roundBias_ = true;
+    }
+    // Shrink this core's region (edge cores); -1 keeps a size.
+    __aicore__ inline void SetTail(int tailM = -1, int tailN = -1, int tailK = -1) {
+        Need("SetTail");
+        if (tailM > tiling_.singleCoreM || tailN > tiling_.singleCoreN || tailK > tiling_.singleCoreK)
+            asc_emu::Fail("Matmul::SetTail larger than the tiling's singleCore shape");
+        if (tailM == 0 || tailN == 0 || tailK == 0) asc_emu::Fail("Matmul::SetTail with a zero size");
+        if (tailM > 0) tailM_ = tailM;
+        if (tailN > 0) tailN_ = tailN;
+        if (tailK > 0) tailK_ = tailK;
+        roundTail_ = true;
+    }
+#if __NPU_ARCH__ == 2002
+    __aicore__ inline void SetLocalWorkspace(const LocalTensor<uint8_t>& tmp) {
+        Need("SetLocalWorkspace");
+        const uint32_t need = std::max<uint32_t>(tiling_.transLength, tiling_.baseM * tiling_.baseN * sizeof(float));
+        if (tmp.GetSize() < need)
+            asc_emu::Fail("Matmul::SetLocalWorkspace: " + std::to_string(tmp.GetSize()) + " bytes, the tiling's UB "
+                          "scratch (transLength, or a C block staged through UB) needs " + std::to_string(need));
+        localWs_ = true;
+    }
+#endif
+
+    // One C block per call, in the tiling's order; false when the region is done.
+    template <bool sync = true>
+    __aicore__ inline bool Iterate(bool enPartialSum = false, asc_emu::Loc loc = ASC_EMU_HERE) {
+        if (enPartialSum) asc_emu::Fail("Matmul::Iterate: enPartialSum is not emulated");
+        if (!sync) asc_emu::Fail("Matmul::Iterate<false> (asynchronous blocks) is not emulated; use IterateAll<false>");
+        if (done_) return false;
+        Start(loc);
+        if (haveC_) asc_emu::Fail("Matmul::Iterate at " + loc.Str() + ": the previous C block was never fetched "
+                                  "with GetTensorC (the cube would overwrite it)");
+        if (next_ >= order_.size()) {
+            done_ = true;  // false again until SetTensorA/B starts a new round (matmul_client.h)
+            return false;
+        }
+        Compute(order_[next_++]);
+        haveC_ = true;
+        return true;
+    }
+
+    // The block of the last Iterate, [h, w] row-major (enSequentialWrite) or at its place in the
+    // [singleCoreM, singleCoreN] region of a C with N columns.
+    template <bool sync = true>
+    __aicore__ inline void GetTensorC(const GlobalTensor<CT>& gm, uint8_t enAtomic = 0, bool enSequentialWrite = false,
+                                      asc_emu::Loc loc = ASC_EMU_HERE) {
+        static_assert(sync, "GetTensorC<false> is not emulated");
+        TakeC("GetTensorC", enAtomic, loc);
+        WriteBlockGm(gm, enSequentialWrite, loc);
+    }
+    template <bool sync = true>
+    __aicore__ inline void GetTensorC(const LocalTensor<CT>& ub, uint8_t enAtomic = 0, bool enSequentialWrite = false,
+                                      asc_emu::Loc loc = ASC_EMU_HERE) {
+        static_assert(C_TYPE::pos == TPosition::VECIN, "GetTensorC into UB needs C at TPosition::VECIN");
+        static_assert(sync, "GetTensorC<false> is not emulated");
+        TakeC("GetTensorC", enAtomic, loc);
+        if (!enSequentialWrite) asc_emu::Fail("GetTensorC into UB: only the sequential (block) layout is emulated");
+#if __NPU_ARCH__ == 2002
+        // 310P: rows at the tiling's baseN, each padded to 16 columns (copy_cube_out_datacopy.h).
+        const uint32_t stride = static_cast<uint32_t>(tiling_.baseN), width = (blockW_ + 15) / 16 * 16;
+#else
+        const uint32_t stride = static_cast<uint32_t>(blockW_), width = stride;  // 910B: dense [h, w]
+#endif
+        const uint32_t n = static_cast<uint32_t>((blockH_ - 1) * stride + width);
+        if (ub.GetSize() < n) asc_emu::Fail("GetTensorC: the UB tensor holds " + std::to_string(ub.GetSize()) +
+                                            " elements, the block " + std::to_string(n));
+        // 910B: fixpipe to the workspace, then the client's MTE2 copy into UB, waited before return.
+        const int32_t op = asc_emu::Issue(asc_emu::PMTE2, "Matmul::GetTensorC", loc);
+        asc_emu::UbAccess(op, emu_ub::Offset(ub.GetPhyAddr()), n * sizeof(CT), true);
+        asc_emu::Join(asc_emu::PV, asc_emu::Snapshot(asc_emu::PMTE2));
+        for (int32_t i = 0; i < blockH_; ++i)
+            for (uint32_t j = 0; j < width; ++j)
+                ub.GetPhyAddr()[i * stride + j] = Out(j < static_cast<uint32_t>(blockW_) ? c_[i * blockW_ + j] : 0.0f);
+        asc_emu::St().cube.cBytes += n * sizeof(CT);
+    }
+
+    // All of the region into gm (N columns); asynchronous: unreadable until WaitIterateAll.
+    // waitIterateAll: the cube core notifies the vector core when done (needed for a later WaitIterateAll).
+    template <bool sync = true>
+    __aicore__ inline void IterateAll(const GlobalTensor<CT>& gm, uint8_t enAtomic = 0, bool enSequentialWrite = false,
+                                      bool waitIterateAll = false, bool fakeMsg = false, asc_emu::Loc loc = ASC_EMU_HERE) {
+        if (enSequentialWrite || fakeMsg) asc_emu::Fail("Matmul::IterateAll: enSequentialWrite/fakeMsg are not emulated");
+        static_assert(C_TYPE::pos == TPosition::GM, "IterateAll writes C to GM");
+        if (enAtomic) asc_emu::Fail("Matmul::IterateAll: atomic accumulation is not emulated");
+        Start(loc);
+        if (next_ != 0 || haveC_) asc_emu::Fail("Matmul::IterateAll at " + loc.Str() + " in the middle of an Iterate loop");
+        const uint8_t* lo = nullptr;
+        const uint8_t* hi = nullptr;
+        for (const auto& blk : order_) {
+            Compute(blk);
+            haveC_ = false;
+            auto* p = reinterpret_cast<const uint8_t*>(gm.GetPhyAddr() + BlockOffset());
+            auto* e = p + ((blockH_ - 1) * static_cast<uint64_t>(tiling_.N) + blockW_) * sizeof(CT);
+            lo = lo == nullptr || p < lo ? p : lo;
+            hi = hi == nullptr || e > hi ? e : hi;
+            WriteBlockGm(gm, false, loc);
+        }
+        next_ = order_.size();
+        done_ = true;
+        if (!sync) {
+            asc_emu::St().pipes.pending.push_back({lo, static_cast<size_t>(hi - lo), "Matmul::IterateAll<false> at " + loc.Str()});
+            waitAll_ = true;
+            notify_ = waitIterateAll;
+        }
+    }
+    __aicore__ inline void WaitIterateAll(asc_emu::Loc loc = ASC_EMU_HERE) {
+        if (!waitAll_) asc_emu::Fail("Matmul::WaitIterateAll at " + loc.Str() + " without an IterateAll<false>");
+        if (!notify_)
+            asc_emu::Fail("Matmul::WaitIterateAll at " + loc.Str() + " after an IterateAll<false> without waitIterateAll "
+                          "= true: the cube core never signals, the vector core would wait forever");
+        waitAll_ = false;
+        asc_emu::St().pipes.pending.clear();
+    }
+    __aicore__ inline void End(asc_emu::Loc loc = ASC_EMU_HERE) {
+        Need("End");
+        if (haveC_) asc_emu::Fail("Matmul::End at " + loc.Str() + " with a C block never fetched by GetTensorC");
+        if (waitAll_ && notify_)
+            asc_emu::Fail("Matmul::End at " + loc.Str() + " before WaitIterateAll of an IterateAll<false>");
+        started_ = false;
+        next_ = 0;
+        order_.clear();
+        ended_ = true;
+    }
+    bool EmuEnded() const { return ended_ || !registered_; }
+
+private:
+    struct Blk {
+        int32_t m, n;
+    };
+    void Need(const char* what) const {
+        if (!registered_) asc_emu::Fail(std::string("Matmul::") + what + " before REGIST_MATMUL_OBJ");
+    }
+    CT Out(float v) const {
+        if constexpr (std::is_same_v<CT, float>) return v;
+        else if constexpr (std::is_same_v<CT, half>) return static_cast<half>(v);
+        else return bfloat16_t(v);
+    }
+    // SetTensorA/B: a new round (the client sends them with isFirstIter; the scheduler restarts).
+    void NewRound() {
+        started_ = false;
+        done_ = false;
+        roundOpen_ = true;
+        haveC_ = false;
+    }
+    // First Iterate/IterateAll of a region: the block order of the tiling.
+    void Start(const asc_emu::Loc& loc) {
+        Need("Iterate");
+        if (started_) return;
+        if (!roundOpen_ && (roundBias_ || roundTail_))
+            asc_emu::Fail("Matmul::SetBias/SetTail before the Iterate at " + loc.Str() + " without SetTensorA/SetTensorB "
+                          "in the same round: the cube core applies them only with a new A or B (matmul_server.h)");
+#if __NPU_ARCH__ == 2201
+        // 910B: every message clears the flags, so a bias set in an earlier round is gone.
+        if (hasBias_ && !roundBias_)
+            asc_emu::Fail("Matmul::Iterate at " + loc.Str() + ": SetBias was not repeated after SetTensorA/B; on 910B "
+                          "the cube core drops the bias of an earlier round");
+#endif
+        roundOpen_ = roundBias_ = roundTail_ = false;
+        if (!hasA_ || !hasB_) asc_emu::Fail("Matmul::Iterate at " + loc.Str() + " before SetTensorA/SetTensorB");
+#if __NPU_ARCH__ == 2002
+        if (!localWs_) asc_emu::Fail("Matmul::Iterate at " + loc.Str() + " on 310P without SetLocalWorkspace: "
+                                     "ND inputs and C stage through UB scratch the kernel must hand over");
+#endif
+        if (tiling_.isBias && !hasBias_ && !biasDisabled_)
+            asc_emu::Fail("Matmul::Iterate at " + loc.Str() + ": the tiling has a bias (EnableBias) and neither SetBias "
+                          "nor DisableBias was called");
+        started_ = true;
+        ended_ = false;
+        const auto& c = tiling_;
+        const int32_t mIter = (tailM_ + c.baseM - 1) / c.baseM, nIter = (tailN_ + c.baseN - 1) / c.baseN;
+        order_.clear();
+        next_ = 0;
+        if (c.iterateOrder == 0) {  // ORDER_M: N step groups outermost, then M, then N within the group
+            for (int32_t n0 = 0; n0 < nIter; n0 += c.stepN)
+                for (int32_t m = 0; m < mIter; ++m)
+                    for (int32_t n = n0; n < std::min(nIter, n0 + c.stepN); ++n) order_.push_back({m, n});
+        } else {  // ORDER_N: M step groups outermost, then N, then M within the group
+            for (int32_t m0 = 0; m0 < mIter; m0 += c.stepM)
+                for (int32_t n = 0; n < nIter; ++n)
+                    for (int32_t m = m0; m < std::min(mIter, m0 + c.stepM); ++m) order_.push_back({m, n});
+        }
+        aCache_.clear();
+        bCache_.clear();
+        lastGroup_ = -1;
+    }
+    // L1 model: base tiles kept while they fit depthA1 (depthB1); the scheduler drops A when its N inner loop
+    // restarts (ORDER_M) and B likewise (ORDER_N).
+    void Load(std::list<std::pair<int64_t, int64_t>>& cache, int32_t capacity, std::pair<int64_t, int64_t> key,
+              uint64_t bytes, uint64_t& counter) {
+        for (auto it = cache.begin(); it != cache.end(); ++it) {
+            if (*it == key) {
+                cache.splice(cache.begin(), cache, it);
+                return;
+            }
+        }
+        cache.push_front(key);
+        while (static_cast<int32_t>(cache.size()) > capacity) cache.pop_back();
+        counter += bytes;
+        asc_emu::St().gmReadBytes += bytes;
+    }
+    void Compute(const Blk& blk) {
+        const auto& c = tiling_;
+        blockM_ = blk.m;
+        blockN_ = blk.n;
+        blockH_ = std::min(c.baseM, tailM_ - blk.m * c.baseM);
+        blockW_ = std::min(c.baseN, tailN_ - blk.n * c.baseN);
+        const int32_t K = tailK_;
+        const int32_t kIter = (K + c.baseK - 1) / c.baseK;
+        // Group boundaries where the scheduler resets its L1 copies.
+        const int32_t group = c.iterateOrder == 0 ? blk.m * 1000003 + blk.n / c.stepN : blk.n * 1000003 + blk.m / c.stepM;
+        if (group != lastGroup_) {
+            if (c.iterateOrder == 0) aCache_.clear(); else bCache_.clear();
+            lastGroup_ = group;
+        }
+        // NORM loads single base tiles (copy_cube_in_norm.h) and keeps up to depthA1 (depthB1) of them.
+        for (int32_t kc = 0; kc < kIter; ++kc) {
+            const int64_t rows = blockH_, cols = std::min<int64_t>(c.baseK, K - static_cast<int64_t>(kc) * c.baseK);
+            Load(aCache_, c.depthA1, {blk.m, kc}, rows * cols * sizeof(AT), asc_emu::St().cube.aReadBytes);
+            Load(bCache_, c.depthB1, {kc, blk.n}, cols * blockW_ * sizeof(BT), asc_emu::St().cube.bReadBytes);
+        }
+        // A[h, K] row-major with Ka columns; B[K, w] with N columns, or B^T[w, K] with Kb columns.
+        const AT* a = a_.GetPhyAddr() + static_cast<uint64_t>(blk.m) * c.baseM * c.Ka;
+        const BT* b = b_.GetPhyAddr() + (transB_ ? static_cast<uint64_t>(blk.n) * c.baseN * c.Kb
+                                                 : static_cast<uint64_t>(blk.n) * c.baseN);
+        const uint64_t bSpan = transB_ ? ((blockW_ - 1) * static_cast<uint64_t>(c.Kb) + K)
+                                       : ((K - 1) * static_cast<uint64_t>(c.N) + blockW_);
+        const uint64_t aSpan = (blockH_ - 1) * static_cast<uint64_t>(c.Ka) + K;
+        asc_emu::FindGm(a, aSpan * sizeof(AT), "Matmul A");
+        asc_emu::FindGm(b, bSpan * sizeof(BT), "Matmul B");
+        c_.assign(static_cast<size_t>(blockH_) * blockW_, 0.0f);
+        const int32_t frac = 32 / sizeof(AT);
+        for (int32_t i = 0; i < blockH_; ++i) {
+            for (int32_t j = 0; j < blockW_; ++j) {
+                // The bias is L0C's initial value at the first K step (scheduler_norm_base.h, v220 bias path).
+                float acc = hasBias_ ? asc_emu::ToF32(bias_.GetPhyAddr()[blk.n * c.baseN + j]) : 0.0f;
+                for (int32_t k0 = 0; k0 < K; k0 += frac) {
+                    float part = 0.0f;  // one K fractal, summed in fp32
+                    for (int32_t k = k0; k < std::min(K, k0 + frac); ++k) {
+                        const float av = asc_emu::ToF32(a[static_cast<uint64_t>(i) * c.Ka + k]);
+                        const float bv = asc_emu::ToF32(transB_ ? b[static_cast<uint64_t>(j) * c.Kb + k]
+                                                                : b[static_cast<uint64_t>(k) * c.N + j]);
+                        part += av * bv;
+                    }
+                    acc += part;
+                }
+                c_[static_cast<size_t>(i) * blockW_ + j] = acc;
+            }
+        }
+        if (hasBias_) {  // the bias row of the block, into the bias table
+            asc_emu::GmRead(bias_.GetPhyAddr() + blk.n * c.baseN, blockW_ * sizeof(BiasT), "Matmul bias");
+            asc_emu::St().cube.bReadBytes += blockW_ * sizeof(BiasT);
+        }
+        auto up = [](int64_t v, int64_t a) { return (v + a - 1) / a * a; };
+        asc_emu::St().cube.macs += static_cast<uint64_t>(up(blockH_, 16) * up(blockW_, 16) * up(K, frac));
+        asc_emu::St().cube.blocks += 1;
+    }
+    void TakeC(const char* what, uint8_t enAtomic, const asc_emu::Loc& loc) {
+        if (enAtomic) asc_emu::Fail(std::string("Matmul::") + what + ": atomic accumulation is not emulated");
+        if (!haveC_)
+            asc_emu::Fail(std::string("Matmul::") + what + " at " + loc.Str() +
+                          " with no C block: call Iterate first (each Iterate yields one block, fetched once)");
+        haveC_ = false;
+    }
+    uint64_t BlockOffset() const {
+        return static_cast<uint64_t>(blockM_) * tiling_.baseM * tiling_.N + static_cast<uint64_t>(blockN_) * tiling_.baseN;
+    }
+    void WriteBlockGm(const GlobalTensor<CT>& gm, bool sequential, const asc_emu::Loc& loc) {
+        CT* dst = gm.GetPhyAddr() + (sequential ? 0 : BlockOffset());
+        const uint64_t stride = sequential ? blockW_ : tiling_.N;
+        for (int32_t i = 0; i < blockH_; ++i) {
+            asc_emu::CubeOverwrite(dst + i * stride, blockW_ * sizeof(CT), "Matmul::GetTensorC", loc);
+            asc_emu::GmWrite(dst + i * stride, blockW_ * sizeof(CT), "Matmul::GetTensorC");
+            for (int32_t j = 0; j < blockW_; ++j) dst[i * stride + j] = Out(c_[static_cast<size_t>(i) * blockW_ + j]);
+        }
+        asc_emu::St().cube.cBytes += static_cast<uint64_t>(blockH_) * blockW_ * sizeof(CT);
+    }
+
+    tiling::TCubeTiling tiling_{};
+    asc_emu::Loc loc_;
+    GlobalTensor<AT> a_;
+    GlobalTensor<BT> b_;
+    GlobalTensor<BiasT> bias_;
+    bool registered_ = false, hasA_ = false, hasB_ = false, hasBias_ = false, transB_ = false;
+    bool started_ = false, haveC_ = false, waitAll_ = false, ended_ = false, localWs_ = false, done_ = false;
+    bool roundOpen_ = false, roundBias_ = false, roundTail_ = false, biasDisabled_ = false;
+    int32_t tailM_ = 0, tailN_ = 0, tailK_ = 0;
+    int32_t blockM_ = 0, blockN_ = 0, blockH_ = 0, blockW_ = 0;
+    std::vector<Blk> order_;
+    size_t next_ = 0;
+    std::vector<float> c_;
+    std::list<std::pair<int64_t, int64_t>> aCache_, bCache_;
+    int32_t lastGroup_ = -1;
+    bool notify_ = false;
+};
+
+namespace emu_mm {
+inline void Register(TPipe* pipe, GM_ADDR ws, asc_emu::Loc loc) {
+    (void)pipe;
+    (void)ws;
+    (void)loc;
+}
+template <class MM, class... Rest>
+void Register(TPipe* pipe, GM_ADDR ws, asc_emu::Loc loc, MM& mm, const tiling::TCubeTiling* t, Rest&&... rest) {
+    if (pipe == nullptr) asc_emu::Fail("REGIST_MATMUL_OBJ at " + loc.Str() + " without a TPipe");
+    if (asc_emu::St().ubUsed != 0)
+        asc_emu::Fail("REGIST_MATMUL_OBJ at " + loc.Str() + " after TPipe::InitBuffer: register the Matmul objects "
+                      "before any other use of the pipe (REGIST_MATMUL_OBJ.md)");
+    if (ws == nullptr) asc_emu::Fail("REGIST_MATMUL_OBJ at " + loc.Str() + " without the system workspace");
+    mm.EmuInit(t, loc);
+    Register(pipe, ws, loc, rest...);
+}
+}  // namespace emu_mm
+}  // namespace AscendC
+
+// Global, as in CANN (kernel_operator_common_impl.h).
+__aicore__ inline GM_ADDR GetSysWorkSpacePtr() { return AscendC::emu_ws::Sys(); }
+
+namespace matmul {
+using AscendC::Matmul;
+using AscendC::MatmulType;
+}  // namespace matmul
+
+#define REGIST_MATMUL_OBJ(pipe, workspace, ...) \
+    AscendC::emu_mm::Register((pipe), (workspace), asc_emu::Loc(__FILE__, __LINE__), __VA_ARGS__)

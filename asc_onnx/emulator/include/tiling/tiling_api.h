@@ -1,0 +1,174 @@
+// asc-onnx emulator: the host-side Matmul tiling API (matmul_tiling::MultiCoreMatmulTiling) with our own
+// algorithm. It gives valid tilings (the kernel-side emulator checks every rule it relies on), not CANN's
+// choices: tests run each kernel under this one, under hand-picked ones and under the tiling CANN's open
+// algorithm (asc-devkit/impl/adv_api/tiling/matmul) computes, built at test time.
+//
+// Our algorithm: split M x N over at most `dim` cores minimising the largest core's output plus what it
+// must read; base blocks of up to 128 x 256 (fp32 C in L0C, double-buffered where it fits); baseK the
+// largest multiple of 32 bytes that keeps L0A/L0B double-buffered; all of the core's B resident in L1 with
+// A streamed (ORDER_M, stepN = every N block), or all of A resident (ORDER_N), or else K in steps that fit.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+
+#include "kernel_tiling/kernel_tiling.h"
+
+namespace platform_ascendc {
+enum class SocVersion { ASCEND910B, ASCEND310P, RESERVED_VERSION };
+}  // namespace platform_ascendc
+
+namespace matmul_tiling {
+enum class TPosition { GM, A1, A2, B1, B2, C1, C2, CO1, CO2, VECIN, VECOUT, VECCALC, LCM = VECCALC, TSCM, SPM,
+                       SHM = SPM, MAX };
+enum class CubeFormat { ND = 0, NZ, ZN, ZZ, NN, ND_ALIGN, SCALAR, VECTOR };
+enum class DataType { DT_FLOAT = 0, DT_FLOAT16 = 1, DT_INT8 = 2, DT_INT32 = 3, DT_BF16 = 27 };
+
+struct PlatformInfo {
+    platform_ascendc::SocVersion socVersion;
+    uint64_t l1Size = 0;
+    uint64_t l0CSize = 0;
+    uint64_t ubSize = 0;
+    uint64_t l0ASize = 0;
+    uint64_t l0BSize = 0;
+};
+
+class MultiCoreMatmulTiling {
+public:
+    MultiCoreMatmulTiling() = default;
+    explicit MultiCoreMatmulTiling(const PlatformInfo& p) : plat_(p) {}
+    int32_t SetDim(int32_t dim) { dim_ = dim; return 0; }
+    int32_t SetAType(TPosition, CubeFormat, DataType t, bool isTrans = false) { aType_ = t; transA_ = isTrans; return 0; }
+    int32_t SetBType(TPosition, CubeFormat, DataType t, bool isTrans = false) { bType_ = t; transB_ = isTrans; return 0; }
+    int32_t SetCType(TPosition, CubeFormat, DataType t) { cType_ = t; return 0; }
+    int32_t SetBiasType(TPosition, CubeFormat, DataType t) { biasType_ = t; return 0; }
+    int32_t SetShape(int32_t m, int32_t n, int32_t k) { m_ = m; n_ = n; k_ = k; return 0; }
+    int32_t SetOrgShape(int32_t m, int32_t n, int32_t k) { orgM_ = m; orgN_ = n; orgK_ = k; return 0; }
+    int32_t SetOrgShape(int32_t m, int32_t n, int32_t ka, int32_t kb) { return ka == kb ? SetOrgShape(m, n, ka) : -1; }
+    int32_t EnableBias(bool b = false) { bias_ = b; return 0; }
+    int32_t SetBias(bool b = false) { return EnableBias(b); }
+    int32_t SetFixSplit(int32_t bm = -1, int32_t bn = -1, int32_t bk = -1) { fixM_ = bm; fixN_ = bn; fixK_ = bk; return 0; }
+    int32_t SetBufferSpace(int32_t l1 = -1, int32_t l0c = -1, int32_t ub = -1, int32_t bt = -1) {
+        (void)ub;
+        (void)bt;
+        l1Limit_ = l1;
+        l0cLimit_ = l0c;
+        return 0;
+    }
+    int32_t GetCoreNum(int32_t& dim, int32_t& mDim, int32_t& nDim) const {
+        dim = mDim_ * nDim_;
+        mDim = mDim_;
+        nDim = nDim_;
+        return 0;
+    }
+
+    int64_t GetTiling(AscendC::tiling::TCubeTiling& t) {
+        if (m_ <= 0 || n_ <= 0 || k_ <= 0 || dim_ <= 0 || transA_) return -1;
+        if (orgM_ <= 0) SetOrgShape(m_, n_, k_);
+        const int64_t in = Size(aType_), c0 = 32 / in;
+        const uint64_t l1 = l1Limit_ > 0 ? static_cast<uint64_t>(l1Limit_) : plat_.l1Size;
+        const uint64_t l0c = l0cLimit_ > 0 ? static_cast<uint64_t>(l0cLimit_) : plat_.l0CSize;
+        // Core split: the least of max(cube time of the largest core, time to move what all cores read),
+        // with 16x16x16 fp16 fractals per cycle at 1.8 GHz (a quarter for float) and 1.6 TB/s of GM; more
+        // cores only where they pay.
+        double best = -1.0;
+        for (int32_t md = 1; md <= dim_; ++md) {
+            for (int32_t nd = 1; md * nd <= dim_; ++nd) {
+                const int64_t sm = Ceil(m_, md), sn = Align(Ceil(n_, nd), 16);
+                if (Ceil(m_, sm) != md || Ceil(n_, sn) != nd) continue;  // a core would be idle
+                const double cube = static_cast<double>(Align(sm, 16)) * sn * Align(k_, c0) / (in == 4 ? 1024.0 : 4096.0) / 1.8;
+                const double bytes = (static_cast<double>(nd) * m_ * k_ + static_cast<double>(md) * n_ * k_) * in +
+                                     static_cast<double>(m_) * n_ * 8.0;
+                const double cost = std::max(cube, bytes / 1600.0) + 0.01 * md * nd;
+                if (best < 0 || cost < best) {
+                    best = cost;
+                    mDim_ = md;
+                    nDim_ = nd;
+                }
+            }
+        }
+        const int32_t singleM = static_cast<int32_t>(Ceil(m_, mDim_));
+        const int32_t singleN = static_cast<int32_t>(Align(Ceil(n_, nDim_), 16));
+        int32_t baseM = fixM_ > 0 ? fixM_ : static_cast<int32_t>(std::min<int64_t>(128, Align(singleM, 16)));
+        int32_t baseN = fixN_ > 0 ? fixN_ : static_cast<int32_t>(std::min<int64_t>(256, Align(singleN, 16)));
+        // The C block in fp32 must fit the L0C the caller allows: narrow N, then M, in 16s.
+        while (fixN_ <= 0 && static_cast<uint64_t>(baseM) * baseN * 4 > l0c && baseN > 16) baseN -= 16;
+        while (fixM_ <= 0 && static_cast<uint64_t>(baseM) * baseN * 4 > l0c && baseM > 16) baseM -= 16;
+        if (static_cast<uint64_t>(baseM) * baseN * 4 > l0c) return -1;
+        const int32_t dbC = static_cast<uint64_t>(baseM) * baseN * 4 * 2 <= l0c ? 2 : 1;
+        int32_t baseK = fixK_;
+        if (baseK <= 0) {
+            const int64_t kMax = std::min<int64_t>(Align(k_, c0), 256 / in * 4);
+            baseK = static_cast<int32_t>(c0);
+            for (int64_t bk = c0; bk <= kMax; bk += c0) {
+                if (2 * baseM * bk * in <= static_cast<int64_t>(plat_.l0ASize) &&
+                    2 * baseN * bk * in <= static_cast<int64_t>(plat_.l0BSize))
+                    baseK = static_cast<int32_t>(bk);
+            }
+        }
+        const int32_t kIter = static_cast<int32_t>(Ceil(k_, baseK));
+        const int32_t mIter = static_cast<int32_t>(Ceil(singleM, baseM)), nIter = static_cast<int32_t>(Ceil(singleN, baseN));
+        const uint64_t biasBytes = bias_ ? static_cast<uint64_t>(baseN) * 4 : 0;
+        const uint64_t aTile = static_cast<uint64_t>(baseM) * baseK * in, bTile = static_cast<uint64_t>(baseN) * baseK * in;
+        // L1 reuse: keep the whole of B (or A) of the core resident and stream the other, so each is read from GM
+        // once; otherwise K in steps that fit, double-buffered.
+        int32_t order = 0, stepM = 1, stepN = 1, stepK = kIter, depthA = 2 * kIter, depthB = 2 * kIter;
+        if (static_cast<uint64_t>(kIter) * nIter * bTile + 2ull * kIter * aTile + biasBytes <= l1) {
+            stepN = nIter;  // ORDER_M, N fastest: an A tile serves every N block, B stays resident
+            depthB = kIter * nIter;
+        } else if (static_cast<uint64_t>(kIter) * mIter * aTile + 2ull * kIter * bTile + biasBytes <= l1) {
+            order = 1;  // ORDER_N, M fastest: a B tile serves every M block, A stays resident
+            stepM = mIter;
+            depthA = kIter * mIter;
+        } else {
+            auto fits = [&](int32_t s, int32_t d) { return static_cast<uint64_t>(d) * s * (aTile + bTile) + biasBytes <= l1; };
+            int32_t db = 2;
+            while (stepK > 1 && !fits(stepK, db)) stepK = (stepK + 1) / 2;
+            if (!fits(stepK, db)) db = 1;
+            if (!fits(stepK, db)) return -1;
+            depthA = depthB = db * stepK;
+        }
+        t = AscendC::tiling::TCubeTiling{};
+        t.usedCoreNum = mDim_ * nDim_;
+        t.M = orgM_;
+        t.N = orgN_;
+        t.Ka = orgK_;
+        t.Kb = orgK_;
+        t.singleCoreM = singleM;
+        t.singleCoreN = singleN;
+        t.singleCoreK = k_;
+        t.baseM = baseM;
+        t.baseN = baseN;
+        t.baseK = baseK;
+        t.stepM = stepM;
+        t.stepN = stepN;
+        t.stepKa = stepK;
+        t.stepKb = stepK;
+        t.depthA1 = depthA;
+        t.depthB1 = depthB;
+        t.isBias = bias_ ? 1 : 0;
+        t.iterateOrder = order;
+        t.dbL0A = 2;
+        t.dbL0B = 2;
+        t.dbL0C = dbC;
+        t.shareL1Size = static_cast<int32_t>(depthA * aTile + depthB * bTile + biasBytes);
+        t.shareL0CSize = static_cast<int32_t>(static_cast<uint64_t>(baseM) * baseN * 4 * dbC);
+        // UB scratch of the ND -> NZ transforms on 310P: the largest A, B or C tile (GetTransLength's role).
+        t.transLength = static_cast<int32_t>(std::max<int64_t>({static_cast<int64_t>(baseM) * baseK * in,
+                                                                  static_cast<int64_t>(baseK) * baseN * in,
+                                                                  static_cast<int64_t>(baseM) * baseN * 4}));
+        return 0;
+    }
+
+private:
+    static int64_t Ceil(int64_t a, int64_t b) { return (a + b - 1) / b; }
+    static int64_t Align(int64_t a, int64_t b) { return Ceil(a, b) * b; }
+    static int64_t Size(DataType t) { return t == DataType::DT_FLOAT ? 4 : t == DataType::DT_INT8 ? 1 : 2; }
+    PlatformInfo plat_{platform_ascendc::SocVersion::ASCEND910B, 524288, 131072, 196352, 65536, 65536};
+    DataType aType_ = DataType::DT_FLOAT16, bType_ = DataType::DT_FLOAT16, cType_ = DataType::DT_FLOAT;
+    DataType biasType_ = DataType::DT_FLOAT;
+    bool transA_ = false, transB_ = false, bias_ = false;
+    int32_t dim_ = 1, m_ = 0, n_ = 0, k_ = 0, orgM_ = 0, orgN_ = 0, orgK_ = 0;
+    int32_t fixM_ = -1, fixN_ = -1, fixK_ = -1, l1Limit_ = -1, l0cLimit_ = -1;
+    int32_t mDim_ = 1, nDim_ = 1;
+};
+}  // namespace matmul_tiling
