@@ -188,7 +188,7 @@ def _report(name: str, p: Planned, r: RewriteResult, pkg: PackageResult, options
     report["source"] = str(p.loaded.source.resolve()) if p.loaded.source is not None else None
     report["kernels"] = {
         "generated": [{"op_type": k.op.op_type, "entry": k.ir.snake, "files": sorted(k.files),
-                       "input_kinds": [x.kind for x in k.ir.inputs]} for k in pkg.kernels],
+                       "input_kinds": [getattr(x, "kind", "matmul") for x in k.ir.inputs]} for k in pkg.kernels],
         "not_generated": [{"op_type": t, "reason": why} for t, why in pkg.skipped],
         "emulated": [asdict(c) for c in state["checks"]],
         "data_movement": [asdict(m) for m in state["moves"]],

@@ -19,9 +19,10 @@ import onnx
 import onnx.inliner
 from onnx import ModelProto
 
-from .codegen import pointwise, row, skeleton
+from .codegen import matmul, pointwise, row, skeleton
 from .graph import input_dims
 from .lower import LoweringError, PointwiseKernel, RowKernel, lower_pointwise, lower_row
+from .lower.matmul import MatmulKernel, lower_matmul
 from .rewrite import ATC_OPSETS, DOMAIN, FusedOp, RewriteResult, build_atc_model
 from .soc import Soc
 
@@ -185,17 +186,19 @@ def atc_script(atc: ModelProto, soc: Soc, input_shapes: Mapping[str, Sequence[in
     )
 
 
-#: Lowering and rendering per kernel class (the matmul class is not generated yet).
-CODEGEN = {"pointwise": pointwise, "row": row}
+#: Lowering and rendering per kernel class.
+CODEGEN = {"pointwise": pointwise, "row": row, "matmul": matmul}
 
 
 def lower(op: FusedOp, symbolic: Mapping[str, tuple[object, ...] | None] | None = None,
-          kinds: Sequence[str] | None = None) -> PointwiseKernel | RowKernel:
+          kinds: Sequence[str] | None = None) -> PointwiseKernel | RowKernel | MatmulKernel:
     """The kernel IR of one fused op, by its class; LoweringError says why an op has none."""
     if op.kernel == "pointwise":
         return lower_pointwise(op, symbolic, kinds)
     if op.kernel == "row":
         return lower_row(op, symbolic, kinds)
+    if op.kernel == "matmul":
+        return lower_matmul(op)
     raise LoweringError(f"{op.kernel} kernels are not generated yet")
 
 
@@ -217,6 +220,8 @@ def package(rewritten: RewriteResult, soc: Soc, atc_mode: str, shape_map: Mappin
             ir = lower(op, symbolic)
             if not soc.has_bf16 and onnx.TensorProto.BFLOAT16 in ir.dtypes:
                 raise LoweringError(f"bfloat16 is not supported on {soc.name}")
+            if isinstance(ir, MatmulKernel) and not soc.has_data_copy_pad and onnx.TensorProto.FLOAT in ir.dtypes:
+                raise LoweringError(f"the {soc.name} cube takes half inputs: a float MatMul stays with ATC")
         except LoweringError as exc:
             skipped.append((op.op_type, str(exc)))
             continue

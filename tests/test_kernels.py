@@ -20,13 +20,17 @@ from asc_onnx.soc import SOCS
 from asc_onnx.verify_kernels import check, concrete, random_inputs
 
 F32, F16, BF16 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16
+#: Rules of the matmul+epilogue class (tests/test_matmul_kernels.py).
+MATMUL_RULES = frozenset({"LinearGELU", "LinearGELUTanh", "LinearSiLU", "LinearSiLUNoBias", "SwiGLU", "SwiGLUBias",
+                          "SwiGLUSplit"})
 
 
 def _collect():
-    """The fixtures' pointwise kernels (row kernels: tests/test_row_kernels.py)."""
+    """The fixtures' pointwise kernels (row kernels: tests/test_row_kernels.py), with the Linear+activation
+    rules skipped so that the activations after a MatMul (BiasGELU) are collected as pointwise kernels too."""
     kernels = {}
     for path in sorted(MODELS.glob("*.onnx")):
-        res = asc_onnx.fuse(path, options=FuseOptions(emulate=False), validate=False)
+        res = asc_onnx.fuse(path, options=FuseOptions(emulate=False, skip=MATMUL_RULES), validate=False)
         for k in res.kernels:
             if k.op.kernel == "pointwise":
                 kernels.setdefault(k.op.signature, k)

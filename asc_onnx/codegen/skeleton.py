@@ -134,20 +134,23 @@ def render(emitters, k, rule: str, body_ops: list[str], sources: list[str], comp
     }
 
 
-def kernel_entry(out: Lines, snake: str, args: list[str], struct: str, cls: str, dtype_of: str) -> None:
-    """The ``extern "C"`` entry: kernel type per SoC, the tiling struct, one kernel object."""
+def kernel_entry(out: Lines, snake: str, args: list[str], struct: str, cls: str, dtype_of: str,
+                 matmul: bool = False) -> None:
+    """The ``extern "C"`` entry: kernel type per SoC, the tiling struct, one kernel object. A ``matmul``
+    kernel is a mixed AIC/AIV kernel on 910B (one cube core to two vector cores) and takes the workspace."""
     params = ", ".join(f"GM_ADDR {n}" for n in args)
     out(f'extern "C" __global__ __aicore__ void {snake}({params}, GM_ADDR workspace, GM_ADDR tiling)', "{")
     with out.indent():
         out("#if __NPU_ARCH__ == 2002",
             "KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AICORE);  // 310P: AI Core kernels (no AIV-only type there)",
             "#else",
-            "KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);",
+            "KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);  // the cube computes C, two vector cores the rest"
+            if matmul else "KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);",
             "#endif",
             f"REGISTER_TILING_DEFAULT({struct});",
             "GET_TILING_DATA(tilingData, tiling);",
             f"{cls}<DTYPE_{dtype_of.upper()}> op;",
-            f"op.Init({', '.join(args)}, tilingData);",
+            f"op.Init({', '.join(args + (['workspace'] if matmul else []))}, tilingData);",
             "op.Process();")
     out("}")
 

@@ -19,6 +19,7 @@ from onnx import TensorProto
 
 from ..errors import AscOnnxError
 from ..lower import IO_TYPES, PointwiseKernel, RowKernel
+from ..lower.matmul import MatmulKernel
 from ..soc import Soc
 from . import INCLUDE_DIR
 
@@ -42,6 +43,7 @@ class EmuResult:
     scalar_instr: int = 0
     tile_length: int = 0
     vec_elems: int = 0
+    cube: Mapping[str, int] | None = None  # matmul kernels: cube counters and the tiling the run used
 
 
 def cache_dir() -> Path:
@@ -176,9 +178,160 @@ int main(int argc, char** argv) {{
 
 def _headers_digest() -> str:
     h = hashlib.sha256()
-    for p in sorted(INCLUDE_DIR.glob("*.h")):
-        h.update(p.name.encode() + p.read_bytes())
+    for p in sorted(INCLUDE_DIR.rglob("*.h")):
+        h.update(str(p.relative_to(INCLUDE_DIR)).encode() + p.read_bytes())
     return h.hexdigest()
+
+
+#: TCubeTiling's fields (kernel_tiling.h), the keys of a forced tiling and of the run's report.
+CUBE_FIELDS = ("usedCoreNum M N Ka Kb singleCoreM singleCoreN singleCoreK baseM baseN baseK depthA1 depthB1 stepM "
+               "stepN isBias transLength iterateOrder shareMode shareL1Size shareL0CSize shareUbSize batchM batchN "
+               "singleBatchM singleBatchN stepKa stepKb depthAL1CacheUB depthBL1CacheUB dbL0A dbL0B dbL0C").split()
+
+#: Bytes of the system workspace the emulator hands GetSysWorkSpacePtr() (the chip's is 16 MiB on 910B; the
+#: emulated Matmul keeps its state on the host, so only the address matters).
+EMU_SYS_WORKSPACE = 4096
+
+
+def matmul_main_source(k: MatmulKernel, struct: str) -> str:
+    """The emulator's ``main`` for a matmul kernel: GM buffers and the workspace, the host tiling (or a forced
+    TCubeTiling from cube_tiling.txt), vector cores one after another (two per cube core on 910B)."""
+    nin = len(k.inputs)
+    args = ", ".join(f"bufs[{i}].data()" for i in range(nin + 1))
+    w0 = k.gemms[0].weight
+    n_dim = 0 if k.trans_b else 1
+    parse = " ".join(f'if (key == "{f}") forced.{f} = v;' for f in CUBE_FIELDS)
+    show = " << ".join(f'", \\"{f}\\": " << c.{f}' for f in CUBE_FIELDS)
+    return f"""// asc-onnx emulator driver for {k.op_type} (matmul+epilogue).
+#include <fstream>
+#include <iostream>
+#include "kernel_operator.h"
+#include "lib/matmul_intf.h"
+#include "{k.snake}.cpp"
+#include "{k.snake}_tiling_calc.h"
+
+static std::vector<uint8_t> ReadFile(const std::string& path) {{
+    std::ifstream f(path, std::ios::binary);
+    return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}}
+
+static int Report(const std::string& kind, const std::string& msg) {{
+    std::string m;
+    for (char c : msg) m += (c == '"' || c == '\\\\') ? '?' : c;
+    std::cout << "{{\\"error\\": \\"" << kind << "\\", \\"message\\": \\"" << m << "\\"}}" << std::endl;
+    return 2;
+}}
+
+int main(int argc, char** argv) {{
+    if (argc != 5) return Report("usage", "dir coreNum dtypeSize dtypeName");
+    const std::string dir = argv[1];
+    auto& st = asc_emu::St();
+    const uint32_t coreNum = static_cast<uint32_t>(std::stoul(argv[2]));
+    const uint32_t dtypeSize = static_cast<uint32_t>(std::stoul(argv[3]));
+    const std::string dtypeName = argv[4];
+    std::vector<std::vector<uint8_t>> bufs({nin + 1});
+    for (int i = 0; i < {nin}; ++i) bufs[i] = ReadFile(dir + "/in" + std::to_string(i) + ".bin");
+    std::vector<std::vector<uint64_t>> shapes({nin});
+    {{
+        std::ifstream f(dir + "/shapes.txt");
+        for (int i = 0; i < {nin}; ++i) {{
+            uint32_t r = 0;
+            f >> r;
+            shapes[i].resize(r);
+            for (uint32_t d = 0; d < r; ++d) f >> shapes[i][d];
+        }}
+    }}
+    const uint64_t kk = shapes[0].back();
+    const uint64_t mm = bufs[0].size() / dtypeSize / kk;
+    const uint64_t nn = shapes[{w0}][{n_dim}]{' / 2' if k.split else ''};
+    AscendC::tiling::TCubeTiling forced{{}};
+    bool haveForced = false;
+    {{
+        std::ifstream f(dir + "/cube_tiling.txt");
+        std::string key;
+        int64_t v = 0;
+        while (f >> key >> v) {{
+            haveForced = true;
+            {parse}
+        }}
+    }}
+    const bool coupled = __NPU_ARCH__ == 2002;
+    const auto caps = asc_emu::Cube();
+    matmul_tiling::PlatformInfo platform;
+    platform.socVersion = coupled ? platform_ascendc::SocVersion::ASCEND310P : platform_ascendc::SocVersion::ASCEND910B;
+    platform.l1Size = caps.l1;
+    platform.l0CSize = caps.l0c;
+    platform.ubSize = st.soc.ubBytes;
+    platform.l0ASize = caps.l0a;
+    platform.l0BSize = caps.l0b;
+    {struct} tiling{{}};
+    const int rc = {k.op_type}ComputeTiling(static_cast<uint32_t>(mm), static_cast<uint32_t>(nn),
+        static_cast<uint32_t>(kk), dtypeSize, dtypeName == "float", dtypeName == "bfloat16_t", coreNum, platform,
+        coupled, haveForced ? &forced : nullptr, &tiling);
+    if (rc != 0) return Report("tiling", "tiling refused the shape, reason " + std::to_string(rc));
+    bufs[{nin}].assign(mm * nn * dtypeSize, 0xEE);
+    std::vector<uint8_t> workspace({EMU_SYS_WORKSPACE} + static_cast<size_t>(tiling.userWorkspace), 0xFF);
+    AscendC::emu_ws::Sys() = workspace.data();
+    AscendC::emu_ws::SysBytes() = {EMU_SYS_WORKSPACE};
+    st.gm.reserve({nin + 2});
+    for (int i = 0; i <= {nin}; ++i) {{
+        const bool out = i == {nin};
+        st.gm.push_back({{out ? "output 0" : "input " + std::to_string(i), bufs[i].data(), bufs[i].size(), out,
+                         std::vector<int32_t>(out ? bufs[i].size() : 0, -1)}});
+    }}
+    st.gm.push_back({{"workspace", workspace.data(), workspace.size(), true,
+                     std::vector<int32_t>(workspace.size(), -1)}});
+    st.gm.back().cubeShared = true;
+    std::vector<uint8_t> tilingBuf(sizeof(tiling));
+    std::memcpy(tilingBuf.data(), &tiling, sizeof(tiling));
+    const uint32_t blocks = coupled ? tiling.blockDim : 2 * tiling.blockDim;
+    st.blockNum = blocks;
+    for (uint32_t b = 0; b < blocks; ++b) {{
+        st.blockIdx = b;
+        try {{
+            {k.snake}({args}, workspace.data(), tilingBuf.data());
+            asc_emu::EndBlock();
+        }} catch (const asc_emu::Fault& e) {{
+            return Report("fault", "block " + std::to_string(b) + ": " + e.what());
+        }}
+    }}
+    for (size_t i = 0; i < bufs[{nin}].size(); ++i) {{
+        if (st.gm[{nin}].writer[i] == -1)
+            return Report("fault", "byte " + std::to_string(i) + " of output 0 was never written by any block");
+    }}
+    {{
+        std::ofstream f(dir + "/out0.bin", std::ios::binary);
+        f.write(reinterpret_cast<const char*>(bufs[{nin}].data()), bufs[{nin}].size());
+    }}
+    // The least GM traffic this tiling allows: each core reads its x rows and weight columns once.
+    const auto& c = tiling.cubeTiling;
+    uint64_t tilingMin = mm * nn * dtypeSize;
+    for (uint32_t core = 0; core < tiling.mDim * tiling.nDim; ++core) {{
+        const uint64_t m0 = (core % tiling.mDim) * c.singleCoreM, n0 = (core / tiling.mDim) * c.singleCoreN;
+        const uint64_t tm = mm - m0 < static_cast<uint64_t>(c.singleCoreM) ? mm - m0 : c.singleCoreM;
+        const uint64_t tn = nn - n0 < static_cast<uint64_t>(c.singleCoreN) ? nn - n0 : c.singleCoreN;
+        tilingMin += (tm * kk + {len(k.gemms)} * (kk * tn + {1 if k.has_bias else 0} * tn)) * dtypeSize;
+    }}
+    uint64_t vecElems = 0;
+    for (auto& kv : st.vecElems) vecElems += kv.second;
+    std::cout << "{{\\"block_dim\\": " << blocks << ", \\"gm_read\\": " << st.gmReadBytes
+              << ", \\"gm_write\\": " << st.gmWriteBytes << ", \\"ub_peak\\": " << st.ubPeak
+              << ", \\"scalar\\": " << st.scalarInstr << ", \\"tile_length\\": " << tiling.blockElems
+              << ", \\"vec_elems\\": " << vecElems << ", \\"cube\\": {{\\"macs\\": " << st.cube.macs
+              << ", \\"blocks\\": " << st.cube.blocks << ", \\"a_read\\": " << st.cube.aReadBytes
+              << ", \\"b_read\\": " << st.cube.bReadBytes << ", \\"c_bytes\\": " << st.cube.cBytes
+              << ", \\"l1_peak\\": " << st.cube.l1Peak << ", \\"tiling_min\\": " << tilingMin
+              << ", \\"mDim\\": " << tiling.mDim << ", \\"nDim\\": " << tiling.nDim << {show}
+              << "}}, \\"vec\\": {{";
+    bool first = true;
+    for (auto& kv : st.vecInstr) {{
+        std::cout << (first ? "" : ", ") << "\\"" << kv.first << "\\": " << kv.second;
+        first = false;
+    }}
+    std::cout << "}}}}" << std::endl;
+    return 0;
+}}
+"""
 
 
 #: Names every program is compiled under: kernels that differ only in their op type, comments and source
@@ -186,7 +339,7 @@ def _headers_digest() -> str:
 CANON_TYPE, CANON_SNAKE = "AscKernel", "asc_kernel"
 
 
-def _canonical(k: PointwiseKernel | RowKernel, text: str) -> str:
+def _canonical(k: PointwiseKernel | RowKernel | MatmulKernel, text: str) -> str:
     """A source with the op's names replaced by the canonical ones and comments blanked (lines kept, so the
     fault messages' line numbers stay those of the real files)."""
     text = text.replace(k.op_type, CANON_TYPE).replace(k.snake.upper(), CANON_SNAKE.upper())
@@ -198,13 +351,16 @@ def _canonical(k: PointwiseKernel | RowKernel, text: str) -> str:
     return "\n".join(lines)
 
 
-def build(k: PointwiseKernel | RowKernel, sources: Mapping[str, str], struct: str, dtype: int, soc: Soc) -> Path:
+def build(k: PointwiseKernel | RowKernel | MatmulKernel, sources: Mapping[str, str], struct: str, dtype: int,
+          soc: Soc) -> Path:
     """Compile (or reuse) the emulator program of one kernel, dtype and SoC; returns the binary.
 
     Programs are cached by a hash of the canonical sources (:func:`_canonical`)."""
     ctype = IO_TYPES[dtype][0]
-    defines = [f"-DDTYPE_{n.upper()}={ctype}" for n in [x.name for x in k.inputs] + list(k.outputs)]
-    main = main_source(replace(k, op_type=CANON_TYPE, snake=CANON_SNAKE), struct.replace(k.op_type, CANON_TYPE))
+    names = list(k.inputs) if isinstance(k, MatmulKernel) else [x.name for x in k.inputs]
+    defines = [f"-DDTYPE_{n.upper()}={ctype}" for n in names + list(k.outputs)]
+    make_main = matmul_main_source if isinstance(k, MatmulKernel) else main_source
+    main = make_main(replace(k, op_type=CANON_TYPE, snake=CANON_SNAKE), struct.replace(k.op_type, CANON_TYPE))
     canon = {rel.replace(k.snake, CANON_SNAKE): _canonical(k, text) for rel, text in sources.items()}
     flags = ["-std=c++17", "-O2", "-w", f"-D__NPU_ARCH__={soc.npu_arch}"] + defines
     h = hashlib.sha256()
@@ -237,9 +393,12 @@ def build(k: PointwiseKernel | RowKernel, sources: Mapping[str, str], struct: st
     return prog
 
 
-def run(k: PointwiseKernel | RowKernel, sources: Mapping[str, str], struct: str, inputs: Sequence[np.ndarray], soc: Soc,
-        core_num: int | None = None) -> EmuResult:
-    """Run one kernel on ``inputs`` (all of the kernel's I/O dtype) and return outputs and counters."""
+def run(k: PointwiseKernel | RowKernel | MatmulKernel, sources: Mapping[str, str], struct: str,
+        inputs: Sequence[np.ndarray], soc: Soc, core_num: int | None = None,
+        cube_tiling: Mapping[str, int] | None = None) -> EmuResult:
+    """Run one kernel on ``inputs`` (all of the kernel's I/O dtype) and return outputs and counters.
+
+    ``cube_tiling`` (matmul kernels): a TCubeTiling to run under instead of the host tiling's choice."""
     dtypes = {onnx_type(a) for a in inputs}
     if len(dtypes) != 1:
         raise AscOnnxError(f"{k.op_type}: emulator inputs must share one dtype, got {dtypes}")
@@ -250,11 +409,18 @@ def run(k: PointwiseKernel | RowKernel, sources: Mapping[str, str], struct: str,
         for i, a in enumerate(inputs):
             Path(d, f"in{i}.bin").write_bytes(np.ascontiguousarray(a).tobytes())
         out_shapes = _output_shapes(k, inputs)
-        shapes = [a.shape for a in inputs] + [out_shapes[0]]
-        Path(d, "shapes.txt").write_text(f"{getattr(k, 'row_dims', 0)}\n" + "\n".join(
-            " ".join(str(v) for v in (len(sh), *sh)) for sh in shapes))
-        tiling_ub = soc.ub_bytes - (8192 if k.uses_select else 0)  # the host reserves 8 KB for Select
-        cmd = [str(prog), d, str(core_num or soc.vector_cores), str(size), str(tiling_ub)]
+        if isinstance(k, MatmulKernel):
+            Path(d, "shapes.txt").write_text("\n".join(" ".join(str(v) for v in (len(a.shape), *a.shape))
+                                                       for a in inputs))
+            if cube_tiling:
+                Path(d, "cube_tiling.txt").write_text("".join(f"{key} {int(v)}\n" for key, v in cube_tiling.items()))
+            cmd = [str(prog), d, str(core_num or soc.vector_cores), str(size), IO_TYPES[dtype][0]]
+        else:
+            shapes = [a.shape for a in inputs] + [out_shapes[0]]
+            Path(d, "shapes.txt").write_text(f"{getattr(k, 'row_dims', 0)}\n" + "\n".join(
+                " ".join(str(v) for v in (len(sh), *sh)) for sh in shapes))
+            tiling_ub = soc.ub_bytes - (8192 if k.uses_select else 0)  # the host reserves 8 KB for Select
+            cmd = [str(prog), d, str(core_num or soc.vector_cores), str(size), str(tiling_ub)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         try:
             info = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -266,11 +432,17 @@ def run(k: PointwiseKernel | RowKernel, sources: Mapping[str, str], struct: str,
             raise EmulatorFaultError(f"{k.op_type} on {soc.name}: {info['error']}: {message}")
         outs = tuple(_read(Path(d, f"out{o}.bin"), dtype, out_shapes[o]) for o in range(len(k.outputs)))
     return EmuResult(outs, info["block_dim"], info["gm_read"], info["gm_write"], info["vec"], info["ub_peak"],
-                     info["scalar"], info["tile_length"], info["vec_elems"])
+                     info["scalar"], info["tile_length"], info["vec_elems"], info.get("cube"))
 
 
-def _output_shapes(k: PointwiseKernel | RowKernel, inputs: Sequence[np.ndarray]) -> list[tuple[int, ...]]:
-    """Output shapes: the data's shape, or for a per-row statistic the data's with each row dim set to 1."""
+def _output_shapes(k: PointwiseKernel | RowKernel | MatmulKernel,
+                   inputs: Sequence[np.ndarray]) -> list[tuple[int, ...]]:
+    """Output shapes: the data's shape, or for a per-row statistic the data's with each row dim set to 1
+    (matmul: x's leading dims and N)."""
+    if isinstance(k, MatmulKernel):
+        w = inputs[k.gemms[0].weight].shape
+        n = (w[0] if k.trans_b else w[1]) // (2 if k.split else 1)
+        return [tuple(inputs[0].shape[:-1]) + (n,)]
     if isinstance(k, RowKernel):
         data = tuple(np.broadcast_shapes(*(inputs[i].shape for i in k.data_inputs)))
         stat = data[:len(data) - k.row_dims] + (1,) * k.row_dims

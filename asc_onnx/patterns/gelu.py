@@ -9,9 +9,9 @@ from __future__ import annotations
 import itertools
 import math
 
-from asc_onnx.pattern import op, rule
+from asc_onnx.pattern import ANY, op, rule
 
-from ._common import trailing_vector
+from ._common import first_reason, trailing_vector, weight_matrix
 
 SQRT2 = math.sqrt(2.0)
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -39,31 +39,64 @@ def _outer(x, t, shape: int):
     return op.Mul(op.Mul(x, 0.5), one_plus)
 
 
-def _variants(kind: str, bias: bool) -> list:
-    """Pattern functions for every product shape x inner form."""
-    forms = []
+def _cores(kind: str) -> list:
+    """GELU(x) written every way exporters do: product shape x inner form, and the Gelu op (opset 20)."""
+    cores = []
     for shape, inner in itertools.product(range(3), (True, False)):
         def core(x, shape=shape, inner=inner):
             t = _scaled_erf(x, inner) if kind == "erf" else _tanh_inner(x, inner)
             return _outer(x, t, shape)
 
+        core.__name__ = f"gelu_{kind}_{shape}_{'a' if inner else 'b'}"
+        cores.append(core)
+    return cores
+
+
+def _gelu_op(x, kind: str):
+    return op.Gelu(x, approximate="none" if kind == "erf" else "tanh")
+
+
+def _variants(kind: str, bias: bool) -> list:
+    """Pattern functions for every product shape x inner form (and the Gelu op after a bias Add)."""
+    forms = []
+    for core in _cores(kind):
         if bias:
             def fn(x, bias, core=core):
                 return core(op.Add(x, bias))
         else:
             def fn(x, core=core):
                 return core(x)
-        fn.__name__ = f"{'bias_' if bias else ''}gelu_{kind}_{shape}_{'a' if inner else 'b'}"
+        fn.__name__ = f"{'bias_' if bias else ''}{core.__name__}"
         forms.append(fn)
     if bias:
-        approx = "none" if kind == "erf" else "tanh"
-
-        def gelu_op(x, bias, approx=approx):
-            return op.Gelu(op.Add(x, bias), approximate=approx)
+        def gelu_op(x, bias):
+            return _gelu_op(op.Add(x, bias), kind)
 
         gelu_op.__name__ = f"bias_gelu_op_{kind}"
         forms.append(gelu_op)
     return forms
+
+
+def _linear_variants(kind: str) -> list:
+    """GELU(x @ W + b) in every GELU form, after MatMul+Add or after a Gemm (the BERT and GPT-2 FFN)."""
+    forms = []
+    for core in [*_cores(kind), lambda h: _gelu_op(h, kind)]:
+        name = getattr(core, "__name__", "gelu_op") if core.__name__ != "<lambda>" else f"gelu_op_{kind}"
+
+        def matmul_fn(x, weight, bias, core=core):
+            return core(op.Add(op.MatMul(x, weight), bias))
+
+        def gemm_fn(x, weight, bias, core=core):
+            return core(op.Gemm(x, weight, bias, alpha=1.0, beta=1.0, transA=0, transB=ANY))
+
+        matmul_fn.__name__ = f"linear_{name}"
+        gemm_fn.__name__ = f"gemm_{name}"
+        forms += [matmul_fn, gemm_fn]
+    return forms
+
+
+def _linear_check(m) -> str | None:
+    return first_reason(weight_matrix(m, "weight"), trailing_vector(m, "bias"))
 
 
 def _bias_check(m) -> str | None:
@@ -71,6 +104,12 @@ def _bias_check(m) -> str | None:
 
 
 RULES = [
+    rule("LinearGELU", *_linear_variants("erf"), op_name="LinearGelu", kernel="matmul",
+         doc="GELU(x @ W + b), exact: MatMul+Add or Gemm, then GELU in any exporter's form (BERT FFN)",
+         check=_linear_check),
+    rule("LinearGELUTanh", *_linear_variants("tanh"), op_name="LinearGeluTanh", kernel="matmul",
+         doc="GELU(x @ W + b), tanh approximation: MatMul+Add or Gemm, then tanh-GELU (GPT-2 FFN)",
+         check=_linear_check),
     rule("BiasGELU", *_variants("erf", True), op_name="BiasGelu", kernel="pointwise",
          doc="GELU(x + b), exact Erf form or a Gelu op after a bias Add", check=_bias_check),
     rule("BiasGELUTanh", *_variants("tanh", True), op_name="BiasGeluTanh", kernel="pointwise",

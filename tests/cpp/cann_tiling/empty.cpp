@@ -1,0 +1,1 @@
+// Nothing: check.sh is run on this once to generate its kernel_tiling.h and include links.

@@ -1,0 +1,108 @@
+// The emulated Matmul API: argv[1] names a scenario; prints "OK v0 v1 ..." or "FAULT message".
+// A is 20x24, B 24x40 (half), bias 0.5 (float), C float; one core.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "kernel_operator.h"
+#include "lib/matmul_intf.h"
+
+using namespace AscendC;
+using AT = MatmulType<TPosition::GM, CubeFormat::ND, half>;
+using CT = MatmulType<TPosition::GM, CubeFormat::ND, float>;
+using BiasT = MatmulType<TPosition::GM, CubeFormat::ND, float>;
+
+static std::vector<half> a(20 * 24), b(24 * 40);
+static std::vector<float> bias(40, 0.5f), c(20 * 40, -1.0f), ws(2048, 0.0f);
+static std::vector<uint8_t> sys(64);
+
+static tiling::TCubeTiling Tiling() {
+    tiling::TCubeTiling t{};
+    t.usedCoreNum = 1; t.M = 20; t.N = 40; t.Ka = 24; t.Kb = 24;
+    t.singleCoreM = 20; t.singleCoreN = 40; t.singleCoreK = 24;
+    t.baseM = 16; t.baseN = 32; t.baseK = 16; t.stepM = 1; t.stepN = 1; t.stepKa = 2; t.stepKb = 2;
+    t.depthA1 = 2; t.depthB1 = 2; t.isBias = 1; t.iterateOrder = 0; t.dbL0A = 2; t.dbL0B = 2; t.dbL0C = 1;
+    return t;
+}
+
+static void Run(const std::string& s) {
+    TPipe pipe;
+    GlobalTensor<half> aGm, bGm;
+    GlobalTensor<float> biasGm, cGm, wsGm;
+    aGm.SetGlobalBuffer(a.data(), a.size());
+    bGm.SetGlobalBuffer(b.data(), b.size());
+    biasGm.SetGlobalBuffer(bias.data(), bias.size());
+    cGm.SetGlobalBuffer(c.data(), c.size());
+    wsGm.SetGlobalBuffer(ws.data(), ws.size());
+    Matmul<AT, AT, CT, BiasT> mm, mm2;
+    tiling::TCubeTiling t = Tiling();
+    if (s == "l0_overflow") { t.baseM = 128; t.baseK = 256; t.depthA1 = 2; }
+    TBuf<TPosition::VECCALC> buf;
+    if (s == "regist_after_initbuffer") pipe.InitBuffer(buf, 1024);
+    tiling::TCubeTiling big = t;
+    big.baseM = 128; big.baseN = 128; big.baseK = 64; big.depthA1 = 16; big.depthB1 = 16; big.stepKa = 8; big.stepKb = 8;
+    if (s == "l1_two_objects") REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &big, mm2, &big);
+    else REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &t);
+    if (s != "regist_after_initbuffer") pipe.InitBuffer(buf, 4096);
+    mm.SetTensorA(aGm);
+    mm.SetTensorB(bGm);
+    mm.SetBias(biasGm);
+    if (s == "ok") {
+        mm.IterateAll(cGm);
+        mm.End();
+    } else if (s == "wait_without_signal") {
+        mm.IterateAll<false>(cGm);  // waitIterateAll = false: the cube core never signals
+        mm.WaitIterateAll();
+    } else if (s == "bias_not_resent") {
+        while (mm.Iterate()) mm.GetTensorC(wsGm, 0, true);
+        mm.SetTensorA(aGm);  // a second round without SetBias: 910B drops the bias
+        mm.Iterate();
+    } else if (s == "getc_before_iterate") {
+        mm.GetTensorC(cGm, 0, true);
+    } else if (s == "iterate_twice") {
+        mm.Iterate();
+        mm.Iterate();
+    } else if (s == "missing_wait" || s == "waited") {
+        mm.IterateAll<false>(cGm, 0, false, true);  // the cube signals the end (WaitIterateAll.md)
+        if (s == "waited") mm.WaitIterateAll();
+        LocalTensor<float> l = buf.Get<float>();
+        DataCopy(l, cGm, 64);  // the vector core reads C
+        if (s == "waited") mm.End();
+    } else if (s == "slot_race" || s == "slot_flagged") {
+        LocalTensor<float> l = buf.Get<float>();
+        for (uint32_t i = 0; mm.Iterate(); ++i) {
+            mm.GetTensorC(wsGm, 0, true);
+            DataCopy(l[i * 64], wsGm, 64);
+            if (s == "slot_flagged") {
+                SetFlag<HardEvent::MTE2_S>(0);
+                WaitFlag<HardEvent::MTE2_S>(0);
+            }
+        }
+        mm.End();
+    }
+}
+
+int main(int argc, char** argv) {
+    for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<half>(static_cast<float>(static_cast<int>(i % 7) - 3));
+    for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<half>(static_cast<float>(static_cast<int>(i % 5) - 2));
+    auto& st = asc_emu::St();
+    emu_ws::Sys() = sys.data();
+    st.gm.push_back({"a", reinterpret_cast<uint8_t*>(a.data()), a.size() * 2, false, {}});
+    st.gm.push_back({"b", reinterpret_cast<uint8_t*>(b.data()), b.size() * 2, false, {}});
+    st.gm.push_back({"bias", reinterpret_cast<uint8_t*>(bias.data()), bias.size() * 4, false, {}});
+    st.gm.push_back({"c", reinterpret_cast<uint8_t*>(c.data()), c.size() * 4, true, std::vector<int32_t>(c.size() * 4, -1)});
+    st.gm.push_back({"workspace", reinterpret_cast<uint8_t*>(ws.data()), ws.size() * 4, true,
+                     std::vector<int32_t>(ws.size() * 4, -1)});
+    st.gm.back().cubeShared = true;
+    try {
+        Run(argc > 1 ? argv[1] : "ok");
+    } catch (const asc_emu::Fault& e) {
+        std::cout << "FAULT " << e.what() << std::endl;
+        return 0;
+    }
+    std::cout << "OK";
+    if (std::string(argc > 1 ? argv[1] : "ok") == "ok")
+        for (float v : c) std::cout << " " << v;
+    std::cout << std::endl;
+    return 0;
+}

@@ -1,0 +1,317 @@
+"""Matmul+epilogue kernels (Linear+SiLU, SwiGLU, Linear+GELU) in the emulator against onnxruntime.
+
+Shapes: M in {1, 7, 128, 1000} rows with K = 40 and N = 72 (neither a multiple of 16) on 910B; 310P takes
+N = 80 (no DataCopyPad: 32-byte rows of y) and half inputs only. fp16 kernels are compared with the fp32
+body rounded to fp16 once (validate.TOLERANCES[FLOAT16]); fp32 with the fp32 tolerances. Every kernel
+also runs under forced tilings (smallest and largest base blocks, K split into steps, ORDER_N, stepN 2)
+and, where ../shared/ascend is present, under the tiling CANN's own MultiCoreMatmulTiling computes."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import F16, F32, ROOT, model
+from onnx import helper, numpy_helper
+
+import asc_onnx
+from asc_onnx import FuseOptions
+from asc_onnx.emulator.harness import CUBE_FIELDS
+from asc_onnx.lower.matmul import MatmulKernel
+from asc_onnx.soc import get_soc
+from asc_onnx.verify_kernels import check, matmul_inputs
+
+K, N, N310 = 40, 72, 80
+NP = {F32: np.float32, F16: np.float16}
+
+
+def _w(name, shape, dtype, seed):
+    rng = np.random.default_rng(seed)
+    return numpy_helper.from_array((rng.standard_normal(shape) / np.sqrt(shape[0])).astype(NP[dtype]), name)
+
+
+def linear_silu(dtype=F32, n=N, bias=True, form="matmul"):
+    """SiLU(x @ W [+ b]): MatMul+Add, Gemm (transB) or MatMul of a Transpose (a dynamo export)."""
+    inits = []
+    if form == "gemm":
+        inits.append(_w("W", (n, K), dtype, 1))
+        ins = ["x", "W"] + (["b"] if bias else [])
+        nodes = [helper.make_node("Gemm", ins, ["h"], transB=1)]
+    elif form == "transpose":
+        inits.append(_w("W", (n, K), dtype, 1))
+        nodes = [helper.make_node("Transpose", ["W"], ["Wt"], perm=[1, 0]),
+                 helper.make_node("MatMul", ["x", "Wt"], ["mm"])]
+    else:
+        inits.append(_w("W", (K, n), dtype, 1))
+        nodes = [helper.make_node("MatMul", ["x", "W"], ["mm"])]
+    if form != "gemm":
+        nodes.append(helper.make_node("Add", ["mm", "b"], ["h"]) if bias
+                     else helper.make_node("Identity", ["mm"], ["h"]))
+    if bias:
+        inits.append(numpy_helper.from_array(np.linspace(-1, 1, n).astype(NP[dtype]), "b"))
+    nodes += [helper.make_node("Sigmoid", ["h"], ["s"]), helper.make_node("Mul", ["h", "s"], ["y"])]
+    rank2 = form == "gemm"
+    lead = [7] if rank2 else [2, "S"]
+    return model(nodes, [("x", dtype, lead + [K])], [("y", dtype, lead + [n])], inits)
+
+
+def swiglu(dtype=F32, n=N, bias=False, split=False):
+    """silu(x @ Wg [+ bg]) * (x @ Wu [+ bu]), or Split of one gate-up MatMul (Phi-3)."""
+    if split:
+        inits = [_w("Wgu", (K, 2 * n), dtype, 2)]
+        nodes = [helper.make_node("MatMul", ["x", "Wgu"], ["gu"]),
+                 helper.make_node("Split", ["gu"], ["g", "u"], axis=-1, num_outputs=2)]
+        opset = 18
+    else:
+        inits = [_w("Wg", (K, n), dtype, 3), _w("Wu", (K, n), dtype, 4)]
+        nodes = [helper.make_node("MatMul", ["x", "Wg"], ["g0"]), helper.make_node("MatMul", ["x", "Wu"], ["u0"])]
+        if bias:
+            inits += [numpy_helper.from_array(np.linspace(-1, 1, n).astype(NP[dtype]), "bg"),
+                      numpy_helper.from_array(np.linspace(1, -1, n).astype(NP[dtype]), "bu")]
+            nodes += [helper.make_node("Add", ["g0", "bg"], ["g"]), helper.make_node("Add", ["u0", "bu"], ["u"])]
+        else:
+            nodes += [helper.make_node("Identity", ["g0"], ["g"]), helper.make_node("Identity", ["u0"], ["u"])]
+        opset = 17
+    nodes += [helper.make_node("Sigmoid", ["g"], ["s"]), helper.make_node("Mul", ["g", "s"], ["a"]),
+              helper.make_node("Mul", ["a", "u"], ["y"])]
+    return model(nodes, [("x", dtype, [2, "S", K])], [("y", dtype, [2, "S", n])], inits, opset=opset)
+
+
+def linear_gelu(dtype=F32, n=N, tanh=False):
+    """GELU(x @ W + b), exact (Erf, BERT) or tanh (GPT-2)."""
+    nt = NP[dtype]
+    inits = [_w("W", (K, n), dtype, 5), numpy_helper.from_array(np.linspace(-1, 1, n).astype(nt), "b"),
+             numpy_helper.from_array(np.array(0.5, nt), "half"), numpy_helper.from_array(np.array(1.0, nt), "one")]
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["mm"]), helper.make_node("Add", ["mm", "b"], ["h"])]
+    if tanh:
+        inits += [numpy_helper.from_array(np.array(0.044715, nt), "c"),
+                  numpy_helper.from_array(np.array(np.sqrt(2 / np.pi), nt), "r")]
+        nodes += [helper.make_node("Mul", ["h", "h"], ["h2"]), helper.make_node("Mul", ["h", "h2"], ["h3"]),
+                  helper.make_node("Mul", ["h3", "c"], ["ch3"]), helper.make_node("Add", ["h", "ch3"], ["in0"]),
+                  helper.make_node("Mul", ["in0", "r"], ["in1"]), helper.make_node("Tanh", ["in1"], ["t"])]
+    else:
+        inits.append(numpy_helper.from_array(np.array(np.sqrt(2), nt), "sq"))
+        nodes += [helper.make_node("Div", ["h", "sq"], ["d"]), helper.make_node("Erf", ["d"], ["t"])]
+    nodes += [helper.make_node("Add", ["t", "one"], ["t1"]), helper.make_node("Mul", ["h", "t1"], ["p"]),
+              helper.make_node("Mul", ["p", "half"], ["y"])]
+    return model(nodes, [("x", dtype, [2, "S", K])], [("y", dtype, [2, "S", n])], inits)
+
+
+def _kernel(m, soc="Ascend910B"):
+    res = asc_onnx.fuse(m, options=FuseOptions(soc=soc, emulate=False), validate=False)
+    ks = [k for k in res.kernels if isinstance(k.ir, MatmulKernel)]
+    assert len(ks) == 1, [(k.op.op_type, k.op.kernel) for k in res.kernels]
+    return ks[0]
+
+
+def _run(k, rows, soc="Ascend910B", dtype=F32, cube_tiling=None, seed=0):
+    inputs = matmul_inputs(k, dtype, (rows,) if k.op.instances[0].input_shapes[0].__len__() == 2 else (1, rows),
+                           np.random.default_rng(seed))
+    return check(k, inputs, get_soc(soc), f"M={rows}", cube_tiling=cube_tiling)
+
+
+CASES = {
+    "silu_bias": lambda d, n: linear_silu(d, n),
+    "silu_nobias": lambda d, n: linear_silu(d, n, bias=False),
+    "silu_gemm_transB": lambda d, n: linear_silu(d, n, form="gemm"),
+    "silu_transpose": lambda d, n: linear_silu(d, n, bias=False, form="transpose"),
+    "swiglu": lambda d, n: swiglu(d, n),
+    "swiglu_bias": lambda d, n: swiglu(d, n, bias=True),
+    "swiglu_split": lambda d, n: swiglu(d, n, split=True),
+    "gelu_erf": lambda d, n: linear_gelu(d, n),
+    "gelu_tanh": lambda d, n: linear_gelu(d, n, tanh=True),
+}
+
+
+@pytest.mark.parametrize("rows", [1, 7, 128, 1000])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_fp32_on_910b_every_m(case, rows):
+    k = _kernel(CASES[case](F32, N))
+    c = _run(k, rows)
+    assert c.ok, (c.error, c.max_abs)
+    assert c.cube and c.cube["macs"] >= rows * K * N * len(k.ir.gemms)
+
+
+@pytest.mark.parametrize("soc", ["Ascend910B", "Ascend310P"])
+@pytest.mark.parametrize("case", ["silu_bias", "swiglu", "swiglu_split", "gelu_tanh", "silu_gemm_transB"])
+def test_fp16_against_fp32_reference_both_socs(case, soc):
+    n = N310 if soc == "Ascend310P" else N
+    k = _kernel(CASES[case](F16, n), soc)
+    for rows in (7, 128):
+        c = _run(k, rows, soc, F16)
+        assert c.ok, (soc, rows, c.error, c.max_abs)
+
+
+def test_310p_refuses_float_matmul_and_ragged_n():
+    res = asc_onnx.fuse(linear_silu(F32, N310), options=FuseOptions(soc="Ascend310P", emulate=False), validate=False)
+    assert not [k for k in res.kernels if isinstance(k.ir, MatmulKernel)]
+    k = _kernel(linear_silu(F16, N), "Ascend310P")
+    c = _run(k, 7, "Ascend310P", F16)
+    assert not c.ok and "reason 3" in c.error
+
+
+def _default_tiling(k, rows):
+    c = _run(k, rows)
+    assert c.ok
+    return {f: c.cube[f] for f in CUBE_FIELDS}
+
+
+def _forced(base, **kw):
+    t = dict(base)
+    t.update(kw)
+    return t
+
+
+@pytest.mark.parametrize("case", ["swiglu", "silu_bias", "swiglu_split"])
+def test_kernels_under_several_valid_tilings(case):
+    k = _kernel(CASES[case](F32, N))
+    rows = 1000
+    base = _default_tiling(k, rows)
+    one = dict(base, usedCoreNum=1, singleCoreM=rows, singleCoreN=80)
+    variants = {
+        "smallest base": _forced(base, baseM=16, baseN=16, baseK=8, stepKa=1, stepKb=1, depthA1=1, depthB1=1),
+        "largest base the UB holds, one core": _forced(one, baseK=40, stepKa=1, stepKb=1, depthA1=2, depthB1=2,
+                                                       dbL0C=1),
+        "K in steps, ORDER_N": _forced(base, baseK=8, stepKa=2, stepKb=1, depthA1=4, depthB1=2, iterateOrder=1,
+                                       stepM=1),
+        "stepN 2, tails in M N K": _forced(one, baseM=48, baseN=32, baseK=16, stepN=2, depthB1=6, stepKb=3,
+                                           stepKa=3, depthA1=3, stepM=1),
+    }
+    for name, t in variants.items():
+        c = _run(k, rows, cube_tiling=t)
+        assert c.ok, (name, c.error, c.max_abs)
+        assert c.cube["baseM"] == t["baseM"] and c.cube["iterateOrder"] == t["iterateOrder"]
+
+
+def test_tiling_that_overflows_l0_is_a_fault():
+    k = _kernel(swiglu(F32, N))
+    base = _default_tiling(k, 128)
+    c = _run(k, 128, cube_tiling=_forced(base, baseM=16, baseN=16, baseK=1024, stepKa=1, stepKb=1, dbL0A=2))
+    assert not c.ok and "L0A overflow" in c.error
+
+
+def test_gm_traffic_counts_the_tiling_and_beats_the_unfused_chain():
+    from asc_onnx.verify_kernels import data_movement
+
+    k = _kernel(swiglu(F16, 256))
+    inputs = matmul_inputs(k, F16, (1, 1000), np.random.default_rng(0))
+    c = check(k, inputs, get_soc("Ascend910B"), "M=1000")
+    assert c.ok
+    dm = data_movement(k, inputs, c.gm_bytes, c.vec_elems, c.cube)
+    # What the cube reads is at least what the tiling must read; y is written once; C crosses GM in fp32.
+    assert c.cube["a_read"] + c.cube["b_read"] >= dm.tiling_min - 1000 * 256 * 2
+    assert dm.fused < dm.unfused
+
+
+# -- CANN's own tiling algorithm, built at test time from ../shared/ascend ------------------------------
+
+SHARED = ROOT.parent / "shared" / "ascend"
+CANN_SHIM = Path(__file__).resolve().parent / "cpp" / "cann_tiling"
+
+
+@pytest.fixture(scope="module")
+def cann_tiling(tmp_path_factory):
+    """A program printing the TCubeTiling that CANN's MultiCoreMatmulTiling gives a generated tiling calc."""
+    if not (SHARED / "asc-devkit" / "impl" / "adv_api" / "tiling" / "matmul").is_dir():
+        pytest.skip("../shared/ascend is not present")
+    subprocess.run(["bash", str(SHARED / "check" / "check.sh"), str(CANN_SHIM / "empty.cpp")], check=True,
+                   capture_output=True)  # generates the kernel_tiling.h and include farm check.sh keeps
+    d = tmp_path_factory.mktemp("cann")
+    objs = []
+    for src in ("matmul_tiling.cpp", "matmul_tiling_base.cpp", "matmul_tiling_algorithm.cpp", "math_util.cpp",
+                "bmm_tiling.cpp"):
+        obj = d / (src + ".o")
+        subprocess.run(["g++", "-std=c++17", "-w", "-c", *_cann_flags(),
+                        str(SHARED / "asc-devkit" / "impl" / "adv_api" / "tiling" / "matmul" / src), "-o", str(obj)],
+                       check=True, capture_output=True)
+        objs.append(obj)
+    shim = d / "shim.o"
+    subprocess.run(["g++", "-std=c++17", "-w", "-c", *_cann_flags(), str(CANN_SHIM / "cann_shim.cpp"), "-o",
+                    str(shim)], check=True, capture_output=True)
+    return d, objs + [shim]
+
+
+def _cann_flags():
+    import os
+
+    gen = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "asc-onnx-check"
+    a, md = SHARED / "asc-devkit", SHARED / "metadef"
+    return ["-I", str(CANN_SHIM), "-I", str(SHARED / "check" / "stubs"), "-isystem", str(md / "inc" / "external"),
+            "-isystem", str(md / "inc"), "-isystem", str(a / "include" / "utils"), "-isystem", str(a / "include"),
+            "-isystem", str(a / "include" / "adv_api"), "-isystem", str(a), "-isystem", str(gen), "-isystem",
+            str(gen / "asc" / "include"), "-isystem", str(a / "impl"), "-DNO_OPERATOR_IMPL", "-D__NPU_ARCH__=2201"]
+
+
+def _cann_choice(cann_tiling, k, rows: int) -> dict[str, int]:
+    d, objs = cann_tiling
+    pkg = d / k.ir.snake
+    for rel, text in k.files.items():
+        (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / rel).write_text(text)
+    main = pkg / "main.cpp"
+    main.write_text((CANN_SHIM / "print_tiling.cpp.in").read_text().replace("@CALC@", f"{k.ir.snake}_tiling_calc.h")
+                    .replace("@OP@", k.ir.op_type).replace("@FIELDS@", " ".join(
+                        f'std::cout << "{f} " << t.cubeTiling.{f} << "\\n";' for f in CUBE_FIELDS)))
+    exe = pkg / "print_tiling"
+    subprocess.run(["g++", "-std=c++17", "-w", *_cann_flags(), "-I", str(pkg / "op_host"), str(main), *map(str, objs),
+                    "-o", str(exe)], check=True, capture_output=True)
+    wshape = k.op.instances[0].input_shapes[k.ir.gemms[0].weight]
+    n = (wshape[0] if k.ir.trans_b else wshape[1]) // (2 if k.ir.split else 1)
+    out = subprocess.run([str(exe), str(rows), str(n), str(K)], capture_output=True, text=True, check=True).stdout
+    return {key: int(v) for key, v in (line.split() for line in out.splitlines())}
+
+
+@pytest.mark.parametrize("case", ["swiglu", "silu_bias", "gelu_tanh", "silu_gemm_transB"])
+def test_kernels_under_the_tiling_cann_picks(cann_tiling, case):
+    k = _kernel(CASES[case](F32, N))
+    for rows in (1, 7, 128, 1000):
+        t = _cann_choice(cann_tiling, k, rows)
+        c = _run(k, rows, cube_tiling=t)
+        assert c.ok, (rows, t, c.error, c.max_abs)
+        assert c.cube["baseK"] == t["baseK"] and c.cube["depthA1"] == t["depthA1"]
+
+
+# -- planted misuse of the Matmul API: tests/cpp/emu_matmul.cpp ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def matmul_exe(tmp_path_factory):
+    from asc_onnx.emulator import INCLUDE_DIR
+
+    exe = tmp_path_factory.mktemp("mm") / "emu_matmul"
+    subprocess.run(["g++", "-std=c++17", "-O1", "-w", "-I", str(INCLUDE_DIR),
+                    str(Path(__file__).resolve().parent / "cpp" / "emu_matmul.cpp"), "-o", str(exe)],
+                   check=True, capture_output=True)
+    return lambda s: subprocess.run([str(exe), s], capture_output=True, text=True).stdout.strip()
+
+
+def test_matmul_api_matches_numpy(matmul_exe):
+    out = matmul_exe("ok")
+    assert out.startswith("OK"), out
+    got = np.array([float(v) for v in out.split()[1:]], np.float32)
+    a = (np.arange(20 * 24, dtype=np.float32).reshape(20, 24) % 7 - 3).astype(np.float16).astype(np.float32)
+    b = (np.arange(24 * 40, dtype=np.float32).reshape(24, 40) % 5 - 2).astype(np.float16).astype(np.float32)
+    np.testing.assert_allclose(got.reshape(20, 40), a @ b + 0.5, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("scenario,message", [
+    ("getc_before_iterate", "with no C block: call Iterate first"),
+    ("iterate_twice", "never fetched"),
+    ("missing_wait", "may still be writing on the cube core"),
+    ("l0_overflow", "L0A overflow"),
+    ("l1_two_objects", "L1 overflow"),
+    ("slot_race", "cube write after MTE2 read"),
+    ("regist_after_initbuffer", "before any other use of the pipe"),
+    ("wait_without_signal", "never signals"),
+    ("bias_not_resent", "SetBias was not repeated"),
+])
+def test_planted_matmul_misuse_faults(matmul_exe, scenario, message):
+    out = matmul_exe(scenario)
+    assert out.startswith("FAULT") and message in out, out
+
+
+def test_waited_async_and_flagged_slot_pass(matmul_exe):
+    assert matmul_exe("waited").startswith("OK")
+    assert matmul_exe("slot_flagged").startswith("OK")
