@@ -133,7 +133,9 @@ def _cmd_fuse(a: argparse.Namespace) -> int:
                 print(f"  {m['op_type']}: GM bytes fused {m['fused']}, unfused {m['unfused']}, "
                       f"compulsory {m['compulsory']} ({m['fused'] / m['compulsory']:.2f}x minimum, "
                       f"{m['unfused'] / m['fused']:.1f}x less than unfused), "
-                      f"{m.get('vec_per_elem', 0):.2f} vector passes per element")
+                      f"{m.get('vec_per_elem', 0):.2f} vector passes per element"
+                      + (f"; tiling minimum {m['tiling_min']} ({m['fused'] / m['tiling_min']:.2f}x), C staging "
+                         f"{m['staging']}, {m['cube_macs']} cube MACs" if m.get("tiling_min") else ""))
         for miss in kern.get("not_generated", []):
             print(f"  no kernel for {miss['op_type']}: {miss['reason']} (kept as original nodes in model.atc.onnx)")
         for rej in kern.get("rejected", []):

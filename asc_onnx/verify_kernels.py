@@ -55,6 +55,7 @@ class DataMovement:
     vec_per_elem: float = 0.0  # vector work: elements processed by all vector instructions per data element
     tiling_min: int = 0  # matmul: the least GM traffic the tiling allows (each core reads its x rows, W columns once)
     cube_macs: int = 0  # matmul: multiply-accumulates the cube ran (whole fractals)
+    staging: int = 0  # matmul: of ``fused``, the C blocks' round trip through the per-core GM slots (910B)
 
 
 def body_model(op: FusedOp, dtypes: Sequence[int]) -> ModelProto:
@@ -278,7 +279,7 @@ def data_movement(k: Kernel, inputs: Sequence[np.ndarray], fused_bytes: int, vec
         y = int(np.prod(shape)) * inputs[0].itemsize
         return DataMovement(k.op.op_type, shape, fused_bytes, unfused, sum(a.nbytes for a in inputs) + y,
                             round(vec_elems / max(1, int(np.prod(shape))), 3), int((cube or {}).get("tiling_min", 0)),
-                            int((cube or {}).get("macs", 0)))
+                            int((cube or {}).get("macs", 0)), 2 * int((cube or {}).get("c_bytes", 0)))
     # Outputs written once: the data's size, or one value per row for a row kernel's statistics.
     kinds = getattr(k.ir, "output_kinds", ("row",) * len(k.op.output_names))
     rows = int(np.prod(shape[:len(shape) - getattr(k.ir, "row_dims", 0)]))

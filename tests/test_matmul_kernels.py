@@ -32,19 +32,19 @@ def _w(name, shape, dtype, seed):
     return numpy_helper.from_array((rng.standard_normal(shape) / np.sqrt(shape[0])).astype(NP[dtype]), name)
 
 
-def linear_silu(dtype=F32, n=N, bias=True, form="matmul"):
+def linear_silu(dtype=F32, n=N, bias=True, form="matmul", k=K):
     """SiLU(x @ W [+ b]): MatMul+Add, Gemm (transB) or MatMul of a Transpose (a dynamo export)."""
     inits = []
     if form == "gemm":
-        inits.append(_w("W", (n, K), dtype, 1))
+        inits.append(_w("W", (n, k), dtype, 1))
         ins = ["x", "W"] + (["b"] if bias else [])
         nodes = [helper.make_node("Gemm", ins, ["h"], transB=1)]
     elif form == "transpose":
-        inits.append(_w("W", (n, K), dtype, 1))
+        inits.append(_w("W", (n, k), dtype, 1))
         nodes = [helper.make_node("Transpose", ["W"], ["Wt"], perm=[1, 0]),
                  helper.make_node("MatMul", ["x", "Wt"], ["mm"])]
     else:
-        inits.append(_w("W", (K, n), dtype, 1))
+        inits.append(_w("W", (k, n), dtype, 1))
         nodes = [helper.make_node("MatMul", ["x", "W"], ["mm"])]
     if form != "gemm":
         nodes.append(helper.make_node("Add", ["mm", "b"], ["h"]) if bias
@@ -54,18 +54,18 @@ def linear_silu(dtype=F32, n=N, bias=True, form="matmul"):
     nodes += [helper.make_node("Sigmoid", ["h"], ["s"]), helper.make_node("Mul", ["h", "s"], ["y"])]
     rank2 = form == "gemm"
     lead = [7] if rank2 else [2, "S"]
-    return model(nodes, [("x", dtype, lead + [K])], [("y", dtype, lead + [n])], inits)
+    return model(nodes, [("x", dtype, lead + [k])], [("y", dtype, lead + [n])], inits)
 
 
-def swiglu(dtype=F32, n=N, bias=False, split=False):
+def swiglu(dtype=F32, n=N, bias=False, split=False, k=K):
     """silu(x @ Wg [+ bg]) * (x @ Wu [+ bu]), or Split of one gate-up MatMul (Phi-3)."""
     if split:
-        inits = [_w("Wgu", (K, 2 * n), dtype, 2)]
+        inits = [_w("Wgu", (k, 2 * n), dtype, 2)]
         nodes = [helper.make_node("MatMul", ["x", "Wgu"], ["gu"]),
                  helper.make_node("Split", ["gu"], ["g", "u"], axis=-1, num_outputs=2)]
         opset = 18
     else:
-        inits = [_w("Wg", (K, n), dtype, 3), _w("Wu", (K, n), dtype, 4)]
+        inits = [_w("Wg", (k, n), dtype, 3), _w("Wu", (k, n), dtype, 4)]
         nodes = [helper.make_node("MatMul", ["x", "Wg"], ["g0"]), helper.make_node("MatMul", ["x", "Wu"], ["u0"])]
         if bias:
             inits += [numpy_helper.from_array(np.linspace(-1, 1, n).astype(NP[dtype]), "bg"),
@@ -76,13 +76,13 @@ def swiglu(dtype=F32, n=N, bias=False, split=False):
         opset = 17
     nodes += [helper.make_node("Sigmoid", ["g"], ["s"]), helper.make_node("Mul", ["g", "s"], ["a"]),
               helper.make_node("Mul", ["a", "u"], ["y"])]
-    return model(nodes, [("x", dtype, [2, "S", K])], [("y", dtype, [2, "S", n])], inits, opset=opset)
+    return model(nodes, [("x", dtype, [2, "S", k])], [("y", dtype, [2, "S", n])], inits, opset=opset)
 
 
-def linear_gelu(dtype=F32, n=N, tanh=False):
+def linear_gelu(dtype=F32, n=N, tanh=False, k=K):
     """GELU(x @ W + b), exact (Erf, BERT) or tanh (GPT-2)."""
     nt = NP[dtype]
-    inits = [_w("W", (K, n), dtype, 5), numpy_helper.from_array(np.linspace(-1, 1, n).astype(nt), "b"),
+    inits = [_w("W", (k, n), dtype, 5), numpy_helper.from_array(np.linspace(-1, 1, n).astype(nt), "b"),
              numpy_helper.from_array(np.array(0.5, nt), "half"), numpy_helper.from_array(np.array(1.0, nt), "one")]
     nodes = [helper.make_node("MatMul", ["x", "W"], ["mm"]), helper.make_node("Add", ["mm", "b"], ["h"])]
     if tanh:
@@ -96,7 +96,7 @@ def linear_gelu(dtype=F32, n=N, tanh=False):
         nodes += [helper.make_node("Div", ["h", "sq"], ["d"]), helper.make_node("Erf", ["d"], ["t"])]
     nodes += [helper.make_node("Add", ["t", "one"], ["t1"]), helper.make_node("Mul", ["h", "t1"], ["p"]),
               helper.make_node("Mul", ["p", "half"], ["y"])]
-    return model(nodes, [("x", dtype, [2, "S", K])], [("y", dtype, [2, "S", n])], inits)
+    return model(nodes, [("x", dtype, [2, "S", k])], [("y", dtype, [2, "S", n])], inits)
 
 
 def _kernel(m, soc="Ascend910B"):
@@ -168,7 +168,7 @@ def _forced(base, **kw):
 def test_kernels_under_several_valid_tilings(case):
     k = _kernel(CASES[case](F32, N))
     rows = 1000
-    base = _default_tiling(k, rows)
+    base = dict(_default_tiling(k, rows), stepM=1, stepN=1, iterateOrder=0)
     one = dict(base, usedCoreNum=1, singleCoreM=rows, singleCoreN=80)
     variants = {
         "smallest base": _forced(base, baseM=16, baseN=16, baseK=8, stepKa=1, stepKb=1, depthA1=1, depthB1=1),
@@ -315,3 +315,25 @@ def test_planted_matmul_misuse_faults(matmul_exe, scenario, message):
 def test_waited_async_and_flagged_slot_pass(matmul_exe):
     assert matmul_exe("waited").startswith("OK")
     assert matmul_exe("slot_flagged").startswith("OK")
+
+
+@pytest.mark.parametrize("case", ["silu_bias", "swiglu", "gelu_erf"])
+def test_bf16_inputs_on_910b(case):
+    """bf16 x, weights and bias through the same kernel (the fp32 body is the reference, bf16 tolerances)."""
+    from onnx import TensorProto
+
+    k = _kernel(CASES[case](F32, N))
+    c = _run(k, 128, dtype=TensorProto.BFLOAT16)
+    assert c.ok and c.dtype == "bfloat16_t", (c.error, c.max_abs)
+
+
+def test_fp16_llama_swiglu_ships_on_310p_on_captured_activations():
+    from conftest import MODELS
+
+    res = asc_onnx.fuse(MODELS / "llama_tiny_dynamo_fp16.onnx", options=FuseOptions(soc="Ascend310P"))
+    swiglu = [k for k in res.kernels if isinstance(k.ir, MatmulKernel)]
+    assert swiglu
+    for k in swiglu:
+        labels = {c.inputs for c in res.kernel_checks if c.op_type == k.op.op_type and c.ok}
+        assert {"random", "captured"} <= labels
+    assert res.deployed is not None and res.deployed.ok

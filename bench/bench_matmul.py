@@ -1,0 +1,130 @@
+"""Every matmul+epilogue kernel of the fixtures (Linear+SiLU, SwiGLU, Linear+GELU) plus deployment-sized
+FFNs, per SoC and dtype, from the emulator's counters, in one run on the same inputs:
+
+* GM bytes of the fused kernel against the compulsory minimum (x, W and the bias read once, y written once),
+  against the least its tiling allows (each core reads its rows of x and columns of W once) and against the
+  unfused nodes (the MatMul writes C, every epilogue node reads and writes a tensor);
+* of the fused bytes, the C staging: 910B has no L0C -> UB path, so each C block crosses a per-core GM slot
+  in the I/O type (written by the cube, read back by the vector core; a few KB per core, reused, so it stays
+  in L2 in steady state, an assumption);
+* cube work (multiply-accumulates in whole 16x16 fractals) and vector passes per output element;
+* the time estimate: the longest of GM bytes at the bandwidth, MACs at the cube rate and vector repeats at
+  the clock, beside the unfused nodes' (the MatMul at the cube rate or the bandwidth, each epilogue node as
+  in bench_kernels, a launch each).
+
+Cube rate: one 16x16x16 fp16 fractal per cycle per cube core (4096 MACs; fp32 a quarter, cann_facts.md §7)
+at the AI Core clock of bench_kernels; 24 cube cores on 910B (Ascend910B1/B2), 8 AI Cores on 310P.
+
+    python bench/bench_matmul.py [--soc Ascend910B|Ascend310P|all]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests"))
+
+import numpy as np  # noqa: E402
+from bench_kernels import BANDWIDTH, CLOCK, HAND_COST, LAUNCH_US, time_us  # noqa: E402
+from onnx import TensorProto  # noqa: E402
+
+import asc_onnx  # noqa: E402
+from asc_onnx import FuseOptions  # noqa: E402
+from asc_onnx.lower.matmul import MatmulKernel  # noqa: E402
+from asc_onnx.soc import SOCS  # noqa: E402
+from asc_onnx.verify_kernels import check, concrete, data_movement, matmul_inputs, unfused_bytes  # noqa: E402
+
+CUBE_CORES = {"Ascend910B": 24, "Ascend310P": 8}
+F32, F16 = TensorProto.FLOAT, TensorProto.FLOAT16
+
+
+def cube_us(macs: float, soc: str, cores: int, fp32: bool) -> float:
+    """MACs at one 16x16x16 fractal per cycle per cube core (a quarter of that for fp32)."""
+    return macs / (4096 / (4 if fp32 else 1)) / (CLOCK[soc] * cores) * 1e6
+
+
+def _deployment() -> dict[str, tuple[object, tuple[int, ...]]]:
+    """FFNs at deployment widths (rows kept small enough to emulate): BERT-base's GELU FFN, a LLaMA-style
+    SwiGLU, a Linear+SiLU."""
+    import test_matmul_kernels as mk  # the test suite's graph builders
+
+    return {"bert-base FFN GELU 256x768x3072": (mk.linear_gelu(F16, 3072, k=768), (1, 256)),
+            "swiglu 128x768x2048": (mk.swiglu(F16, 2048, k=768), (1, 128)),
+            "linear+silu 512x768x768": (mk.linear_silu(F16, 768, k=768), (1, 512))}
+
+
+def _unfused_us(k, inputs, soc: str, macs: int) -> float:
+    """The MatMul(s) at the cube rate or the bandwidth, every other node as bench_kernels times it."""
+    n = int(np.prod(inputs[0].shape[:-1])) * _n(k, inputs)
+    fp32 = inputs[0].dtype == np.float32
+    total = 0.0
+    for node, b in unfused_bytes(k, inputs):
+        if node.op_type in ("MatMul", "Gemm"):
+            total += max(b / BANDWIDTH[soc] * 1e6, cube_us(macs / len(k.ir.gemms), soc, CUBE_CORES[soc], fp32))
+        elif node.op_type not in ("Transpose", "Split"):
+            total += time_us(b, HAND_COST.get(node.op_type, 1) * n, soc, SOCS[soc].vector_cores)
+        total += LAUNCH_US
+    return total
+
+
+def _n(k, inputs) -> int:
+    w = inputs[k.ir.gemms[0].weight].shape
+    return (w[0] if k.ir.trans_b else w[1]) // (2 if k.ir.split else 1)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--soc", default="all", choices=["all", *SOCS])
+    args = ap.parse_args()
+    socs = list(SOCS) if args.soc == "all" else [args.soc]
+    print(f"{'op':<34} {'soc':<10} {'dtype':<6} {'M x K x N':<16} {'cores':>5} {'fused/min':>9} {'fused/til':>9} "
+          f"{'unf/fused':>9} {'staging':>7} {'MACs':>11} {'vec/elem':>8} {'t us':>8} {'t unf us':>8} "
+          f"{'speedup':>7}  ok")
+    bad = 0
+    for soc_name in socs:
+        soc = SOCS[soc_name]
+        cases = []
+        seen = set()
+        for path in sorted((ROOT / "models").glob("*.onnx")):
+            res = asc_onnx.fuse(path, options=FuseOptions(emulate=False, soc=soc_name), validate=False)
+            for k in res.kernels:
+                if isinstance(k.ir, MatmulKernel) and (k.op.signature, k.ir.dtypes) not in seen:
+                    seen.add((k.op.signature, k.ir.dtypes))
+                    lead = concrete(k.op.instances[0].output_shapes[0], 4)[:-1]
+                    cases.append((f"{path.stem}:{k.op.op_type}", k, lead, k.ir.dtypes[0]))
+        for name, (m, lead) in _deployment().items():
+            res = asc_onnx.fuse(m, options=FuseOptions(emulate=False, soc=soc_name), validate=False)
+            ks = [k for k in res.kernels if isinstance(k.ir, MatmulKernel)]
+            if ks:
+                cases.append((name, ks[0], lead, ks[0].ir.dtypes[0]))
+        for name, k, lead, dtype in cases:
+            inputs = matmul_inputs(k, dtype, lead, np.random.default_rng(0))
+            c = check(k, inputs, soc, "bench")
+            bad += not c.ok
+            if not c.ok:
+                print(f"{name[:34]:<34} {soc_name:<10} FAILED: {c.error}")
+                continue
+            d = data_movement(k, inputs, c.gm_bytes, c.vec_elems, c.cube)
+            mm, kk, nn = int(np.prod(lead)), inputs[0].shape[-1], _n(k, inputs)
+            staging = 2 * c.cube["c_bytes"]
+            cores = c.cube["usedCoreNum"]
+            cube_cores = math.ceil(cores / 2) if soc_name == "Ascend910B" else cores
+            fp32 = dtype == F32
+            t = max(time_us(d.fused, c.vec_elems, soc_name, cores),
+                    cube_us(c.cube["macs"], soc_name, cube_cores, fp32)) + LAUNCH_US
+            t_unf = _unfused_us(k, inputs, soc_name, c.cube["macs"])
+            print(f"{name[:34]:<34} {soc_name:<10} {c.dtype:<6} {f'{mm}x{kk}x{nn}':<16} {cores:>5} "
+                  f"{d.fused / d.compulsory:>9.2f} {d.fused / max(1, d.tiling_min):>9.2f} {d.unfused / d.fused:>9.2f} "
+                  f"{staging / d.fused:>7.0%} {c.cube['macs']:>11} {c.vec_elems / (mm * nn):>8.2f} {t:>8.2f} "
+                  f"{t_unf:>8.2f} {t_unf / t:>7.1f}  ok")
+    return 0 if not bad else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
