@@ -303,14 +303,14 @@ int main(int argc, char** argv) {{
         std::ofstream f(dir + "/out0.bin", std::ios::binary);
         f.write(reinterpret_cast<const char*>(bufs[{nin}].data()), bufs[{nin}].size());
     }}
-    // The least GM traffic this tiling allows: each core reads its x rows and weight columns once.
+    // The least GM traffic this tiling allows: each core's Matmul objects read its x rows and weight columns once.
     const auto& c = tiling.cubeTiling;
     uint64_t tilingMin = mm * nn * dtypeSize;
     for (uint32_t core = 0; core < tiling.mDim * tiling.nDim; ++core) {{
         const uint64_t m0 = (core % tiling.mDim) * c.singleCoreM, n0 = (core / tiling.mDim) * c.singleCoreN;
         const uint64_t tm = mm - m0 < static_cast<uint64_t>(c.singleCoreM) ? mm - m0 : c.singleCoreM;
         const uint64_t tn = nn - n0 < static_cast<uint64_t>(c.singleCoreN) ? nn - n0 : c.singleCoreN;
-        tilingMin += (tm * kk + {len(k.gemms)} * (kk * tn + {1 if k.has_bias else 0} * tn)) * dtypeSize;
+        tilingMin += {len(k.gemms)} * (tm * kk + kk * tn + {1 if k.has_bias else 0} * tn) * dtypeSize;  // per gemm
     }}
     uint64_t vecElems = 0;
     for (auto& kv : st.vecElems) vecElems += kv.second;

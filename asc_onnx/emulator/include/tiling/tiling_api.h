@@ -5,8 +5,9 @@
 //
 // Our algorithm: split M x N over at most `dim` cores minimising the largest core's output plus what it
 // must read; base blocks of up to 128 x 256 (fp32 C in L0C, double-buffered where it fits); baseK the
-// largest multiple of 32 bytes that keeps L0A/L0B double-buffered; all of the core's B resident in L1 with
-// A streamed (ORDER_M, stepN = every N block), or all of A resident (ORDER_N), or else K in steps that fit.
+// largest multiple of 32 bytes that keeps L0A/L0B double-buffered; the iterate order and step (stepN or
+// stepM blocks of one operand resident in L1, the other streamed) that read the fewest bytes, or else K in
+// steps that fit.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -94,31 +95,70 @@ public:
         while (fixN_ <= 0 && static_cast<uint64_t>(baseM) * baseN * 4 > l0c && baseN > 16) baseN -= 16;
         while (fixM_ <= 0 && static_cast<uint64_t>(baseM) * baseN * 4 > l0c && baseM > 16) baseM -= 16;
         if (static_cast<uint64_t>(baseM) * baseN * 4 > l0c) return -1;
-        const int32_t dbC = static_cast<uint64_t>(baseM) * baseN * 4 * 2 <= l0c ? 2 : 1;
-        int32_t baseK = fixK_;
-        if (baseK <= 0) {
-            const int64_t kMax = std::min<int64_t>(Align(k_, c0), 256 / in * 4);
-            baseK = static_cast<int32_t>(c0);
-            for (int64_t bk = c0; bk <= kMax; bk += c0) {
-                if (2 * baseM * bk * in <= static_cast<int64_t>(plat_.l0ASize) &&
-                    2 * baseN * bk * in <= static_cast<int64_t>(plat_.l0BSize))
-                    baseK = static_cast<int32_t>(bk);
-            }
-        }
-        const int32_t kIter = static_cast<int32_t>(Ceil(k_, baseK));
-        const int32_t mIter = static_cast<int32_t>(Ceil(singleM, baseM)), nIter = static_cast<int32_t>(Ceil(singleN, baseN));
+        // L1 reuse. ORDER_M with groups of stepN column blocks: one core's A tiles of a row block (kIter of them)
+        // serve the stepN B blocks, which stay resident (kIter * stepN tiles), so x is read ceil(nIter / stepN)
+        // times and W once. ORDER_N the transpose. Take the order and the largest step that fit L1 with the
+        // fewest bytes read, narrowing baseM until one does; failing that, K goes in steps, double-buffered.
+        const uint64_t aBytes = static_cast<uint64_t>(singleM) * k_ * in, bBytes = static_cast<uint64_t>(singleN) * k_ * in;
         const uint64_t biasBytes = bias_ ? static_cast<uint64_t>(baseN) * 4 : 0;
-        const uint64_t aTile = static_cast<uint64_t>(baseM) * baseK * in, bTile = static_cast<uint64_t>(baseN) * baseK * in;
-        // L1 reuse: keep the whole of B (or A) of the core resident and stream the other, so each is read from GM
-        // once; otherwise K in steps that fit, double-buffered.
-        int32_t order = 0, stepM = 1, stepN = 1, stepK = kIter, depthA = 2 * kIter, depthB = 2 * kIter;
-        if (static_cast<uint64_t>(kIter) * nIter * bTile + 2ull * kIter * aTile + biasBytes <= l1) {
-            stepN = nIter;  // ORDER_M, N fastest: an A tile serves every N block, B stays resident
-            depthB = kIter * nIter;
-        } else if (static_cast<uint64_t>(kIter) * mIter * aTile + 2ull * kIter * bTile + biasBytes <= l1) {
-            order = 1;  // ORDER_N, M fastest: a B tile serves every M block, A stays resident
-            stepM = mIter;
-            depthA = kIter * mIter;
+        // One candidate base block: its baseK (L0A/L0B double-buffered), iteration counts and steps.
+        struct Plan {
+            int32_t baseM, baseK, kIter, mIter, nIter, sn, sm;
+            uint64_t aTile, bTile, reads;
+        };
+        auto plan = [&](int32_t bm) {
+            Plan p{bm, fixK_, 0, 0, 0, 0, 0, 0, 0, 0};
+            if (p.baseK <= 0) {
+                const int64_t kMax = std::min<int64_t>(Align(k_, c0), 256 / in * 4);
+                p.baseK = static_cast<int32_t>(c0);
+                for (int64_t bk = c0; bk <= kMax; bk += c0) {
+                    if (2 * bm * bk * in <= static_cast<int64_t>(plat_.l0ASize) &&
+                        2 * baseN * bk * in <= static_cast<int64_t>(plat_.l0BSize))
+                        p.baseK = static_cast<int32_t>(bk);
+                }
+            }
+            p.kIter = static_cast<int32_t>(Ceil(k_, p.baseK));
+            p.mIter = static_cast<int32_t>(Ceil(singleM, bm));
+            p.nIter = static_cast<int32_t>(Ceil(singleN, baseN));
+            p.aTile = static_cast<uint64_t>(bm) * p.baseK * in;
+            p.bTile = static_cast<uint64_t>(baseN) * p.baseK * in;
+            // s blocks of the resident operand over all of K, and the other's tiles: all of K when the group's
+            // blocks reuse them (s > 1), else two in flight.
+            auto largest = [&](uint64_t resident, uint64_t streamed, int32_t iters) {
+                int32_t st = 0;
+                for (int32_t s = 1; s <= iters; ++s)
+                    if (static_cast<uint64_t>(p.kIter) * s * resident + Streamed(s, p.kIter) * streamed + biasBytes <= l1)
+                        st = s;
+                return st;
+            };
+            p.sn = largest(p.bTile, p.aTile, p.nIter);
+            p.sm = largest(p.aTile, p.bTile, p.mIter);
+            const uint64_t readsM = p.sn ? aBytes * Ceil(p.nIter, p.sn) + bBytes : ~0ull;
+            const uint64_t readsN = p.sm ? bBytes * Ceil(p.mIter, p.sm) + aBytes : ~0ull;
+            p.reads = std::min({readsM, readsN, aBytes * p.nIter + bBytes * p.mIter});  // or K in steps
+            if (readsM <= readsN && p.sn) p.sm = 0;
+            else if (p.sm) p.sn = 0;
+            return p;
+        };
+        Plan chosen = plan(baseM);
+        for (int32_t bm = baseM - 16; fixM_ <= 0 && bm >= 16; bm -= 16) {
+            const Plan p = plan(bm);
+            if (p.reads < chosen.reads) chosen = p;
+        }
+        baseM = chosen.baseM;
+        const int32_t baseK = chosen.baseK, kIter = chosen.kIter, sn = chosen.sn, sm = chosen.sm;
+        const uint64_t aTile = chosen.aTile, bTile = chosen.bTile;
+        const int32_t dbC = static_cast<uint64_t>(baseM) * baseN * 4 * 2 <= l0c ? 2 : 1;
+        int32_t order = 0, stepM = 1, stepN = 1, stepK = kIter, depthA = kIter, depthB = kIter;
+        if (sn) {
+            stepN = sn;
+            depthB = kIter * sn;
+            depthA = Streamed(sn, kIter);
+        } else if (sm) {
+            order = 1;
+            stepM = sm;
+            depthA = kIter * sm;
+            depthB = Streamed(sm, kIter);
         } else {
             auto fits = [&](int32_t s, int32_t d) { return static_cast<uint64_t>(d) * s * (aTile + bTile) + biasBytes <= l1; };
             int32_t db = 2;
@@ -161,6 +201,8 @@ public:
 
 private:
     static int64_t Ceil(int64_t a, int64_t b) { return (a + b - 1) / b; }
+    // Tiles of the streamed operand kept in L1: its whole K when a group of s > 1 blocks reuses it, else two.
+    static int32_t Streamed(int32_t s, int32_t kIter) { return s > 1 ? kIter : std::min(2, kIter); }
     static int64_t Align(int64_t a, int64_t b) { return Ceil(a, b) * b; }
     static int64_t Size(DataType t) { return t == DataType::DT_FLOAT ? 4 : t == DataType::DT_INT8 ? 1 : 2; }
     PlatformInfo plat_{platform_ascendc::SocVersion::ASCEND910B, 524288, 131072, 196352, 65536, 65536};
