@@ -52,6 +52,27 @@ def cache_dir() -> Path:
     return Path(root) / "emu"
 
 
+#: C++ helpers every emulator driver starts with: GM buffers from files, the counters' sum, one-line JSON errors.
+DRIVER_HELPERS = r"""static std::vector<uint8_t> ReadFile(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+static uint64_t VecElems() {
+    uint64_t n = 0;
+    for (auto& kv : asc_emu::St().vecElems) n += kv.second;
+    return n;
+}
+
+static int Report(const std::string& kind, const std::string& msg) {
+    std::string m;
+    for (char c : msg) m += (c == '"' || c == '\\') ? '?' : c;
+    std::cout << "{\"error\": \"" << kind << "\", \"message\": \"" << m << "\"}" << std::endl;
+    return 2;
+}
+"""
+
+
 def main_source(k: PointwiseKernel | RowKernel, struct: str) -> str:
     """The emulator's ``main``: GM buffers from files, host tiling, blocks one after another."""
     nin, nout = len(k.inputs), len(k.outputs)
@@ -101,24 +122,7 @@ def main_source(k: PointwiseKernel | RowKernel, struct: str) -> str:
 #include "{k.snake}.cpp"
 #include "{k.snake}_tiling_calc.h"
 
-static std::vector<uint8_t> ReadFile(const std::string& path) {{
-    std::ifstream f(path, std::ios::binary);
-    return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-}}
-
-static uint64_t VecElems() {{
-    uint64_t n = 0;
-    for (auto& kv : asc_emu::St().vecElems) n += kv.second;
-    return n;
-}}
-
-static int Report(const std::string& kind, const std::string& msg) {{
-    std::string m;
-    for (char c : msg) m += (c == '"' || c == '\\\\') ? '?' : c;
-    std::cout << "{{\\"error\\": \\"" << kind << "\\", \\"message\\": \\"" << m << "\\"}}" << std::endl;
-    return 2;
-}}
-
+{DRIVER_HELPERS}
 int main(int argc, char** argv) {{
     if (argc != 5) return Report("usage", "dir coreNum dtypeSize tilingUbBytes");
     const std::string dir = argv[1];
@@ -210,18 +214,7 @@ def matmul_main_source(k: MatmulKernel, struct: str) -> str:
 #include "{k.snake}.cpp"
 #include "{k.snake}_tiling_calc.h"
 
-static std::vector<uint8_t> ReadFile(const std::string& path) {{
-    std::ifstream f(path, std::ios::binary);
-    return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-}}
-
-static int Report(const std::string& kind, const std::string& msg) {{
-    std::string m;
-    for (char c : msg) m += (c == '"' || c == '\\\\') ? '?' : c;
-    std::cout << "{{\\"error\\": \\"" << kind << "\\", \\"message\\": \\"" << m << "\\"}}" << std::endl;
-    return 2;
-}}
-
+{DRIVER_HELPERS}
 int main(int argc, char** argv) {{
     if (argc != 5) return Report("usage", "dir coreNum dtypeSize dtypeName");
     const std::string dir = argv[1];
@@ -312,12 +305,10 @@ int main(int argc, char** argv) {{
         const uint64_t tn = nn - n0 < static_cast<uint64_t>(c.singleCoreN) ? nn - n0 : c.singleCoreN;
         tilingMin += {len(k.gemms)} * (tm * kk + kk * tn + {1 if k.has_bias else 0} * tn) * dtypeSize;  // per gemm
     }}
-    uint64_t vecElems = 0;
-    for (auto& kv : st.vecElems) vecElems += kv.second;
     std::cout << "{{\\"block_dim\\": " << blocks << ", \\"gm_read\\": " << st.gmReadBytes
               << ", \\"gm_write\\": " << st.gmWriteBytes << ", \\"ub_peak\\": " << st.ubPeak
               << ", \\"scalar\\": " << st.scalarInstr << ", \\"tile_length\\": " << tiling.blockElems
-              << ", \\"vec_elems\\": " << vecElems << ", \\"cube\\": {{\\"macs\\": " << st.cube.macs
+              << ", \\"vec_elems\\": " << VecElems() << ", \\"cube\\": {{\\"macs\\": " << st.cube.macs
               << ", \\"blocks\\": " << st.cube.blocks << ", \\"a_read\\": " << st.cube.aReadBytes
               << ", \\"b_read\\": " << st.cube.bReadBytes << ", \\"c_bytes\\": " << st.cube.cBytes
               << ", \\"l1_peak\\": " << st.cube.l1Peak << ", \\"tiling_min\\": " << tilingMin
