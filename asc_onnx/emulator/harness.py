@@ -64,6 +64,16 @@ static uint64_t VecElems() {
     return n;
 }
 
+// The vector instructions by kind, closing the run's JSON line.
+static void PrintVecAndClose() {
+    bool first = true;
+    for (auto& kv : asc_emu::St().vecInstr) {
+        std::cout << (first ? "" : ", ") << "\"" << kv.first << "\": " << kv.second;
+        first = false;
+    }
+    std::cout << "}}" << std::endl;
+}
+
 static int Report(const std::string& kind, const std::string& msg) {
     std::string m;
     for (char c : msg) m += (c == '"' || c == '\\') ? '?' : c;
@@ -169,12 +179,7 @@ int main(int argc, char** argv) {{
               << ", \\"gm_write\\": " << st.gmWriteBytes << ", \\"ub_peak\\": " << st.ubPeak
               << ", \\"scalar\\": " << st.scalarInstr << ", \\"tile_length\\": " << {tile}
               << ", \\"vec_elems\\": " << VecElems() << ", \\"vec\\": {{";
-    bool first = true;
-    for (auto& kv : st.vecInstr) {{
-        std::cout << (first ? "" : ", ") << "\\"" << kv.first << "\\": " << kv.second;
-        first = false;
-    }}
-    std::cout << "}}}}" << std::endl;
+    PrintVecAndClose();
     return 0;
 }}
 """
@@ -314,12 +319,7 @@ int main(int argc, char** argv) {{
               << ", \\"l1_peak\\": " << st.cube.l1Peak << ", \\"tiling_min\\": " << tilingMin
               << ", \\"mDim\\": " << tiling.mDim << ", \\"nDim\\": " << tiling.nDim << {show}
               << "}}, \\"vec\\": {{";
-    bool first = true;
-    for (auto& kv : st.vecInstr) {{
-        std::cout << (first ? "" : ", ") << "\\"" << kv.first << "\\": " << kv.second;
-        first = false;
-    }}
-    std::cout << "}}}}" << std::endl;
+    PrintVecAndClose();
     return 0;
 }}
 """
