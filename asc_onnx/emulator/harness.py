@@ -80,6 +80,23 @@ static int Report(const std::string& kind, const std::string& msg) {
     std::cout << "{\"error\": \"" << kind << "\", \"message\": \"" << m << "\"}" << std::endl;
     return 2;
 }
+
+// Blocks 0..n-1 one after another; a fault becomes the run's one-line JSON error.
+template <typename F>
+static int RunBlocks(uint32_t n, F&& launch) {
+    auto& st = asc_emu::St();
+    st.blockNum = n;
+    for (uint32_t b = 0; b < n; ++b) {
+        st.blockIdx = b;
+        try {
+            launch();
+            asc_emu::EndBlock();
+        } catch (const asc_emu::Fault& e) {
+            return Report("fault", "block " + std::to_string(b) + ": " + e.what());
+        }
+    }
+    return 0;
+}
 """
 
 
@@ -153,16 +170,8 @@ int main(int argc, char** argv) {{
     std::vector<uint8_t> tilingBuf(sizeof(tiling));
     std::memcpy(tilingBuf.data(), &tiling, sizeof(tiling));
     std::vector<uint8_t> workspace(32);
-    st.blockNum = tiling.blockDim;
-    for (uint32_t b = 0; b < tiling.blockDim; ++b) {{
-        st.blockIdx = b;
-        try {{
-            {k.snake}({args}, workspace.data(), tilingBuf.data());
-            asc_emu::EndBlock();
-        }} catch (const asc_emu::Fault& e) {{
-            return Report("fault", "block " + std::to_string(b) + ": " + e.what());
-        }}
-    }}
+    if (const int rc = RunBlocks(tiling.blockDim, [&] {{ {k.snake}({args}, workspace.data(), tilingBuf.data()); }}))
+        return rc;
     for (auto& g : st.gm) {{
         if (!g.output) continue;
         for (size_t i = 0; i < g.bytes; ++i) {{
@@ -282,17 +291,8 @@ int main(int argc, char** argv) {{
     st.gm.back().cubeShared = true;
     std::vector<uint8_t> tilingBuf(sizeof(tiling));
     std::memcpy(tilingBuf.data(), &tiling, sizeof(tiling));
-    const uint32_t blocks = coupled ? tiling.blockDim : 2 * tiling.blockDim;
-    st.blockNum = blocks;
-    for (uint32_t b = 0; b < blocks; ++b) {{
-        st.blockIdx = b;
-        try {{
-            {k.snake}({args}, workspace.data(), tilingBuf.data());
-            asc_emu::EndBlock();
-        }} catch (const asc_emu::Fault& e) {{
-            return Report("fault", "block " + std::to_string(b) + ": " + e.what());
-        }}
-    }}
+    const uint32_t blocks = coupled ? tiling.blockDim : 2 * tiling.blockDim;  // 910B: two vector cores per cube core
+    if (const int rc = RunBlocks(blocks, [&] {{ {k.snake}({args}, workspace.data(), tilingBuf.data()); }})) return rc;
     for (size_t i = 0; i < bufs[{nin}].size(); ++i) {{
         if (st.gm[{nin}].writer[i] == -1)
             return Report("fault", "byte " + std::to_string(i) + " of output 0 was never written by any block");
