@@ -305,6 +305,8 @@ def test_matmul_api_matches_numpy(matmul_exe):
     ("slot_race", "cube write after MTE2 read"),
     ("regist_after_initbuffer", "before any other use of the pipe"),
     ("wait_without_signal", "never signals"),
+    ("regist_out_of_scope", "after the scope of its REGIST_MATMUL_OBJ"),
+    ("interleave", "call End() on one before switching"),
     ("bias_not_resent", "SetBias was not repeated"),
 ])
 def test_planted_matmul_misuse_faults(matmul_exe, scenario, message):
@@ -315,6 +317,7 @@ def test_planted_matmul_misuse_faults(matmul_exe, scenario, message):
 def test_waited_async_and_flagged_slot_pass(matmul_exe):
     assert matmul_exe("waited").startswith("OK")
     assert matmul_exe("slot_flagged").startswith("OK")
+    assert matmul_exe("interleave_ended").startswith("OK")
 
 
 @pytest.mark.parametrize("case", ["silu_bias", "swiglu", "gelu_erf"])

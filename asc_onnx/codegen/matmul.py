@@ -108,8 +108,7 @@ def tiling_calc(k: MatmulKernel) -> str:
             "mm.SetOrgShape(static_cast<int32_t>(m), static_cast<int32_t>(orgN), static_cast<int32_t>(k));",
             "mm.SetShape(static_cast<int32_t>(m), static_cast<int32_t>(n), static_cast<int32_t>(k));",
             f"mm.EnableBias({'true' if k.has_bias else 'false'});",
-            f"mm.SetBufferSpace(static_cast<int32_t>(platform.l1Size{f' / {nc}' if nc > 1 else ''}), "
-            "static_cast<int32_t>(l0c), -1);" + (f"  // {nc} Matmul objects share L1" if nc > 1 else ""),
+            "mm.SetBufferSpace(static_cast<int32_t>(platform.l1Size), static_cast<int32_t>(l0c), -1);",
             "if (forced != nullptr) {",
             "    tiling->cubeTiling = *forced;",
             "} else if (mm.GetTiling(tiling->cubeTiling) == -1) {",
@@ -171,31 +170,7 @@ def kernel_source(k: MatmulKernel, rule: str, body_ops: list[str], sources: list
     out(*HELPERS.splitlines())
     out("",
         "__aicore__ inline uint32_t CeilDiv(uint32_t a, uint32_t b) { return (a + b - 1) / b; }",
-        "",
-        "// Block (mIdx, nIdx) of the round-th Iterate of a region of mIter x nIter blocks, in Matmul's order:",
-        "// iterateOrder 0 walks M inside groups of stepN columns, N fastest within a group; 1 the transpose.",
-        "__aicore__ inline void BlockOf(uint32_t round, uint32_t mIter, uint32_t nIter,",
-        "                               const AscendC::tiling::TCubeTiling& c, uint32_t& mIdx, uint32_t& nIdx)",
-        "{")
-    with out.indent():
-        out("if (c.iterateOrder == 0) {",
-            "    const uint32_t step = static_cast<uint32_t>(c.stepN);",
-            "    const uint32_t group = round / (mIter * step);",
-            "    const uint32_t first = group * step;",
-            "    const uint32_t width = nIter - first < step ? nIter - first : step;",
-            "    const uint32_t rest = round - group * mIter * step;",
-            "    mIdx = rest / width;",
-            "    nIdx = first + rest % width;",
-            "} else {",
-            "    const uint32_t step = static_cast<uint32_t>(c.stepM);",
-            "    const uint32_t group = round / (nIter * step);",
-            "    const uint32_t first = group * step;",
-            "    const uint32_t height = mIter - first < step ? mIter - first : step;",
-            "    const uint32_t rest = round - group * nIter * step;",
-            "    nIdx = rest / height;",
-            "    mIdx = first + rest % height;",
-            "}")
-    out("}", "", "template <typename T>", f"class {cls} {{")
+        "", "template <typename T>", f"class {cls} {{")
     with out.indent():
         out("using AType = AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, T>;",
             f"using BType = AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, T, {trans}>;",
@@ -207,11 +182,7 @@ def kernel_source(k: MatmulKernel, rule: str, body_ops: list[str], sources: list
         args = ", ".join(f"GM_ADDR {n}" for n in ins + [y])
         out(f"__aicore__ inline void Init({args}, GM_ADDR workspace, const {struct_name(k)}& tiling)", "{")
         with out.indent():
-            regs = ", ".join(f"mm{g}, &td.cubeTiling" for g in range(nc))
-            out("td = tiling;",
-                "// Matmul objects first: they set up the cube side before any other use of the pipe.",
-                f"REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), {regs});",
-                f"{x}Gm.SetGlobalBuffer((__gm__ T*){x}, static_cast<uint64_t>(td.m) * td.k);")
+            out("td = tiling;", f"{x}Gm.SetGlobalBuffer((__gm__ T*){x}, static_cast<uint64_t>(td.m) * td.k);")
             for name in ins[1:]:
                 out(f"{name}Gm.SetGlobalBuffer((__gm__ T*){name});")
             out(f"{y}Gm.SetGlobalBuffer((__gm__ T*){y}, static_cast<uint64_t>(td.m) * td.n);",
@@ -220,17 +191,20 @@ def kernel_source(k: MatmulKernel, rule: str, body_ops: list[str], sources: list
                 "const uint64_t slot = static_cast<uint64_t>(AscendC::GetBlockIdx()) * NUM_C * td.blockElems;")
             for g in range(nc):
                 out(f"cSlot{g}.SetGlobalBuffer(slots + slot + {g}u * td.blockElems, td.blockElems);")
+        out("}", "")
+        out("// After REGIST_MATMUL_OBJ (the kernel entry): the pipe's buffers.",
+            "__aicore__ inline void InitBuffers()", "{")
+        with out.indent():
             out("pipe.InitBuffer(inQueueC, BUFFER_NUM, NUM_C * td.blockElems * sizeof(T));",
-                f"pipe.InitBuffer(outQueue{cap(y)}, BUFFER_NUM, td.blockElems * sizeof(T));")
-            out("if constexpr (NUM_REGS + C_REGS<T> > 0) {",
+                f"pipe.InitBuffer(outQueue{cap(y)}, BUFFER_NUM, td.blockElems * sizeof(T));",
+                "if constexpr (NUM_REGS + C_REGS<T> > 0) {",
                 "    pipe.InitBuffer(regBuf, (NUM_REGS + C_REGS<T>) * td.blockElems * sizeof(float));",
-                "}")
-            out("#if __NPU_ARCH__ == 2002",
-                "// 310P: the Matmul stages ND inputs and the C block through UB scratch the kernel hands over.")
-            for g in range(nc):
-                out(f"pipe.InitBuffer(localWs{g}, td.localWorkspace);",
-                    f"mm{g}.SetLocalWorkspace(localWs{g}.Get<uint8_t>());")
-            out("#endif")
+                "}",
+                "#if __NPU_ARCH__ == 2002",
+                "// 310P: the Matmul stages ND inputs and the C block through UB scratch the kernel hands over.",
+                "pipe.InitBuffer(localWs, td.localWorkspace);",
+                "mm.SetLocalWorkspace(localWs.Get<uint8_t>());",
+                "#endif")
         out("}", "")
         out("__aicore__ inline void Process()", "{")
         with out.indent():
@@ -238,63 +212,56 @@ def kernel_source(k: MatmulKernel, rule: str, body_ops: list[str], sources: list
                 "if (core < td.mDim * td.nDim) {")
             with out.indent():
                 out("const auto& c = td.cubeTiling;",
-                    "mOffset = (core % td.mDim) * static_cast<uint32_t>(c.singleCoreM);",
-                    "nOffset = (core / td.mDim) * static_cast<uint32_t>(c.singleCoreN);",
-                    "tailM = td.m - mOffset < static_cast<uint32_t>(c.singleCoreM) ? td.m - mOffset : c.singleCoreM;",
-                    "tailN = td.n - nOffset < static_cast<uint32_t>(c.singleCoreN) ? td.n - nOffset : c.singleCoreN;")
-                for gi, g in enumerate(k.gemms):
-                    w = ins[g.weight]
-                    up = " + td.upOffset" if g.col_offset_halves else ""
-                    woff = "static_cast<uint64_t>(nOffset) * td.k" if k.trans_b else "nOffset"
-                    out(f"mm{gi}.SetTensorA({x}Gm[static_cast<uint64_t>(mOffset) * td.k]);",
-                        f"mm{gi}.SetTensorB({w}Gm[{woff}{up}], {trans});")
-                    if g.bias is not None:
-                        bup = " + td.biasUpOffset" if g.col_offset_halves else ""
-                        out(f"mm{gi}.SetBias({ins[g.bias]}Gm[nOffset{bup}]);")
-                    out(f"mm{gi}.SetTail(static_cast<int>(tailM), static_cast<int>(tailN));")
-                out("const uint32_t mIter = CeilDiv(tailM, static_cast<uint32_t>(c.baseM));",
-                    "const uint32_t nIter = CeilDiv(tailN, static_cast<uint32_t>(c.baseN));",
-                    "for (uint32_t round = 0; mm0.Iterate(); ++round) {")
+                    "const uint32_t mOffset = (core % td.mDim) * static_cast<uint32_t>(c.singleCoreM);",
+                    "const uint32_t nOffset = (core / td.mDim) * static_cast<uint32_t>(c.singleCoreN);",
+                    "const uint32_t tailM = td.m - mOffset < static_cast<uint32_t>(c.singleCoreM) ? td.m - mOffset "
+                    ": c.singleCoreM;",
+                    "const uint32_t tailN = td.n - nOffset < static_cast<uint32_t>(c.singleCoreN) ? td.n - nOffset "
+                    ": c.singleCoreN;",
+                    "for (uint32_t m0 = 0; m0 < tailM; m0 += c.baseM) {")
                 with out.indent():
-                    out("mm0.GetTensorC(cSlot0, 0, true);  // the block, row-major, in this core's slot")
-                    for g in range(1, nc):
-                        out(f"mm{g}.Iterate();  // same tiling, same block", f"mm{g}.GetTensorC(cSlot{g}, 0, true);")
-                    out("uint32_t mIdx = 0;",
-                        "uint32_t nIdx = 0;",
-                        "BlockOf(round, mIter, nIter, c, mIdx, nIdx);",
-                        "const uint32_t rows = tailM - mIdx * c.baseM < static_cast<uint32_t>(c.baseM) ? "
-                        "tailM - mIdx * c.baseM : c.baseM;",
-                        "const uint32_t cols = tailN - nIdx * c.baseN < static_cast<uint32_t>(c.baseN) ? "
-                        "tailN - nIdx * c.baseN : c.baseN;",
-                        "CopyIn(rows, cols);",
-                        "Compute(rows, cols);",
-                        "CopyOut(static_cast<uint64_t>(mOffset + mIdx * c.baseM) * td.n + nOffset + nIdx * c.baseN, "
-                        "rows, cols);")
+                    out("for (uint32_t n0 = 0; n0 < tailN; n0 += c.baseN) {")
+                    with out.indent():
+                        out("const uint32_t rows = tailM - m0 < static_cast<uint32_t>(c.baseM) ? tailM - m0 : c.baseM;",
+                            "const uint32_t cols = tailN - n0 < static_cast<uint32_t>(c.baseN) ? tailN - n0 : c.baseN;",
+                            "const uint64_t row = mOffset + m0;",
+                            "const uint64_t col = nOffset + n0;",
+                            "// One block per IterateAll: the cube core ends the Matmul after each (End.md: two",
+                            "// gemms may not interleave their iterations), so gate and up take turns.")
+                        for gi, g in enumerate(k.gemms):
+                            w = ins[g.weight]
+                            up = " + td.upOffset" if g.col_offset_halves else ""
+                            woff = "col * td.k" if k.trans_b else "col"
+                            out(f"mm.SetTensorA({x}Gm[row * td.k]);", f"mm.SetTensorB({w}Gm[{woff}{up}], {trans});")
+                            if g.bias is not None:
+                                bup = " + td.biasUpOffset" if g.col_offset_halves else ""
+                                out(f"mm.SetBias({ins[g.bias]}Gm[col{bup}]);")
+                            out("mm.SetTail(static_cast<int>(rows), static_cast<int>(cols));",
+                                f"mm.IterateAll(cSlot{gi}, 0, true);  // [rows, cols] row-major in this core's slot")
+                        out("CopyIn(rows, cols);", "Compute(rows, cols);", "CopyOut(row * td.n + col, rows, cols);")
+                    out("}")
                 out("}")
-            out("}")
-            for g in range(nc):
-                out(f"mm{g}.End();")
+            out("}", "mm.End();")
         out("}", "")
+        out("// Public for the kernel entry, which registers the Matmul in its own scope: the KFC client",
+            "// REGIST_MATMUL_OBJ declares lives until that scope ends.",
+            "AscendC::TPipe pipe;",
+            "AscendC::Matmul<AType, BType, CType, BiasType> mm;",
+            f"{struct_name(k)} td;", "")
     out("private:")
     with out.indent():
         _copy_in(out, nc)
         _compute(out, k, y)
         _copy_out(out, y)
-        out("AscendC::TPipe pipe;",
-            f"AscendC::Matmul<AType, BType, CType, BiasType> {', '.join(f'mm{g}' for g in range(nc))};",
-            "AscendC::TQue<AscendC::QuePosition::VECIN, 1> inQueueC;",
+        out("AscendC::TQue<AscendC::QuePosition::VECIN, 1> inQueueC;",
             f"AscendC::TQue<AscendC::QuePosition::VECOUT, 1> outQueue{cap(y)};")
         out("AscendC::TBuf<AscendC::TPosition::VECCALC> regBuf;  // fp32 epilogue registers, one block each")
-        out("#if __NPU_ARCH__ == 2002")
-        for g in range(nc):
-            out(f"AscendC::TBuf<AscendC::TPosition::VECCALC> localWs{g};")
-        out("#endif")
+        out("#if __NPU_ARCH__ == 2002", "AscendC::TBuf<AscendC::TPosition::VECCALC> localWs;", "#endif")
         for n in ins + [y]:
             out(f"AscendC::GlobalTensor<T> {n}Gm;")
         for g in range(nc):
             out(f"AscendC::GlobalTensor<T> cSlot{g};")
-        out(f"{struct_name(k)} td;", "uint32_t mOffset = 0;", "uint32_t nOffset = 0;", "uint32_t tailM = 0;",
-            "uint32_t tailN = 0;")
+
     out("};", "}  // namespace", "")
     kernel_entry(out, k.snake, ins + [y], struct_name(k), cls, y, matmul=True)
     return out.text()

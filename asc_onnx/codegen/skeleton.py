@@ -161,6 +161,10 @@ def kernel_entry(out: Lines, snake: str, args: list[str], struct: str, cls: str,
             "GET_TILING_DATA(tilingData, tiling);",
             f"{cls}<DTYPE_{dtype_of.upper()}> op;",
             f"op.Init({', '.join(args + (['workspace'] if matmul else []))}, tilingData);",
+            *(["// The Matmul's KFC client lives in this scope (its end stops the cube core's service); registered",
+               "// before any other use of the pipe (REGIST_MATMUL_OBJ.md).",
+               "REGIST_MATMUL_OBJ(&op.pipe, GetSysWorkSpacePtr(), op.mm, &op.td.cubeTiling);",
+               "op.InitBuffers();"] if matmul else []),
             "op.Process();")
     out("}")
 

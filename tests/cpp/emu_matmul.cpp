@@ -25,6 +25,12 @@ static tiling::TCubeTiling Tiling() {
     return t;
 }
 
+// REGIST_MATMUL_OBJ in a helper: its KFC client dies when the helper returns.
+template <class MM>
+static void RegisterIn(TPipe& pipe, MM& mm, tiling::TCubeTiling* t) {
+    REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, t);
+}
+
 static void Run(const std::string& s) {
     TPipe pipe;
     GlobalTensor<half> aGm, bGm;
@@ -38,11 +44,19 @@ static void Run(const std::string& s) {
     tiling::TCubeTiling t = Tiling();
     if (s == "l0_overflow") { t.baseM = 128; t.baseK = 256; t.depthA1 = 2; }
     TBuf<TPosition::VECCALC> buf;
+    if (s == "regist_out_of_scope") {
+        Matmul<AT, AT, CT, BiasT> lone;
+        RegisterIn(pipe, lone, &t);
+        lone.SetTensorA(aGm);
+        return;
+    }
     if (s == "regist_after_initbuffer") pipe.InitBuffer(buf, 1024);
     tiling::TCubeTiling big = t;
     big.baseM = 128; big.baseN = 128; big.baseK = 64; big.depthA1 = 16; big.depthB1 = 16; big.stepKa = 8; big.stepKb = 8;
-    if (s == "l1_two_objects") REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &big, mm2, &big);
-    else REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &t);
+    // (REGIST_MATMUL_OBJ declares the KFC client: it must stay in this scope)
+    const bool two = s == "l1_two_objects" || s == "interleave" || s == "interleave_ended";
+    tiling::TCubeTiling& t2 = s == "l1_two_objects" ? big : t;
+    REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, two ? &t2 : &t, mm2, &t2);
     if (s != "regist_after_initbuffer") pipe.InitBuffer(buf, 4096);
     mm.SetTensorA(aGm);
     mm.SetTensorB(bGm);
@@ -57,6 +71,15 @@ static void Run(const std::string& s) {
         while (mm.Iterate()) mm.GetTensorC(wsGm, 0, true);
         mm.SetTensorA(aGm);  // a second round without SetBias: 910B drops the bias
         mm.Iterate();
+    } else if (s == "interleave" || s == "interleave_ended") {
+        mm2.SetTensorA(aGm);
+        mm2.SetTensorB(bGm);
+        mm2.SetBias(biasGm);
+        mm.Iterate();
+        mm.GetTensorC(wsGm, 0, true);
+        if (s == "interleave_ended") mm.End();
+        mm2.Iterate();  // the other object's iteration, sharing L1/L0 addresses
+        mm2.GetTensorC(wsGm, 0, true);
     } else if (s == "getc_before_iterate") {
         mm.GetTensorC(cGm, 0, true);
     } else if (s == "iterate_twice") {

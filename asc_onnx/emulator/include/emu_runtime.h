@@ -152,6 +152,7 @@ struct PipeState {
     std::map<uintptr_t, CacheLine> cache;  // data-cache lines by GM address / 64
     Clock sExplicit;                       // what S knows complete through WaitFlag/PipeBarrier<PIPE_ALL> only
     uint64_t l1Reserved = 0;               // L1 the block's Matmul objects reserve
+    void* activeMatmul = nullptr;          // the Matmul object whose iteration is open (End() closes it)
     std::vector<PendingC> pending;         // cube output not yet waited for
 };
 

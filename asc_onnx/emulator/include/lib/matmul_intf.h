@@ -18,6 +18,8 @@
 // * the AIC/AIV hand-over (910B): a C block exists only after Iterate and is fetched once with GetTensorC;
 //   an asynchronous IterateAll leaves its output unreadable until WaitIterateAll, and a vector-core
 //   read of it before then is a fault (the missing cross-core wait);
+// * the KFC client REGIST_MATMUL_OBJ declares lives until its scope ends (then the cube core stops serving),
+//   and two objects' iterations may not interleave without End() (they share L1/L0 addresses, End.md);
 // * 310P (coupled): the Matmul runs on the AI Core itself and needs SetLocalWorkspace (UB scratch)
 //   before the first Iterate when A/B are ND or C is in GM (SetLocalWorkspace.md).
 #pragma once
@@ -260,24 +262,31 @@ public:
     template <bool sync = true>
     __aicore__ inline void IterateAll(const GlobalTensor<CT>& gm, uint8_t enAtomic = 0, bool enSequentialWrite = false,
                                       bool waitIterateAll = false, bool fakeMsg = false, asc_emu::Loc loc = ASC_EMU_HERE) {
-        if (enSequentialWrite || fakeMsg) asc_emu::Fail("Matmul::IterateAll: enSequentialWrite/fakeMsg are not emulated");
+        if (fakeMsg) asc_emu::Fail("Matmul::IterateAll: fakeMsg is not emulated");
         static_assert(C_TYPE::pos == TPosition::GM, "IterateAll writes C to GM");
         if (enAtomic) asc_emu::Fail("Matmul::IterateAll: atomic accumulation is not emulated");
         Start(loc);
         if (next_ != 0 || haveC_) asc_emu::Fail("Matmul::IterateAll at " + loc.Str() + " in the middle of an Iterate loop");
+        if (enSequentialWrite && order_.size() != 1)
+            asc_emu::Fail("Matmul::IterateAll at " + loc.Str() + ": enSequentialWrite is emulated for a one-block region "
+                          "only (SetTail within baseM x baseN)");
         const uint8_t* lo = nullptr;
         const uint8_t* hi = nullptr;
         for (const auto& blk : order_) {
             Compute(blk);
             haveC_ = false;
-            auto* p = reinterpret_cast<const uint8_t*>(gm.GetPhyAddr() + BlockOffset());
-            auto* e = p + ((blockH_ - 1) * static_cast<uint64_t>(tiling_.N) + blockW_) * sizeof(CT);
+            auto* p = reinterpret_cast<const uint8_t*>(gm.GetPhyAddr() + (enSequentialWrite ? 0 : BlockOffset()));
+            const uint64_t stride = enSequentialWrite ? blockW_ : tiling_.N;
+            auto* e = p + ((blockH_ - 1) * stride + blockW_) * sizeof(CT);
             lo = lo == nullptr || p < lo ? p : lo;
             hi = hi == nullptr || e > hi ? e : hi;
-            WriteBlockGm(gm, false, loc);
+            WriteBlockGm(gm, enSequentialWrite, loc);
         }
         next_ = order_.size();
         done_ = true;
+        // The cube core ends the object after an IterateAll (matmul_server_impl_c220.h): another may follow.
+        started_ = false;
+        if (asc_emu::St().pipes.activeMatmul == this) asc_emu::St().pipes.activeMatmul = nullptr;
         if (!sync) {
             asc_emu::St().pipes.pending.push_back({lo, static_cast<size_t>(hi - lo), "Matmul::IterateAll<false> at " + loc.Str()});
             waitAll_ = true;
@@ -301,6 +310,7 @@ public:
         next_ = 0;
         order_.clear();
         ended_ = true;
+        if (asc_emu::St().pipes.activeMatmul == this) asc_emu::St().pipes.activeMatmul = nullptr;
     }
     bool EmuEnded() const { return ended_ || !registered_; }
 
@@ -310,6 +320,10 @@ private:
     };
     void Need(const char* what) const {
         if (!registered_) asc_emu::Fail(std::string("Matmul::") + what + " before REGIST_MATMUL_OBJ");
+        if (quit_)
+            asc_emu::Fail(std::string("Matmul::") + what + " after the scope of its REGIST_MATMUL_OBJ (" + loc_.Str() +
+                          ") ended: the macro's KFC client sent SERVICE_QUIT there, so the cube core has stopped "
+                          "serving (kfc_comm_client.h); register in the scope that iterates");
     }
     CT Out(float v) const {
         if constexpr (std::is_same_v<CT, float>) return v;
@@ -345,6 +359,11 @@ private:
         if (tiling_.isBias && !hasBias_ && !biasDisabled_)
             asc_emu::Fail("Matmul::Iterate at " + loc.Str() + ": the tiling has a bias (EnableBias) and neither SetBias "
                           "nor DisableBias was called");
+        void*& active = asc_emu::St().pipes.activeMatmul;
+        if (active != nullptr && active != this)
+            asc_emu::Fail("Matmul::Iterate at " + loc.Str() + " while another Matmul object's iteration is open: the "
+                          "objects share L1/L0 addresses, call End() on one before switching to the other (End.md)");
+        active = this;
         started_ = true;
         ended_ = false;
         const auto& c = tiling_;
@@ -472,24 +491,42 @@ private:
     std::list<std::pair<int64_t, int64_t>> aCache_, bCache_;
     int32_t lastGroup_ = -1;
     bool notify_ = false;
+
+public:
+    bool quit_ = false;  // the scope of its REGIST_MATMUL_OBJ has ended
 };
 
 namespace emu_mm {
-inline void Register(TPipe* pipe, GM_ADDR ws, asc_emu::Loc loc) {
+inline void Register(std::vector<bool*>&, TPipe* pipe, GM_ADDR ws, asc_emu::Loc loc) {
     (void)pipe;
     (void)ws;
     (void)loc;
 }
 template <class MM, class... Rest>
-void Register(TPipe* pipe, GM_ADDR ws, asc_emu::Loc loc, MM& mm, const tiling::TCubeTiling* t, Rest&&... rest) {
+void Register(std::vector<bool*>& quit, TPipe* pipe, GM_ADDR ws, asc_emu::Loc loc, MM& mm,
+              const tiling::TCubeTiling* t, Rest&&... rest) {
     if (pipe == nullptr) asc_emu::Fail("REGIST_MATMUL_OBJ at " + loc.Str() + " without a TPipe");
     if (asc_emu::St().ubUsed != 0)
         asc_emu::Fail("REGIST_MATMUL_OBJ at " + loc.Str() + " after TPipe::InitBuffer: register the Matmul objects "
                       "before any other use of the pipe (REGIST_MATMUL_OBJ.md)");
     if (ws == nullptr) asc_emu::Fail("REGIST_MATMUL_OBJ at " + loc.Str() + " without the system workspace");
     mm.EmuInit(t, loc);
-    Register(pipe, ws, loc, rest...);
+    quit.push_back(&mm.quit_);
+    Register(quit, pipe, ws, loc, rest...);
 }
+
+// What REGIST_MATMUL_OBJ declares on a vector core: a KFC client that lives until the enclosing scope ends,
+// whose destructor tells the cube core to stop serving (kfc_register_obj.h, kfc_comm_client.h).
+struct Registration {
+    std::vector<bool*> quit;
+    template <class... Args>
+    Registration(TPipe* pipe, GM_ADDR ws, asc_emu::Loc loc, Args&&... args) {
+        Register(quit, pipe, ws, loc, args...);
+    }
+    ~Registration() {
+        for (bool* q : quit) *q = true;
+    }
+};
 }  // namespace emu_mm
 }  // namespace AscendC
 
@@ -501,5 +538,8 @@ using AscendC::Matmul;
 using AscendC::MatmulType;
 }  // namespace matmul
 
-#define REGIST_MATMUL_OBJ(pipe, workspace, ...) \
-    AscendC::emu_mm::Register((pipe), (workspace), asc_emu::Loc(__FILE__, __LINE__), __VA_ARGS__)
+#define ASC_EMU_CAT2(a, b) a##b
+#define ASC_EMU_CAT(a, b) ASC_EMU_CAT2(a, b)
+#define REGIST_MATMUL_OBJ(pipe, workspace, ...)                                               \
+    AscendC::emu_mm::Registration ASC_EMU_CAT(ascEmuKfcClient, __LINE__)((pipe), (workspace), \
+                                                                          asc_emu::Loc(__FILE__, __LINE__), __VA_ARGS__)
