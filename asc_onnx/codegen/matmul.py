@@ -6,13 +6,14 @@ Schedule (``<op>ComputeTiling``, compiled by both the CANN host file and the emu
   base block, one per gemm double-buffered, plus the epilogue's fp32 registers and the output tile fit the
   unified buffer (a fixed split would fight CANN's core split: with baseM above a core's share of M its
   algorithm finds no L0 factors);
-* each vector core owns one ``singleCoreM x singleCoreN`` region (``SetTail`` at the edges) and walks its
-  blocks with ``Iterate``; for SwiGLU two Matmul objects with one tiling iterate in step, so the gate and
-  up blocks of one (m, n) meet in UB;
-* ``GetTensorC`` writes each block, row-major, to the core's slot of the user workspace (910B has no
+* each vector core owns one ``singleCoreM x singleCoreN`` region and walks it in baseM x baseN blocks,
+  each one ``IterateAll`` per gemm with ``SetTail(rows, cols)``: one Matmul object, registered in the kernel
+  entry's scope (its KFC client stops the cube's service when that scope ends), because two objects may
+  not interleave their iterations without ``End()``; so the gate and up blocks of one (m, n) meet in UB;
+* ``IterateAll`` writes each block, row-major, to the core's slot of the user workspace (910B has no
   L0C -> UB path: the Matmul API itself stages C in GM for a VECIN C), the vector core copies it into UB
-  with 32-byte rows, runs the epilogue in fp32, casts and writes y once. Before the next ``Iterate`` the
-  scalar unit waits for that copy (``MTE2_S``): the cube's next write to the slot is invisible to the
+  with 32-byte rows, runs the epilogue in fp32, casts and writes y once. Before the next ``IterateAll``
+  the scalar unit waits for that copy (``MTE2_S``): the cube's next write to the slot is invisible to the
   compiler's auto-sync.
 * 310P: the same kernel on AI Cores with ``SetLocalWorkspace``; no DataCopyPad, so N must be a multiple
   of 16 (refused by the tiling otherwise).
@@ -288,7 +289,7 @@ def _copy_in(out: Lines, nc: int) -> None:
             out(f"AscendC::DataCopyPad(cLocal[{g}u * td.blockElems], cSlot{g}, params, pad);")
         out("#endif",
             "inQueueC.EnQue(cLocal);",
-            "// The next GetTensorC lets the cube overwrite the slots: the scalar unit waits for these reads.",
+            "// The next IterateAll lets the cube overwrite the slots: the scalar unit waits for these reads.",
             "AscendC::TEventID readDone = GetTPipePtr()->FetchEventID(AscendC::HardEvent::MTE2_S);",
             "AscendC::SetFlag<AscendC::HardEvent::MTE2_S>(readDone);",
             "AscendC::WaitFlag<AscendC::HardEvent::MTE2_S>(readDone);")

@@ -62,10 +62,6 @@ class MatmulKernel:
     def has_bias(self) -> bool:
         return any(g.bias is not None for g in self.gemms)
 
-    @property
-    def uses_select(self) -> bool:
-        return any(s.api == "Select" for s in self.steps)
-
 
 def _attr(node, name: str, default):
     for a in node.attribute:
