@@ -6,23 +6,35 @@ Public API::
     result = asc_onnx.fuse("model.onnx", "out/")     # FuseResult
     plan = asc_onnx.inspect("model.onnx")           # InspectResult
     report = asc_onnx.validate("model.onnx", "out/")  # ValidationReport
+
+The names are imported on first use: ``import asc_onnx`` stays cheap, so the command line can
+install its signal handlers before onnx and onnxruntime load (a Ctrl-C at start-up is one line).
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 __version__ = "0.1.0"
 
-from .api import FuseResult, InspectResult, fuse, inspect, validate, validate_kernels
-from .errors import AscOnnxError, ValidationError
-from .options import FuseOptions
-from .pattern import ANY, Const, Rule, op, rule
-from .registry import load_rules
-from .rewrite import FusedOp
-from .validate import TOLERANCES, ValidationReport
+_WHERE = {
+    "fuse": "api", "inspect": "api", "validate": "api", "validate_kernels": "api", "FuseResult": "api",
+    "InspectResult": "api", "AscOnnxError": "errors", "ValidationError": "errors", "FuseOptions": "options",
+    "ANY": "pattern", "Const": "pattern", "Rule": "pattern", "op": "pattern", "rule": "pattern",
+    "load_rules": "registry", "FusedOp": "rewrite", "TOLERANCES": "validate", "ValidationReport": "validate",
+}
 
-__all__ = [
-    "__version__", "fuse", "inspect", "validate", "validate_kernels", "FuseResult", "InspectResult", "FuseOptions",
-    "FusedOp",
-    "ValidationReport", "TOLERANCES", "AscOnnxError", "ValidationError", "Rule", "rule", "op", "Const", "ANY",
-    "load_rules",
-]
+__all__ = ["__version__", *_WHERE]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'asc_onnx' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

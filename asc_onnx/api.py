@@ -7,6 +7,7 @@ output folder's ``model.asc.onnx``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import asdict, dataclass
@@ -23,7 +24,7 @@ from .graph import main_opset, to_gs
 from .load import LoadedModel, load
 from .match import MatchResult, NearMiss, match
 from .options import FuseOptions
-from .output import check_target, copy_external, save_model, write_atomic, write_files
+from .output import check_target, copy_external, save_model, staged, write_files
 from .package import Kernel, PackageResult, lower, package
 from .registry import load_rules, split_generic
 from .report import build_report, to_json
@@ -111,10 +112,29 @@ def fuse(model: str | os.PathLike | ModelProto, out_dir: str | os.PathLike | Non
             comparison in its report).
     """
     out = Path(out_dir) if out_dir is not None else None
+    source = None if isinstance(model, ModelProto) else Path(model)
     if out is not None:
-        check_target(out, force)
+        check_target(out, force, [source] if source is not None else [])
     soc = get_soc(options.soc)
     p = plan(model, options)
+    with contextlib.ExitStack() as stack:
+        # The staging folder is taken before the long stages: it is the lock against a second run.
+        tmp = None if out is None else stack.enter_context(staged(out, force, _protected(p.loaded)))
+        result, rejected = _fuse_planned(p, model, out, tmp, soc, options, validate)
+    _raise_failures(result, rejected, out, options)
+    return result
+
+
+def _protected(loaded: LoadedModel) -> list[Path]:
+    """The files a run reads, which its output folder may not hold."""
+    if loaded.source is None:
+        return []
+    return [loaded.source] + [loaded.base_dir / rel for rel in loaded.external_files]
+
+
+def _fuse_planned(p: Planned, model: str | os.PathLike | ModelProto, out: Path | None, tmp: Path | None, soc: Any,
+                  options: FuseOptions, validate: bool) -> tuple[FuseResult, dict[str, str]]:
+    """Rewrite, package and verify a planned model; write into ``tmp`` when given."""
     rewritten = rewrite(p.graph, p.loaded.model, p.matched.fusions, options.atc_domain_mode)
     pkg = package(rewritten, soc, options.atc_domain_mode, options.shape_map, None, p.loaded.symbolic)
     name = p.loaded.source.name if p.loaded.source else (model.graph.name if isinstance(model, ModelProto) else "")
@@ -147,23 +167,24 @@ def fuse(model: str | os.PathLike | ModelProto, out_dir: str | os.PathLike | Non
                                                     options.shape_map, options.seed, options.default_dim, ref)
         return _report(name, p, rewritten, pkg, options, state)
 
-    if out is None:
+    if tmp is None:
         report = finish(None)
     else:
-        def fill(tmp: Path) -> None:
-            if p.loaded.external_files:
-                copy_external(p.loaded.external_files, p.loaded.base_dir, tmp)
-            save_model(rewritten.asc_model, tmp / ASC_MODEL)
-            if pkg.atc_model is not None:
-                save_model(pkg.atc_model, tmp / ATC_MODEL)
-            write_files(tmp, pkg.files)
-            state["report"] = finish(tmp)
-            (tmp / REPORT).write_text(to_json(state["report"]))
-
-        write_atomic(out, force, fill)
-        report = state["report"]
+        if p.loaded.external_files:
+            copy_external(p.loaded.external_files, p.loaded.base_dir, tmp)
+        save_model(rewritten.asc_model, tmp / ASC_MODEL)
+        if pkg.atc_model is not None:
+            save_model(pkg.atc_model, tmp / ATC_MODEL)
+        write_files(tmp, pkg.files)
+        report = finish(tmp)
+        (tmp / REPORT).write_text(to_json(report))
     result = FuseResult(out, rewritten.asc_model, pkg.atc_model, rewritten.ops, p.matched.near_misses,
                         state["validation"], report, pkg.kernels, state["checks"], state["deployed"])
+    return result, state["rejected"]
+
+
+def _raise_failures(result: FuseResult, rejected: dict[str, str], out: Path | None, options: FuseOptions) -> None:
+    """Raise ValidationError for a failed rung, after the folder (with the failed comparison) is written."""
     where = out / REPORT if out else "the report"
     if result.validation is not None and not result.validation.ok:
         bad = [o.name for o in result.validation.outputs if not o.ok]
@@ -173,10 +194,9 @@ def fuse(model: str | os.PathLike | ModelProto, out_dir: str | os.PathLike | Non
             + " differ beyond tolerance"
         raise ValidationError(f"the deployed model with its emulated kernels does not match the original: {why} "
                               f"(see {where})")
-    if state["rejected"] and options.strict:
+    if rejected and options.strict:
         raise ValidationError(f"--strict: kernels failed in the emulator and were not shipped: "
-                              f"{', '.join(sorted(state['rejected']))} (see {where})")
-    return result
+                              f"{', '.join(sorted(rejected))} (see {where})")
 
 
 def _report(name: str, p: Planned, r: RewriteResult, pkg: PackageResult, options: FuseOptions,

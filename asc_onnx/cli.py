@@ -254,8 +254,8 @@ COMMANDS = {"fuse": _cmd_fuse, "validate": _cmd_validate, "inspect": _cmd_inspec
             "emulate": _cmd_emulate, "build": _cmd_build, "convert": _cmd_convert}
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``asc-onnx`` console script."""
+def run(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` and run the command; every failure is one line on stderr and an exit code."""
     a = parser().parse_args(argv)
     try:
         return COMMANDS[a.cmd](a)
@@ -265,16 +265,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except subprocess.CalledProcessError as exc:
         print(f"asc-onnx: error: {' '.join(map(str, exc.cmd))} failed with exit code {exc.returncode}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("asc-onnx: interrupted", file=sys.stderr)
-        return 130
+    except BrokenPipeError:
+        raise
+    except OSError as exc:  # the machine refused: permissions, a full disk, a vanished folder
+        if a.verbose:
+            raise
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"asc-onnx: error: cannot access{where}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     except Exception as exc:  # noqa: BLE001 - one line for users, the traceback with -v
         if a.verbose:
             raise
-        print(f"asc-onnx: internal error: {type(exc).__name__}: {exc} (run with -v for the traceback)",
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        print(f"asc-onnx: internal error: {type(exc).__name__}: {first} (run with -v for the traceback)",
               file=sys.stderr)
         return 3
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+#: In-process entry (tests, embedding); the console script is :func:`asc_onnx.entry.main`, which adds signals.
+main = run

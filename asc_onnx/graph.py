@@ -6,6 +6,8 @@ consumers (``outputs``), which are the indexes the matcher needs, built once at 
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from collections.abc import Mapping
 
 import numpy as np
@@ -35,6 +37,23 @@ ATTR_INPUTS: dict[str, dict[int, str]] = {
 
 #: Elementwise ops whose two operands can be swapped without changing a single bit.
 COMMUTATIVE = frozenset({"Add", "Mul", "Max", "Min", "And", "Or", "Xor", "Equal", "Sum"})
+
+
+def _gs_logs_to_stderr() -> None:
+    """onnx-graphsurgeon prints its log with ``print``: to stdout, where it would corrupt ``--json``. Send it
+    to stderr, errors only (its warnings are about tensors it could not type, which the report covers)."""
+    log = gs.logger.G_LOGGER
+    to_stdout = log.log
+
+    def to_stderr(*args: object, **kwargs: object) -> None:
+        with contextlib.redirect_stdout(sys.stderr):
+            to_stdout(*args, **kwargs)
+
+    log.log = to_stderr
+    log.severity = log.ERROR
+
+
+_gs_logs_to_stderr()
 
 
 def to_gs(model: onnx.ModelProto) -> gs.Graph:

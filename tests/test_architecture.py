@@ -11,7 +11,7 @@ import asc_onnx
 PKG = Path(asc_onnx.__file__).resolve().parent
 #: Stage order (modules or sub-packages); helpers may be imported by anyone.
 STAGES = ["load", "canonicalize", "match", "chains", "rewrite", "lower", "codegen", "package", "validate",
-          "emulator", "verify_kernels", "verify_deployed", "report", "output", "api", "cli"]
+          "emulator", "verify_kernels", "verify_deployed", "report", "output", "api", "cli", "entry"]
 HELPERS = {"errors", "options", "graph", "pattern", "registry", "soc", "__init__"}
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +30,7 @@ def assert_clean_error(proc: subprocess.CompletedProcess, needle: str, out: Path
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert needle in lines[0], lines[0]
     assert not out.exists()
-    assert not any(p.name.startswith(f".{out.name}.tmp") for p in out.parent.iterdir())
+    assert not any(p.name.startswith(f".{out.name}.asc-onnx") for p in out.parent.iterdir())
 
 
 def _digest(p: Path) -> str:
@@ -108,14 +110,119 @@ def test_existing_output_needs_force_and_input_untouched(tmp_path):
     src = MODELS / "cnn_silu_legacy.onnx"
     before = _digest(src)
     out = tmp_path / "o"
-    out.mkdir()
-    (out / "keep.txt").write_text("mine")
+    assert run_cli("fuse", str(src), "-o", str(out), "--no-emulate").returncode == 0
+    (out / "extra.txt").write_text("from the first run")
     proc = run_cli("fuse", str(src), "-o", str(out))
     assert proc.returncode == 2 and "--force" in proc.stderr and "Traceback" not in proc.stderr
-    assert (out / "keep.txt").read_text() == "mine"
-    assert run_cli("fuse", str(src), "-o", str(out), "--force").returncode == 0
-    assert not (out / "keep.txt").exists() and (out / "model.asc.onnx").exists()
+    assert (out / "extra.txt").exists()
+    assert run_cli("fuse", str(src), "-o", str(out), "--force", "--no-emulate").returncode == 0
+    assert not (out / "extra.txt").exists() and (out / "model.asc.onnx").exists() and (out / ".asc-onnx").is_file()
     assert _digest(src) == before
+
+
+def test_force_never_replaces_a_folder_asc_onnx_did_not_write(tmp_path):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "thesis.tex").write_text("years of work")
+    proc = run_cli("fuse", str(MODELS / "cnn_silu_legacy.onnx"), "-o", str(out), "--force")
+    assert proc.returncode == 2 and "not written by asc-onnx" in proc.stderr, proc.stderr
+    assert (out / "thesis.tex").read_text() == "years of work"
+
+
+@pytest.mark.parametrize("where", ["model folder", "parent of the model folder", "dot"])
+def test_output_folder_may_not_hold_the_input(tmp_path, where):
+    folder = tmp_path / "d"
+    folder.mkdir()
+    src = folder / "m.onnx"
+    src.write_bytes((MODELS / "cnn_silu_legacy.onnx").read_bytes())
+    (folder / "notes.txt").write_text("keep")
+    out, cwd = {"model folder": ("d", tmp_path), "parent of the model folder": (".", folder.parent),
+                "dot": (".", folder)}[where]
+    proc = run_cli("fuse", str(src), "-o", out, "--force", cwd=cwd)
+    assert proc.returncode == 2 and "contains the input" in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert src.read_bytes() == (MODELS / "cnn_silu_legacy.onnx").read_bytes() and (folder / "notes.txt").exists()
+
+
+def test_output_folder_may_not_hold_external_data(tmp_path):
+    path = _external_model(tmp_path, "w.bin")
+    weights = path.parent / "weights"
+    weights.mkdir()
+    (path.parent / "w.bin").rename(weights / "w.bin")
+    raw = onnx.load(path, load_external_data=False)
+    for e in raw.graph.initializer[0].external_data:
+        if e.key == "location":
+            e.value = "weights/w.bin"
+    onnx.save(raw, path)
+    (weights / ".asc-onnx").write_text("{}")  # even a folder that looks like ours
+    proc = run_cli("fuse", str(path), "-o", str(weights), "--force")
+    assert proc.returncode == 2 and "contains the input" in proc.stderr, proc.stderr
+    assert (weights / "w.bin").is_file()
+
+
+def test_output_that_is_the_current_folder_is_refused(tmp_path):
+    first = tmp_path / "o"
+    assert run_cli("fuse", str(MODELS / "cnn_silu_legacy.onnx"), "-o", str(first), "--no-emulate").returncode == 0
+    proc = run_cli("fuse", str(MODELS / "cnn_silu_legacy.onnx"), "-o", ".", "--force", cwd=first)
+    assert proc.returncode == 2 and "current folder" in proc.stderr, proc.stderr
+    assert (first / "model.asc.onnx").is_file()
+
+
+def test_a_second_run_into_the_same_folder_fails_while_the_first_writes(tmp_path):
+    out = tmp_path / "o"
+    lock = tmp_path / ".o.asc-onnx-tmp"
+    lock.mkdir()
+    writer = subprocess.Popen(["sleep", "300"])
+    try:
+        (lock / "pid").write_text(str(writer.pid))
+        proc = run_cli("fuse", str(MODELS / "cnn_silu_legacy.onnx"), "-o", str(out))
+        assert proc.returncode == 2 and f"another asc-onnx run (pid {writer.pid})" in proc.stderr, proc.stderr
+        assert not out.exists() and lock.is_dir()
+    finally:
+        writer.kill()
+        writer.wait()
+    # Its writer is gone now: the lock is stale, and the next run takes it over.
+    assert run_cli("fuse", str(MODELS / "cnn_silu_legacy.onnx"), "-o", str(out), "--no-emulate").returncode == 0
+    assert not lock.exists() and (out / "model.asc.onnx").is_file()
+
+
+def test_sigterm_during_a_run_leaves_no_temporary_folder(tmp_path):
+    out = tmp_path / "o"
+    proc = subprocess.Popen([sys.executable, "-m", "asc_onnx", "fuse", str(MODELS / "llama_tiny_dynamo.onnx"),
+                             "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stage = tmp_path / ".o.asc-onnx-tmp"
+    for _ in range(1200):  # the staging folder appears once the model is planned
+        if stage.exists() or proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run ended before it could be interrupted"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143 and err.strip() == "asc-onnx: terminated", err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_ctrl_c_at_start_up_is_one_line(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "asc_onnx", "inspect", str(MODELS / "cnn_silu_legacy.onnx")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.05)  # onnx and onnxruntime are still importing
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and err.strip() == "asc-onnx: interrupted", err
+
+
+def test_closed_pipe_is_quiet():
+    proc = subprocess.run(f"{sys.executable} -m asc_onnx inspect --json {MODELS / 'llama_tiny_dynamo.onnx'} | head -c1",
+                          shell=True, capture_output=True, text=True, timeout=300)
+    assert proc.stdout == "{" and proc.stderr == "", proc.stderr
+
+
+def test_unwritable_output_is_a_clean_error(tmp_path):
+    (tmp_path / "file").write_text("")
+    out = tmp_path / "file" / "o"
+    proc = run_cli("fuse", str(MODELS / "cnn_silu_legacy.onnx"), "-o", str(out))
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "cannot create" in proc.stderr
 
 
 def test_bad_input_shape_argument(tmp_path):

@@ -1,0 +1,42 @@
+"""The console script's first frame: signals and the closed pipe, before anything heavy loads.
+
+SIGTERM becomes an exception like Ctrl-C, so the output folder's staging is removed on either; a
+Ctrl-C while onnx and onnxruntime are still importing prints one line; a reader that closes the
+pipe early (``asc-onnx inspect --json m.onnx | head``) ends the run quietly.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Sequence
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that every ``finally`` runs."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``asc-onnx`` console script."""
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        from .cli import run
+
+        code = run(argv)
+        sys.stdout.flush()
+        return code
+    except KeyboardInterrupt:
+        print("asc-onnx: interrupted", file=sys.stderr)
+        return 130
+    except Terminated:
+        print("asc-onnx: terminated", file=sys.stderr)
+        return 143
+    except BrokenPipeError:
+        # The reader stopped reading; Python would complain again when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
