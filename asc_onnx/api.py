@@ -8,6 +8,7 @@ output folder's ``model.asc.onnx``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 from dataclasses import asdict, dataclass
@@ -49,6 +50,7 @@ class Planned:
     canon: CanonStats
     matched: MatchResult
     nodes_before: int
+    subgraphs: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,7 @@ class InspectResult:
     fusions: tuple[dict[str, Any], ...]
     near_misses: tuple[NearMiss, ...]
     nodes_before: int
+    subgraphs: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,29 @@ def plan(model: str | os.PathLike | ModelProto, options: FuseOptions = FuseOptio
     canon = canonicalize(graph, main_opset(proto))
     named, generic = split_generic(rules)
     matched = match(graph, named, generic if options.generic else ())
-    return Planned(loaded, graph, canon, matched, before)
+    return Planned(loaded, graph, canon, matched, before, skipped_subgraphs(proto.graph))
+
+
+def skipped_subgraphs(graph: onnx.GraphProto) -> tuple[dict[str, Any], ...]:
+    """The control-flow bodies (If branches, Loop and Scan bodies) of the main graph, which are not searched:
+    the report lists each with its node count and what its fusable ops would need."""
+    out = []
+    for node in graph.node:
+        for a in node.attribute:
+            for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                total = sum(1 for _ in _walk(sub))
+                out.append({"node": node.name, "op": node.op_type, "body": a.name, "nodes": total,
+                            "reason": f"{node.op_type} bodies are not searched yet (only the main graph is fused); "
+                                      f"its {total} nodes run as they are"})
+    return tuple(out)
+
+
+def _walk(g: onnx.GraphProto):
+    for n in g.node:
+        yield n
+        for a in n.attribute:
+            for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                yield from _walk(sub)
 
 
 def inspect(model: str | os.PathLike | ModelProto, options: FuseOptions = FuseOptions()) -> InspectResult:
@@ -98,7 +123,7 @@ def inspect(model: str | os.PathLike | ModelProto, options: FuseOptions = FuseOp
     rows = tuple({"rule": f.rule, "op_name": f.op_name, "kernel": f.kernel,
                   "nodes": [n.name for n in f.nodes], "ops": [n.op for n in f.nodes]}
                  for f in p.matched.fusions)
-    return InspectResult(rows, p.matched.near_misses, p.nodes_before)
+    return InspectResult(rows, p.matched.near_misses, p.nodes_before, p.subgraphs)
 
 
 def fuse(model: str | os.PathLike | ModelProto, out_dir: str | os.PathLike | None = None,
@@ -141,8 +166,10 @@ def _fuse_planned(p: Planned, model: str | os.PathLike | ModelProto, out: Path |
     original = p.loaded.source if p.loaded.source is not None else p.loaded.model
     state: dict[str, Any] = {"validation": None, "checks": (), "moves": (), "rejected": {}, "deployed": None}
     # One set of seeded inputs for the kernel, graph and deployed rungs (none when nothing runs).
-    feeds = make_inputs(p.loaded.model, options.shape_map, options.seed, options.default_dim) \
-        if validate or (options.emulate and pkg.kernels) else {}
+    feeds: dict[str, Any] = {}
+    ref = None
+    if validate or (options.emulate and pkg.kernels):
+        options, feeds, ref = choose_inputs(p.loaded.model, original, options, name)
     if options.emulate and pkg.kernels:
         # The kernel rung runs before anything is written: a kernel the emulator rejects never ships.
         state["checks"], state["moves"] = verify_kernels(pkg.kernels, original, feeds, soc, options.default_dim)
@@ -157,14 +184,14 @@ def _fuse_planned(p: Planned, model: str | os.PathLike | ModelProto, out: Path |
     def finish(folder: Path | None) -> dict[str, Any]:
         if validate:
             # One run of the original on the seeded inputs serves the graph and the deployed rungs.
-            ref = run_model(original, feeds)
             fused = folder / ASC_MODEL if folder is not None else rewritten.asc_model
             state["validation"] = validate_models(original, fused, options.shape_map, options.seed,
-                                                  options.default_dim, ref)
+                                                  options.default_dim, ref, feeds)
             if options.emulate and pkg.kernels and pkg.atc_model is not None:
                 deployed = folder / ATC_MODEL if folder is not None else pkg.atc_model
                 state["deployed"] = verify_deployed(original, deployed, pkg.kernels, soc, pkg.atc_inputs,
-                                                    options.shape_map, options.seed, options.default_dim, ref)
+                                                    options.shape_map, options.seed, options.default_dim, ref,
+                                                    feeds)
         return _report(name, p, rewritten, pkg, options, state)
 
     if tmp is None:
@@ -181,6 +208,40 @@ def _fuse_planned(p: Planned, model: str | os.PathLike | ModelProto, out: Path |
     result = FuseResult(out, rewritten.asc_model, pkg.atc_model, rewritten.ops, p.matched.near_misses,
                         state["validation"], report, pkg.kernels, state["checks"], state["deployed"])
     return result, state["rejected"]
+
+
+#: Dynamic dims tried, in order, after ``FuseOptions.default_dim``: small dims keep the checks fast, but a
+#: detector's Resize or a stride-32 backbone needs larger ones.
+RETRY_DIMS = (32, 64)
+
+
+def choose_inputs(model: ModelProto, original: str | os.PathLike | ModelProto, options: FuseOptions,
+                  name: str) -> tuple[FuseOptions, dict[str, Any], dict[str, Any]]:
+    """The seeded inputs every rung shares and the original's outputs on them.
+
+    Dynamic dims the user did not give start at ``options.default_dim``; when onnxruntime cannot run the
+    model on those, larger ones are tried before asking for ``--input-shape`` with the dims that failed.
+    The options come back with the dim that worked."""
+    given = options.shape_map
+    dynamic = {vi.name: vi.type.tensor_type.shape for vi in model.graph.input
+               if vi.name not in given and vi.name not in {i.name for i in model.graph.initializer}
+               and any(not d.HasField("dim_value") for d in vi.type.tensor_type.shape.dim)}
+    tried: list[str] = []
+    for dim in (options.default_dim, *(d for d in RETRY_DIMS if d > options.default_dim)):
+        feeds = make_inputs(model, given, options.seed, dim, options.value_map)
+        try:
+            return dataclasses.replace(options, default_dim=dim), feeds, run_model(original, feeds)
+        except AscOnnxError as exc:
+            shapes = ", ".join(f"{k}: {list(feeds[k].shape)}" for k in dynamic if k in feeds)
+            tried.append(f"{shapes}" if shapes else "its static shapes")
+            first = str(exc)
+            if not dynamic:
+                raise
+    hint = " ".join(f"--input-shape {k}:" + ",".join(str(d.dim_value) if d.HasField("dim_value") else
+                                                   (d.dim_param or "?") for d in shape.dim)
+                    for k, shape in dynamic.items())
+    raise AscOnnxError(f"{name or 'the model'} does not run on random inputs with its dynamic dims set to "
+                       f"{' or '.join(tried)} ({first}); give the real dims with {hint}")
 
 
 def _raise_failures(result: FuseResult, rejected: dict[str, str], out: Path | None, options: FuseOptions) -> None:
@@ -206,6 +267,7 @@ def _report(name: str, p: Planned, r: RewriteResult, pkg: PackageResult, options
     report = build_report(name, p.nodes_before, len(r.asc_model.graph.node), r.ops, p.matched.near_misses,
                           asdict(p.canon), atc, state["validation"])
     report["source"] = str(p.loaded.source.resolve()) if p.loaded.source is not None else None
+    report["subgraphs_skipped"] = list(p.subgraphs)
     report["kernels"] = {
         "generated": [{"op_type": k.op.op_type, "entry": k.ir.snake, "files": sorted(k.files),
                        "input_kinds": [getattr(x, "kind", "matmul") for x in k.ir.inputs]} for k in pkg.kernels],
@@ -233,7 +295,7 @@ def emulate(out_dir: str | os.PathLike, options: FuseOptions = FuseOptions(),
     feeds = None
     if source.is_file():
         feeds = make_inputs(onnx.load(str(source), load_external_data=False), options.shape_map, options.seed,
-                            options.default_dim)
+                            options.default_dim, options.value_map)
     checks, _ = verify_kernels(kernels, source if feeds is not None else None, feeds, soc, options.default_dim)
     return checks
 
@@ -271,10 +333,11 @@ def validate_kernels(model: str | os.PathLike, out_dir: str | os.PathLike,
     atc = out / ATC_MODEL
     if not atc.is_file():
         raise AscOnnxError(f"{atc} does not exist")
-    load(model)
+    loaded = load(model)
     soc = get_soc(report.get("atc", {}).get("soc", options.soc))
+    feeds = make_inputs(loaded.model, options.shape_map, options.seed, options.default_dim, options.value_map)
     return verify_deployed(model, atc, kernels, soc, report.get("atc", {}).get("renamed_inputs", {}),
-                           options.shape_map, options.seed, options.default_dim)
+                           options.shape_map, options.seed, options.default_dim, feeds=feeds)
 
 
 def validate(model: str | os.PathLike, out_dir: str | os.PathLike,
@@ -283,5 +346,6 @@ def validate(model: str | os.PathLike, out_dir: str | os.PathLike,
     fused = Path(out_dir) / ASC_MODEL
     if not fused.is_file():
         raise AscOnnxError(f"{fused} does not exist; run `asc-onnx fuse` first")
-    load(model)  # the same input checks as fuse
-    return validate_models(model, fused, options.shape_map, options.seed, options.default_dim)
+    loaded = load(model)  # the same input checks as fuse
+    feeds = make_inputs(loaded.model, options.shape_map, options.seed, options.default_dim, options.value_map)
+    return validate_models(model, fused, options.shape_map, options.seed, options.default_dim, feeds=feeds)

@@ -36,6 +36,17 @@ def _shape_arg(text: str) -> tuple[str, tuple[int, ...]]:
     return name, values
 
 
+def _value_arg(text: str) -> tuple[str, tuple[float, ...]]:
+    name, sep, vals = text.rpartition(":")
+    try:
+        values = tuple(float(v) for v in vals.split(",") if v.strip())
+    except ValueError:
+        values = ()
+    if not sep or not name or not values:
+        raise argparse.ArgumentTypeError(f"expected NAME:V or NAME:V0,V1,... with numbers, got {text!r}")
+    return name, values
+
+
 def _names(text: str) -> list[str]:
     return [t.strip() for t in text.split(",") if t.strip()]
 
@@ -46,6 +57,9 @@ def _common(p: argparse.ArgumentParser, shapes: bool = True) -> None:
     if shapes:
         p.add_argument("--input-shape", action="append", default=[], type=_shape_arg, metavar="NAME:D0,D1",
                        help="concrete dims for a model input (dynamic dims); may be repeated")
+        p.add_argument("--input-value", action="append", default=[], type=_value_arg, metavar="NAME:V[,V...]",
+                       help="contents of a model input in the checks (one fill value or every element), in place "
+                            "of random data: an integer input the model branches on; may be repeated")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     p.add_argument("-v", "--verbose", action="store_true", help="more detail (and tracebacks)")
 
@@ -107,6 +121,7 @@ def _options(a: argparse.Namespace) -> FuseOptions:
     return FuseOptions(
         pattern_files=tuple(a.patterns), only=frozenset(getattr(a, "only", [])),
         skip=frozenset(getattr(a, "skip", [])), input_shapes=tuple(getattr(a, "input_shape", [])),
+        input_values=tuple(getattr(a, "input_value", [])),
         atc_domain_mode=getattr(a, "atc_domain", "compat"), generic=not getattr(a, "no_generic", False),
         seed=getattr(a, "seed", 0), soc=getattr(a, "soc", "Ascend910B"), emulate=not getattr(a, "no_emulate", False),
         strict=getattr(a, "strict", False))
@@ -150,7 +165,8 @@ def _cmd_fuse(a: argparse.Namespace) -> int:
         val = report.get("validation")
         if val:
             print(f"validation ({'ok' if val['ok'] else 'FAILED'}): {len(val['outputs'])} outputs compared, "
-                  f"max abs error {max((float(o['max_abs']) for o in val['outputs']), default=0.0):.3e}")
+                  f"max abs error {max((float(o['max_abs']) for o in val['outputs']), default=0.0):.3e}"
+                  + (f" ({val['note']})" if val.get("note") else ""))
         print(f"wrote {Path(a.out)}/")
     if code:
         print(f"asc-onnx: {err}", file=sys.stderr)
@@ -220,8 +236,9 @@ def _cmd_convert(a: argparse.Namespace) -> int:
 def _cmd_inspect(a: argparse.Namespace) -> int:
     res = inspect(a.model, _options(a))
     if a.json:
-        print(json.dumps({"nodes": res.nodes_before, "fusions": list(res.fusions),
-                          "near_misses": [asdict(n) for n in res.near_misses]}, indent=1))
+        print(to_json({"nodes": res.nodes_before, "fusions": list(res.fusions),
+                       "near_misses": [asdict(n) for n in res.near_misses],
+                       "subgraphs_skipped": list(res.subgraphs)}), end="")
         return 0
     counts: dict[str, int] = {}
     for f in res.fusions:
@@ -236,6 +253,8 @@ def _cmd_inspect(a: argparse.Namespace) -> int:
         print(f"near misses ({len(res.near_misses)}):")
         for nm in res.near_misses:
             print(f"  {nm.rule} at {nm.node!r}: {nm.reason}")
+    for sub in res.subgraphs:
+        print(f"skipped: {sub['op']} {sub['node']!r} {sub['body']}: {sub['reason']}")
     return 0
 
 

@@ -189,6 +189,6 @@ def input_dims(model: ModelProto, input_shapes: Mapping[str, tuple[int, ...]] | 
         if vi.name in fixed:
             dims[vi.name] = list(fixed[vi.name])
         else:
-            dims[vi.name] = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else default_dim
+            dims[vi.name] = [d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else default_dim
                              for d in vi.type.tensor_type.shape.dim]
     return dims

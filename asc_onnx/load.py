@@ -7,7 +7,9 @@ leaves the model's folder (absolute path, ``..``, symlink pointing outside) is r
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,30 +108,94 @@ def read_model(path: str | os.PathLike) -> tuple[ModelProto, Path]:
     return model, p.parent
 
 
-def infer_shapes(model: ModelProto, input_shapes: dict[str, tuple[int, ...]] | None = None) -> ModelProto:
-    """Return a copy with value_info filled by onnx shape inference.
-
-    ``input_shapes`` fixes the named inputs' dims in the copy used for inference only when
-    given; the returned model keeps the original (possibly symbolic) input dims.
-    """
-    work = ModelProto()
-    work.CopyFrom(model)
-    names = {i.name for i in work.graph.input}
-    for name, dims in (input_shapes or {}).items():
+def _bind_inputs(work: ModelProto, input_shapes: dict[str, tuple[int, ...]]) -> None:
+    """Write ``--input-shape`` dims into ``work``'s inputs; refuse unknown names and contradicted static dims."""
+    names = {i.name for i in work.graph.input} - {i.name for i in work.graph.initializer}
+    for name, dims in input_shapes.items():
         if name not in names:
             raise AscOnnxError(f"--input-shape names {name!r}, which is not an input of the model "
                                f"(inputs: {', '.join(sorted(names))})")
         vi = next(i for i in work.graph.input if i.name == name)
         shape = vi.type.tensor_type.shape
         if len(shape.dim) != len(dims):
-            raise AscOnnxError(f"--input-shape {name}: gives {len(dims)} dims, the model input has {len(shape.dim)}")
+            raise AscOnnxError(f"--input-shape {name}: gives {len(dims)} dims, the model input has {len(shape.dim)} "
+                               f"({format_dims(shape)})")
+        for i, (d, v) in enumerate(zip(shape.dim, dims)):
+            if d.HasField("dim_value") and d.dim_value != v:
+                raise AscOnnxError(f"--input-shape {name}: dim {i} is {v}, but the model fixes it to {d.dim_value} "
+                                   f"({name} is {format_dims(shape)}); only dynamic dims can be set")
         for d, v in zip(shape.dim, dims):
             d.Clear()
             d.dim_value = v
+
+
+def format_dims(shape: onnx.TensorShapeProto) -> str:
+    """``[batch, 3, 640, ?]``: a shape as the model states it."""
+    return "[" + ", ".join(str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?")
+                           for d in shape.dim) + "]"
+
+
+def _symbolic(model: ModelProto) -> ModelProto | None:
+    """onnxruntime's symbolic shape inference, which follows Shape/Slice/Concat/Reshape arithmetic and keeps
+    dim params as expressions; None where it cannot run (it gives up on some ops and on unreadable weights)."""
+    try:
+        import logging
+
+        from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+    except ImportError:  # sympy missing: onnx's own inference alone
+        return None
+    log = logging.getLogger("onnxruntime.tools.symbolic_shape_infer")
+    level, log.level = log.level, logging.CRITICAL
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            return SymbolicShapeInference.infer_shapes(model, int_max=2**31 - 1, auto_merge=True,
+                                                       guess_output_rank=False, verbose=0)
+    except Exception:  # noqa: BLE001 - an op it does not know: keep onnx's shapes
+        return None
+    finally:
+        log.level = level
+
+
+def _merge_value_info(into: ModelProto, richer: ModelProto) -> None:
+    """Replace ``into``'s value_info entries with ``richer``'s where those know more (a rank or a dim)."""
+    def known(vi: onnx.ValueInfoProto) -> float:
+        # a rank, then static dims, then dims tied to a named input dim (``seq``, not onnx's fresh ``unk__3``)
+        tt = vi.type.tensor_type
+        if not vi.type.HasField("tensor_type") or not tt.HasField("shape"):
+            return -1
+        return sum(1 + 2 * d.HasField("dim_value") + (bool(d.dim_param) and not d.dim_param.startswith("unk__"))
+                   for d in tt.shape.dim)
+
+    have = {vi.name: vi for vi in into.graph.value_info}
+    outputs = {vi.name: vi for vi in into.graph.output}
+    for vi in richer.graph.value_info:
+        if vi.name in outputs:
+            continue
+        old = have.get(vi.name)
+        if old is None:
+            into.graph.value_info.append(vi)
+        elif known(vi) > known(old) and (not old.type.tensor_type.elem_type
+                                         or old.type.tensor_type.elem_type == vi.type.tensor_type.elem_type):
+            old.CopyFrom(vi)
+
+
+def infer_shapes(model: ModelProto, input_shapes: dict[str, tuple[int, ...]] | None = None) -> ModelProto:
+    """Return a copy with value_info filled by onnx shape inference, refined by symbolic inference.
+
+    ``input_shapes`` fixes the named inputs' dims in the copy used for inference only when
+    given; the returned model keeps the original (possibly symbolic) input dims.
+    """
+    work = ModelProto()
+    work.CopyFrom(model)
+    _bind_inputs(work, input_shapes or {})
     try:
         inferred = onnx.shape_inference.infer_shapes(work, check_type=False, strict_mode=False, data_prop=True)
     except Exception as exc:
         raise AscOnnxError(f"shape inference failed: {str(exc).splitlines()[0]}") from None
+    if not inferred.functions:  # it does not look into local functions (they are inlined before matching)
+        richer = _symbolic(inferred)
+        if richer is not None:
+            _merge_value_info(inferred, richer)
     if input_shapes:
         del inferred.graph.input[:]
         inferred.graph.input.extend(model.graph.input)

@@ -282,6 +282,8 @@ def _dtype_reason(tensors: Sequence[gs.Tensor]) -> str | None:
         if dt not in FLOAT_TYPES:
             name = onnx.TensorProto.DataType.Name(dt) if dt else "unknown"
             return f"{t.name!r} has dtype {name}; fused kernels take float16, float32 and bfloat16"
+        if t.shape is not None and any(d == 0 for d in t.shape):
+            return f"{t.name!r} is empty (shape {list(t.shape)}): nothing to compute"
     return None
 
 

@@ -15,6 +15,8 @@ class FuseOptions:
         skip: rule names that must not fuse.
         input_shapes: concrete dims for model inputs (name -> dims) used for shape
             inference, validation inputs and the ATC command.
+        input_values: contents for model inputs (name -> one fill value, or every element) in place of
+            random data: an integer input a model branches on (a sample rate, a mode flag).
         atc_domain_mode: ``"compat"`` (default: fused nodes in the default domain with one
             opset entry, for released CANN) or ``"custom"`` (fused nodes keep the
             ``asc_onnx`` domain, for CANN with the empty-domain fix).
@@ -31,6 +33,7 @@ class FuseOptions:
     only: frozenset[str] = frozenset()
     skip: frozenset[str] = frozenset()
     input_shapes: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    input_values: tuple[tuple[str, tuple[float, ...]], ...] = ()
     atc_domain_mode: str = "compat"
     generic: bool = True
     seed: int = 0
@@ -47,3 +50,8 @@ class FuseOptions:
     def shape_map(self) -> dict[str, tuple[int, ...]]:
         """``input_shapes`` as a dict."""
         return dict(self.input_shapes)
+
+    @property
+    def value_map(self) -> dict[str, tuple[float, ...]]:
+        """``input_values`` as a dict."""
+        return dict(self.input_values)

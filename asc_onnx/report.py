@@ -50,6 +50,7 @@ def build_report(model_name: str, nodes_before: int, nodes_after: int, ops: Sequ
             "ok": validation.ok, "seed": validation.seed,
             "input_shapes": {k: list(v) for k, v in validation.input_shapes},
             "outputs": [asdict(o) for o in validation.outputs],
+            "note": validation.note,
         },
     }
 
@@ -92,6 +93,8 @@ def summary(report: dict[str, Any], verbose: bool = False) -> str:
             lines.append(f"  {n['rule']} at {n['node']!r}: {n['reason']}")
         if not verbose and len(near) > 10:
             lines.append(f"  ... {len(near) - 10} more (-v or report.json)")
+    for sub in report.get("subgraphs_skipped", []):
+        lines.append(f"skipped: {sub['op']} {sub['node']!r} {sub['body']}: {sub['reason']}")
     for note in report.get("atc", {}).get("notes", []):
         lines.append(f"atc: {note}")
     return "\n".join(lines)

@@ -121,13 +121,14 @@ def run_deployed(atc: ModelProto, kernels: Sequence[Kernel], feeds: Mapping[str,
 def verify_deployed(original: str | os.PathLike | ModelProto, atc: str | os.PathLike | ModelProto,
                     kernels: Sequence[Kernel], soc: Soc, atc_inputs: Mapping[str, str] | None = None,
                     input_shapes: Mapping[str, tuple[int, ...]] | None = None, seed: int = 0,
-                    default_dim: int = 4, ref: Mapping[str, np.ndarray] | None = None) -> DeployedReport:
-    """The deployed model against the original on the same seeded inputs, every output compared with its
-    dtype's tolerance. ``atc_inputs`` maps inputs renamed in the ATC model to their original names; ``ref``
-    is the original's outputs on those inputs, when the caller already has them."""
+                    default_dim: int = 4, ref: Mapping[str, np.ndarray] | None = None,
+                    feeds: Mapping[str, np.ndarray] | None = None) -> DeployedReport:
+    """The deployed model against the original on the same seeded inputs (``feeds`` when given), every
+    output compared with its dtype's tolerance. ``atc_inputs`` maps inputs renamed in the ATC model to their
+    original names; ``ref`` is the original's outputs on those inputs, when the caller already has them."""
     proto = original if isinstance(original, ModelProto) else onnx.load(str(original), load_external_data=False)
     deployed = atc if isinstance(atc, ModelProto) else onnx.load(str(atc))
-    feeds = make_inputs(proto, input_shapes, seed, default_dim)
+    feeds = make_inputs(proto, input_shapes, seed, default_dim) if feeds is None else feeds
     ref = ort_run(original, feeds) if ref is None else ref
     original_name = dict(atc_inputs or {})  # ATC name -> original (an input that is also an output too)
     atc_name = {old: new for new, old in original_name.items()}

@@ -52,8 +52,8 @@ def _broadcastable(t: gs.Tensor, out_shape: list) -> bool:
 def _eligible(node: gs.Node, claimed: set[int]) -> bool:
     if id(node) in claimed or node.op not in ELEMENTWISE or (node.domain or "") not in ("", "ai.onnx"):
         return False
-    if len(node.outputs) != 1 or node.outputs[0].shape is None:
-        return False
+    if len(node.outputs) != 1 or node.outputs[0].shape is None or 0 in node.outputs[0].shape:
+        return False  # no shape, or empty: nothing to compute
     ins = [t for t in node.inputs if t.name]
     if node.op == CLIP:
         if any(const_array(t, limit=1) is None for t in ins[1:]):

@@ -1,0 +1,118 @@
+"""Models as users bring them: odd shapes, bf16, control flow, integer inputs a model branches on, dims
+the default binding cannot run. Each case is a defect a new user met, turned into a regression test."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from conftest import F32, model
+from onnx import TensorProto, helper
+
+import asc_onnx
+from asc_onnx import FuseOptions
+from asc_onnx.validate import make_inputs
+
+NODE = helper.make_node
+BF16 = TensorProto.BFLOAT16
+
+
+def _silu(shape, dtype=F32):
+    return model([NODE("Sigmoid", ["x"], ["s"]), NODE("Mul", ["x", "s"], ["y"])], [("x", dtype, shape)],
+                 [("y", dtype, shape)])
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "asc_onnx", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_rank0_input_fuses_and_its_kernel_runs():
+    res = asc_onnx.fuse(_silu([]))
+    assert [op.rule for op in res.ops] == ["SiLU"]
+    assert res.kernel_checks and all(c.ok for c in res.kernel_checks), res.kernel_checks
+    assert res.deployed is not None and res.deployed.ok
+
+
+def test_static_empty_dim_is_not_fused_and_says_why():
+    res = asc_onnx.inspect(_silu([0, 8]))
+    assert res.fusions == ()
+    assert any("empty" in n.reason for n in res.near_misses), res.near_misses
+    assert asc_onnx.fuse(_silu([0, 8])).validation.ok
+
+
+def test_bf16_model_is_validated_through_an_fp32_copy(tmp_path):
+    res = asc_onnx.fuse(_silu([4, 16], BF16), tmp_path / "o")
+    assert res.validation.ok and "fp32 copies" in res.validation.note and "Sigmoid" in res.validation.note
+    assert res.report["validation"]["outputs"][0]["rtol"] == 1e-2  # the bf16 tolerance, not fp32's
+    assert res.kernel_checks and all(c.ok and c.dtype == "bfloat16_t" for c in res.kernel_checks)
+
+
+def test_input_shape_may_not_contradict_a_static_dim(tmp_path):
+    p = tmp_path / "m.onnx"
+    onnx.save(_silu([2, 8]), p)
+    proc = _cli("fuse", str(p), "-o", str(tmp_path / "o"), "--input-shape", "x:2,16")
+    assert proc.returncode == 2 and "dim 1 is 16, but the model fixes it to 8" in proc.stderr, proc.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def _reshape_model(width: int):
+    """x [N, M] -> Reshape [-1, width] -> SiLU: only dims whose product ``width`` divides can run."""
+    target = onnx.numpy_helper.from_array(np.array([-1, width], np.int64), "target")
+    g = model([NODE("Reshape", ["x", "target"], ["r"]), NODE("Sigmoid", ["r"], ["s"]), NODE("Mul", ["r", "s"], ["y"])],
+              [("x", F32, ["n", "m"])], [("y", F32, ["k", width])], [target])
+    return g
+
+
+def test_dynamic_dims_too_small_for_the_model_are_retried_larger():
+    res = asc_onnx.fuse(_reshape_model(32), options=FuseOptions(emulate=False))
+    assert res.validation.ok and dict(res.validation.input_shapes)["x"] == (32, 32)
+
+
+def test_dims_no_default_fits_ask_for_input_shape(tmp_path):
+    p = tmp_path / "m.onnx"
+    onnx.save(_reshape_model(7 * 9 * 11), p)
+    proc = _cli("fuse", str(p), "-o", str(tmp_path / "o"))
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "x: [4, 4] or x: [32, 32] or x: [64, 64]" in proc.stderr and "--input-shape x:n,m" in proc.stderr
+    assert "\x1b[" not in proc.stderr  # no onnxruntime colour codes before our line
+    ok = _cli("fuse", str(p), "-o", str(tmp_path / "o"), "--input-shape", "x:63,11", "--no-emulate")
+    assert ok.returncode == 0, ok.stderr
+
+
+def _branching_model():
+    """y = SiLU(x) when rate == 16000, else x: the fusable branch runs only for that input value."""
+    then = helper.make_graph([NODE("Sigmoid", ["x"], ["s"]), NODE("Mul", ["x", "s"], ["t"])], "then", [],
+                             [helper.make_tensor_value_info("t", F32, [4, 8])])
+    other = helper.make_graph([NODE("Identity", ["x"], ["e"])], "else", [],
+                              [helper.make_tensor_value_info("e", F32, [4, 8])])
+    k = onnx.numpy_helper.from_array(np.array(16000, np.int64), "k")
+    return model([NODE("Equal", ["rate", "k"], ["c"]), NODE("If", ["c"], ["y"], then_branch=then, else_branch=other)],
+                 [("x", F32, [4, 8]), ("rate", TensorProto.INT64, [])], [("y", F32, [4, 8])], [k])
+
+
+def test_input_value_sets_an_integer_input():
+    m = _branching_model()
+    feeds = make_inputs(m, values={"rate": (16000.0,)})
+    assert feeds["rate"].dtype == np.int64 and int(feeds["rate"]) == 16000
+    assert int(make_inputs(m)["rate"]) in (0, 1)
+
+
+def test_bodies_of_control_flow_are_reported_as_skipped(tmp_path):
+    p = tmp_path / "m.onnx"
+    onnx.save(_branching_model(), p)
+    res = asc_onnx.fuse(str(p), tmp_path / "o", FuseOptions(input_values=(("rate", (16000.0,)),)))
+    skipped = res.report["subgraphs_skipped"]
+    assert sorted((s["op"], s["body"], s["nodes"]) for s in skipped) == [("If", "else_branch", 1),
+                                                                         ("If", "then_branch", 2)]
+    assert res.validation.ok
+    proc = _cli("inspect", str(p))
+    assert "skipped: If" in proc.stdout and "then_branch" in proc.stdout
+
+
+def test_input_value_for_a_missing_input_is_a_clean_error(tmp_path):
+    p = tmp_path / "m.onnx"
+    onnx.save(_branching_model(), p)
+    proc = _cli("fuse", str(p), "-o", str(tmp_path / "o"), "--input-value", "rat:16000")
+    assert proc.returncode == 2 and "--input-value names rat" in proc.stderr, proc.stderr
