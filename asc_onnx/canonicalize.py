@@ -5,6 +5,7 @@
 * ``Div(1, x)`` becomes ``Reciprocal(x)``; ``Pow(x, 2)`` becomes ``Mul(x, x)``. Both are
   exact in IEEE arithmetic (one correctly rounded operation each), so numerics do not change.
 * ``Sum`` of two inputs becomes ``Add`` (the same single rounding).
+* ``Mul(x, 1)`` and ``Div(x, 1)`` are bypassed (exact for every x), where the 1 does not broadcast.
 * Tiny constant subexpressions are folded: ``CastLike``/``Cast`` of a constant (to the other
   operand's type), and ``Add``/``Sub``/``Mul``/``Div``/``Sqrt``/``Neg``/``Reciprocal`` of
   constants, each one correctly rounded IEEE operation in the constant's own type, which is
@@ -56,6 +57,7 @@ class CanonStats:
     reciprocals: int
     squares: int
     folded: int = 0
+    unit_products: int = 0
 
 
 def _bypass(graph: gs.Graph, node: gs.Node, outputs: set[int]) -> bool:
@@ -83,7 +85,7 @@ def canonicalize(graph: gs.Graph, opset: int) -> CanonStats:
     """Rewrite ``graph`` in place into canonical form (see module doc); returns counts."""
     outputs = graph_output_ids(graph)
     has_subgraphs = any(n.op in ("If", "Loop", "Scan") for n in graph.nodes)
-    ids = casts = recips = squares = 0
+    ids = casts = recips = squares = units = 0
     for node in list(graph.nodes):
         if (node.domain or "") not in ("", "ai.onnx"):
             continue
@@ -112,12 +114,30 @@ def canonicalize(graph: gs.Graph, opset: int) -> CanonStats:
                 squares += 1
         elif node.op == "Sum" and len(node.inputs) == 2:
             node.op = "Add"
+        elif node.op in ("Mul", "Div") and len(node.inputs) == 2 and not has_subgraphs:
+            units += _drop_unit(graph, node, outputs)
     folded = _fold_constants(graph, outputs)
-    if ids or casts or folded:  # bypassed and folded nodes have no inputs or outputs left
+    if ids or casts or units or folded:  # bypassed and folded nodes have no inputs or outputs left
         graph.nodes = [n for n in graph.nodes if n.outputs]
     if folded:
         _propagate_shapes(graph)
-    return CanonStats(ids, casts, recips, squares, folded)
+    return CanonStats(ids, casts, recips, squares, folded, units)
+
+
+def _drop_unit(graph: gs.Graph, node: gs.Node, outputs: set[int]) -> bool:
+    """Bypass ``Mul(x, 1)``, ``Mul(1, x)`` and ``Div(x, 1)`` (Paddle writes swish as ``x*Sigmoid(x*1.0)``):
+    exact for every x, NaN and -0 included, where the 1 neither widens the shape nor changes the type."""
+    for k in ((0, 1) if node.op == "Mul" else (1,)):
+        one, x = node.inputs[k], node.inputs[1 - k]
+        value = const_array(one, limit=1)
+        if value is None or value.size != 1 or float(value.reshape(-1)[0]) != 1.0:
+            continue
+        if onnx_dtype(x) not in FLOAT_TYPES or onnx_dtype(x) != onnx_dtype(node.outputs[0]) \
+                or not _broadcast_free(one, x):
+            continue
+        _set_inputs(node, [x])
+        return _bypass(graph, node, outputs)
+    return False
 
 
 #: Ops whose output has the broadcast shape (and the dtype) of their float inputs.

@@ -15,12 +15,18 @@ from pathlib import Path
 from .errors import AscOnnxError
 from .pattern import Rule
 
-BUILTIN_DIR = Path(__file__).resolve().parent / "patterns"
+_HERE = Path(__file__).resolve().parent
+#: The built-in pattern files: the repository's top-level ``patterns/`` folder, which a wheel installs as
+#: ``asc_onnx/patterns/`` (package data). They are plain pattern files, loaded exactly as a user's are.
+BUILTIN_DIR = next((d for d in (_HERE / "patterns", _HERE.parent / "patterns") if d.is_dir()), _HERE / "patterns")
 
 
 def builtin_files() -> list[Path]:
     """The built-in pattern modules, in name order."""
-    return sorted(p for p in BUILTIN_DIR.glob("*.py") if not p.name.startswith("_"))
+    files = sorted(p for p in BUILTIN_DIR.glob("*.py") if not p.name.startswith("_"))
+    if not files:
+        raise AscOnnxError(f"the built-in patterns are missing from {BUILTIN_DIR}: reinstall asc-onnx")
+    return files
 
 
 def load_file(path: str | Path) -> list[Rule]:

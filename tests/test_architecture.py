@@ -6,13 +6,15 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 import asc_onnx
 
 PKG = Path(asc_onnx.__file__).resolve().parent
 #: Stage order (modules or sub-packages); helpers may be imported by anyone.
 STAGES = ["load", "canonicalize", "match", "chains", "rewrite", "lower", "codegen", "package", "validate",
           "emulator", "verify_kernels", "verify_deployed", "report", "output", "api", "cli", "entry"]
-HELPERS = {"errors", "options", "graph", "pattern", "registry", "soc", "__init__"}
+HELPERS = {"errors", "options", "graph", "pattern", "checks", "registry", "soc", "__init__"}
 
 
 def _imports(path: Path) -> set[str]:
@@ -71,3 +73,17 @@ def test_installed_package_carries_every_subpackage_and_the_emulator_headers(tmp
     for p in PKG.rglob("*"):
         if p.suffix in (".py", ".h") and "__pycache__" not in p.parts:
             assert f"asc_onnx/{p.relative_to(PKG).as_posix()}" in names, p
+    # The built-in patterns: the top-level folder, installed as package data where the loader finds them.
+    patterns = sorted((PKG.parent / "patterns").glob("*.py"))
+    assert patterns and all(f"asc_onnx/patterns/{p.name}" in names for p in patterns)
+
+
+def test_builtin_patterns_load_through_the_user_loader():
+    from asc_onnx import registry
+
+    assert registry.BUILTIN_DIR == PKG.parent / "patterns"
+    rules = registry.load_rules()
+    assert {r.family for r in rules} == {p.stem for p in registry.builtin_files()}
+    # A copy of a built-in file loads as a user's --patterns file: the same loader, no package imports.
+    with pytest.raises(asc_onnx.AscOnnxError, match="defined in both"):
+        registry.load_rules([registry.BUILTIN_DIR / "silu.py"])

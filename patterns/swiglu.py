@@ -3,10 +3,9 @@ gate-up projection followed by Split (Phi-3)."""
 
 from __future__ import annotations
 
+from asc_onnx.checks import first_reason, trailing_vector, weight_matrix
 from asc_onnx.graph import attrs_of
 from asc_onnx.pattern import ANY, op, rule
-
-from ._common import first_reason, trailing_vector, weight_matrix
 
 
 def _silu(h):

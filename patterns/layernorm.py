@@ -4,9 +4,8 @@ residual sum when something else reads it."""
 
 from __future__ import annotations
 
+from asc_onnx.checks import first_reason, last_axis, same_shape, trailing_vector
 from asc_onnx.pattern import ANY, Const, op, rule
-
-from ._common import first_reason, last_axis, same_shape, trailing_vector
 
 AXES = ANY  # checked by last_axis()
 

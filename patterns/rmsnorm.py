@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from onnx import TensorProto
 
+from asc_onnx.checks import first_reason, last_axis, same_shape, trailing_vector
 from asc_onnx.graph import onnx_dtype
 from asc_onnx.pattern import ANY, Const, op, rule
-
-from ._common import first_reason, last_axis, same_shape, trailing_vector
 
 
 def _core(xf, recip: bool):

@@ -3,9 +3,8 @@ subtraction), and a Softmax op with the scale and/or additive mask that feed it 
 
 from __future__ import annotations
 
+from asc_onnx.checks import dims_match, first_reason, last_axis
 from asc_onnx.pattern import ANY, Const, op, rule
-
-from ._common import dims_match, first_reason, last_axis
 
 
 def softmax_stable(x):

@@ -1,4 +1,5 @@
-"""Checks shared by the built-in pattern modules."""
+"""Checks for pattern rules, shared by the built-in patterns and open to users' pattern files: a rule's
+``check`` returns None when a match is admissible, else the reason it is not (a near miss in the report)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
 """GELU, exact (Erf) and tanh forms, as torch exporters write them, with or without a bias Add.
 
-Exporters differ in where the 0.5 and the x multiply go and in whether x is divided by
-sqrt(2) or multiplied by 1/sqrt(2); every combination is a variant.
+Exporters differ in where the 0.5 and the x multiply go, in whether x is divided by
+sqrt(2) or multiplied by 1/sqrt(2), and in how the cube is written (``Pow(x, 3)``, ``x*(x*x)``, or
+tf2onnx's ``x*(x*(0.044715*x))`` with the constant innermost); every combination is a variant.
+Reassociating the products into one form would change their rounding, so each form is matched as it is.
 """
 
 from __future__ import annotations
@@ -9,9 +11,8 @@ from __future__ import annotations
 import itertools
 import math
 
+from asc_onnx.checks import first_reason, trailing_vector, weight_matrix
 from asc_onnx.pattern import ANY, op, rule
-
-from ._common import first_reason, trailing_vector, weight_matrix
 
 SQRT2 = math.sqrt(2.0)
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -21,12 +22,15 @@ def _scaled_erf(x, div: bool):
     return op.Erf(op.Div(x, SQRT2) if div else op.Mul(x, 1.0 / SQRT2))
 
 
-def _cube(x, pow_form: bool):
-    return op.Pow(x, 3.0) if pow_form else op.Mul(x, op.Mul(x, x))
+def _scaled_cube(x, form: str):
+    """0.044715 * x^3 as torch (``Pow``, or ``x*(x*x)``) and tf2onnx (constant innermost) write it."""
+    if form == "tf":
+        return op.Mul(x, op.Mul(x, op.Mul(x, 0.044715)))
+    return op.Mul(op.Pow(x, 3.0) if form == "pow" else op.Mul(x, op.Mul(x, x)), 0.044715)
 
 
-def _tanh_inner(x, pow_form: bool):
-    return op.Tanh(op.Mul(op.Add(x, op.Mul(_cube(x, pow_form), 0.044715)), SQRT_2_OVER_PI))
+def _tanh_inner(x, form: str):
+    return op.Tanh(op.Mul(op.Add(x, _scaled_cube(x, form)), SQRT_2_OVER_PI))
 
 
 def _outer(x, t, shape: int):
@@ -42,12 +46,13 @@ def _outer(x, t, shape: int):
 def _cores(kind: str) -> list:
     """GELU(x) written every way exporters do: product shape x inner form, and the Gelu op (opset 20)."""
     cores = []
-    for shape, inner in itertools.product(range(3), (True, False)):
+    inners = ("div", "mul") if kind == "erf" else ("pow", "mul", "tf")
+    for shape, inner in itertools.product(range(3), inners):
         def core(x, shape=shape, inner=inner):
-            t = _scaled_erf(x, inner) if kind == "erf" else _tanh_inner(x, inner)
+            t = _scaled_erf(x, inner == "div") if kind == "erf" else _tanh_inner(x, inner)
             return _outer(x, t, shape)
 
-        core.__name__ = f"gelu_{kind}_{shape}_{'a' if inner else 'b'}"
+        core.__name__ = f"gelu_{kind}_{shape}_{inner}"
         cores.append(core)
     return cores
 

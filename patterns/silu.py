@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+from asc_onnx.checks import first_reason, trailing_vector, weight_matrix
 from asc_onnx.pattern import ANY, op, rule
-
-from ._common import first_reason, trailing_vector, weight_matrix
 
 
 def silu(x):
