@@ -29,6 +29,7 @@ from .output import check_target, copy_external, save_model, staged, write_files
 from .package import Kernel, PackageResult, lower, package
 from .registry import load_rules, split_generic
 from .report import build_report, to_json
+from .report_html import render as render_html
 from .rewrite import DOMAIN, FusedOp, RewriteResult, ops_from_model, rewrite
 from .soc import get_soc
 from .validate import ValidationReport, make_inputs, validate_models
@@ -39,6 +40,7 @@ from .verify_kernels import KernelCheck, verify_kernels
 ASC_MODEL = "model.asc.onnx"
 ATC_MODEL = "model.atc.onnx"
 REPORT = "report.json"
+REPORT_HTML = "report.html"
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,7 @@ class FuseResult:
 def plan(model: str | os.PathLike | ModelProto, options: FuseOptions = FuseOptions()) -> Planned:
     """Load, canonicalize and match."""
     rules = load_rules(options.pattern_files, options.only, options.skip)
+    options.report("loading and inferring shapes")
     loaded = load(model, options.shape_map)
     proto = loaded.model
     foreign = [(f.domain, f.name) for f in proto.functions if f.domain != DOMAIN]
@@ -91,6 +94,7 @@ def plan(model: str | os.PathLike | ModelProto, options: FuseOptions = FuseOptio
     before = len(graph.nodes)
     canon = canonicalize(graph, main_opset(proto))
     named, generic = split_generic(rules)
+    options.report("matching", 0, 0, f"{before} nodes, {len(rules)} rules")
     matched = match(graph, named, generic if options.generic else ())
     return Planned(loaded, graph, canon, matched, before, skipped_subgraphs(proto.graph))
 
@@ -168,11 +172,14 @@ def _fuse_planned(p: Planned, model: str | os.PathLike | ModelProto, out: Path |
     # One set of seeded inputs for the kernel, graph and deployed rungs (none when nothing runs).
     feeds: dict[str, Any] = {}
     ref = None
-    if validate or (options.emulate and pkg.kernels):
+    if validate:
         options, feeds, ref = choose_inputs(p.loaded.model, original, options, name)
+    elif options.emulate and pkg.kernels:  # no run of the original here: its weights may be big
+        feeds = make_inputs(p.loaded.model, options.shape_map, options.seed, options.default_dim, options.value_map)
     if options.emulate and pkg.kernels:
         # The kernel rung runs before anything is written: a kernel the emulator rejects never ships.
-        state["checks"], state["moves"] = verify_kernels(pkg.kernels, original, feeds, soc, options.default_dim)
+        state["checks"], state["moves"] = verify_kernels(pkg.kernels, original, feeds, soc, options.default_dim,
+                                                         options.report)
         rejected = {c.op_type: c.error or f"max abs error {c.max_abs:.3e} beyond the {c.dtype} tolerance"
                     for c in state["checks"] if not c.ok}
         if rejected:
@@ -185,10 +192,12 @@ def _fuse_planned(p: Planned, model: str | os.PathLike | ModelProto, out: Path |
         if validate:
             # One run of the original on the seeded inputs serves the graph and the deployed rungs.
             fused = folder / ASC_MODEL if folder is not None else rewritten.asc_model
+            options.report("validating the rewritten model on onnxruntime")
             state["validation"] = validate_models(original, fused, options.shape_map, options.seed,
                                                   options.default_dim, ref, feeds)
             if options.emulate and pkg.kernels and pkg.atc_model is not None:
                 deployed = folder / ATC_MODEL if folder is not None else pkg.atc_model
+                options.report("running the ATC model with the emulated kernels")
                 state["deployed"] = verify_deployed(original, deployed, pkg.kernels, soc, pkg.atc_inputs,
                                                     options.shape_map, options.seed, options.default_dim, ref,
                                                     feeds)
@@ -197,6 +206,7 @@ def _fuse_planned(p: Planned, model: str | os.PathLike | ModelProto, out: Path |
     if tmp is None:
         report = finish(None)
     else:
+        options.report("writing", 0, 0, str(out))
         if p.loaded.external_files:
             copy_external(p.loaded.external_files, p.loaded.base_dir, tmp)
         save_model(rewritten.asc_model, tmp / ASC_MODEL)
@@ -205,6 +215,8 @@ def _fuse_planned(p: Planned, model: str | os.PathLike | ModelProto, out: Path |
         write_files(tmp, pkg.files)
         report = finish(tmp)
         (tmp / REPORT).write_text(to_json(report))
+        (tmp / REPORT_HTML).write_text(render_html(report, {op.op_type: op.function for op in rewritten.ops},
+                                                   out.name if out is not None else "OUT"))
     result = FuseResult(out, rewritten.asc_model, pkg.atc_model, rewritten.ops, p.matched.near_misses,
                         state["validation"], report, pkg.kernels, state["checks"], state["deployed"])
     return result, state["rejected"]
@@ -296,7 +308,8 @@ def emulate(out_dir: str | os.PathLike, options: FuseOptions = FuseOptions(),
     if source.is_file():
         feeds = make_inputs(onnx.load(str(source), load_external_data=False), options.shape_map, options.seed,
                             options.default_dim, options.value_map)
-    checks, _ = verify_kernels(kernels, source if feeds is not None else None, feeds, soc, options.default_dim)
+    checks, _ = verify_kernels(kernels, source if feeds is not None else None, feeds, soc, options.default_dim,
+                               options.report)
     return checks
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -19,6 +20,7 @@ from . import __version__
 from .api import REPORT, emulate, fuse, inspect, validate, validate_kernels
 from .errors import AscOnnxError, ValidationError
 from .options import FuseOptions
+from .progress import Progress
 from .registry import load_rules
 from .report import summary, to_json
 from .validate import ValidationReport
@@ -61,6 +63,7 @@ def _common(p: argparse.ArgumentParser, shapes: bool = True) -> None:
                        help="contents of a model input in the checks (one fill value or every element), in place "
                             "of random data: an integer input the model branches on; may be repeated")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress line on stderr (drawn on a terminal only)")
     p.add_argument("-v", "--verbose", action="store_true", help="more detail (and tracebacks)")
 
 
@@ -118,7 +121,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _options(a: argparse.Namespace) -> FuseOptions:
+    if not hasattr(a, "progress"):
+        a.progress = Progress(enabled=False if getattr(a, "quiet", False) else None)
     return FuseOptions(
+        progress=a.progress,
         pattern_files=tuple(a.patterns), only=frozenset(getattr(a, "only", [])),
         skip=frozenset(getattr(a, "skip", [])), input_shapes=tuple(getattr(a, "input_shape", [])),
         input_values=tuple(getattr(a, "input_value", [])),
@@ -129,7 +135,10 @@ def _options(a: argparse.Namespace) -> FuseOptions:
 
 def _cmd_fuse(a: argparse.Namespace) -> int:
     try:
-        res = fuse(a.model, a.out, _options(a), validate=not a.no_validate, force=a.force)
+        try:
+            res = fuse(a.model, a.out, _options(a), validate=not a.no_validate, force=a.force)
+        finally:
+            a.progress.close()
         report, code = res.report, 0
     except ValidationError as exc:
         report = json.loads((Path(a.out) / REPORT).read_text())
@@ -167,7 +176,10 @@ def _cmd_fuse(a: argparse.Namespace) -> int:
             print(f"validation ({'ok' if val['ok'] else 'FAILED'}): {len(val['outputs'])} outputs compared, "
                   f"max abs error {max((float(o['max_abs']) for o in val['outputs']), default=0.0):.3e}"
                   + (f" ({val['note']})" if val.get("note") else ""))
-        print(f"wrote {Path(a.out)}/")
+        print(f"wrote {Path(a.out)}/ (report.html shows what fused)")
+        if report.get("kernels", {}).get("generated"):
+            print(f"next, on a machine with CANN: asc-onnx build {shlex.quote(str(a.out))} && "
+                  f"asc-onnx convert {shlex.quote(str(a.out))}")
     if code:
         print(f"asc-onnx: {err}", file=sys.stderr)
     return code
@@ -175,7 +187,10 @@ def _cmd_fuse(a: argparse.Namespace) -> int:
 
 def _cmd_validate(a: argparse.Namespace) -> int:
     if a.kernels:
-        dep = validate_kernels(a.model, a.out, _options(a))
+        try:
+            dep = validate_kernels(a.model, a.out, _options(a))
+        finally:
+            a.progress.close()
         if a.json:
             print(to_json({"ok": dep.ok, "emulated_nodes": dep.emulated_nodes, "error": dep.error,
                            "outputs": [asdict(o) for o in dep.outputs]}), end="")
@@ -194,7 +209,10 @@ def _cmd_validate(a: argparse.Namespace) -> int:
 
 
 def _cmd_emulate(a: argparse.Namespace) -> int:
-    checks = emulate(a.out, _options(a), a.model)
+    try:
+        checks = emulate(a.out, _options(a), a.model)
+    finally:
+        a.progress.close()
     if a.json:
         print(to_json([asdict(c) for c in checks]), end="")
     else:
@@ -234,7 +252,10 @@ def _cmd_convert(a: argparse.Namespace) -> int:
 
 
 def _cmd_inspect(a: argparse.Namespace) -> int:
-    res = inspect(a.model, _options(a))
+    try:
+        res = inspect(a.model, _options(a))
+    finally:
+        a.progress.close()
     if a.json:
         print(to_json({"nodes": res.nodes_before, "fusions": list(res.fusions),
                        "near_misses": [asdict(n) for n in res.near_misses],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -27,6 +28,8 @@ class FuseOptions:
             ATC model with those kernels end to end.
         strict: a kernel the emulator rejects fails the run (exit 1) instead of a warning; either way
             it is not shipped.
+        progress: called as ``progress(stage, done, total, detail)`` while the run works
+            (:class:`asc_onnx.progress.Progress` draws it on a terminal); None for silence.
     """
 
     pattern_files: tuple[str, ...] = ()
@@ -41,10 +44,16 @@ class FuseOptions:
     soc: str = "Ascend910B"
     emulate: bool = True
     strict: bool = False
+    progress: Callable[..., None] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.atc_domain_mode not in ("compat", "custom"):
             raise ValueError(f"atc_domain_mode must be 'compat' or 'custom', not {self.atc_domain_mode!r}")
+
+    def report(self, stage: str, done: int = 0, total: int = 0, detail: str = "") -> None:
+        """Tell ``progress`` where the run is (a no-op without one)."""
+        if self.progress is not None:
+            self.progress(stage, done, total, detail)
 
     @property
     def shape_map(self) -> dict[str, tuple[int, ...]]:

@@ -20,6 +20,8 @@ class Soc:
         has_data_copy_pad: DataCopyPad exists (not on 310P).
         has_bf16: bf16 vector data exists (not on 310P).
         npu_arch: ``__NPU_ARCH__`` its kernels are compiled for (selects SoC code paths at compile time).
+        gm_bandwidth: global-memory bytes per second, for estimates only: HBM2e of Atlas 800T A2 (910B,
+            1.6 TB/s) and LPDDR4X of Atlas 300I Pro (310P, 204.8 GB/s), from the product datasheets.
     """
 
     name: str
@@ -30,12 +32,13 @@ class Soc:
     has_data_copy_pad: bool
     has_bf16: bool
     npu_arch: int
+    gm_bandwidth: float = 1.6e12
 
 
 SOCS = {
     # GetCoreMemSize(UB): 196608 - 256 (KFC) on 910B; the whole 256 KiB on 310P (platform_ascendc.cpp).
     "Ascend910B": Soc("Ascend910B", "Ascend910B1", "ascend910b", 196352, 48, True, True, 2201),
-    "Ascend310P": Soc("Ascend310P", "Ascend310P3", "ascend310p", 262144, 8, False, False, 2002),
+    "Ascend310P": Soc("Ascend310P", "Ascend310P3", "ascend310p", 262144, 8, False, False, 2002, 204.8e9),
 }
 
 

@@ -6,7 +6,7 @@ compulsory minimum)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -342,17 +342,21 @@ def _reduced(d: int) -> int:
 
 
 def verify_kernels(kernels: Sequence[Kernel], original: str | os.PathLike | ModelProto | None,
-                   feeds: Mapping[str, np.ndarray] | None, soc: Soc, default_dim: int = 4
+                   feeds: Mapping[str, np.ndarray] | None, soc: Soc, default_dim: int = 4,
+                   progress: Callable[..., None] | None = None
                    ) -> tuple[tuple[KernelCheck, ...], tuple[DataMovement, ...]]:
     """Every kernel on random inputs per dtype column and, given the original model and its
-    feeds, on activations captured from it; data movement from the first random run."""
+    feeds, on activations captured from it; data movement from the first random run. ``progress`` hears
+    ``(stage, done, total, op_type)`` before each kernel (its first run compiles it)."""
     checks: list[KernelCheck] = []
     moves: list[DataMovement] = []
     big = {id(k) for k in kernels if isinstance(k.ir, MatmulKernel) and np.prod(
         _matmul_dims(k, _bound_shape(k.op.instances[0], default_dim + 3, True))) * len(k.ir.gemms) > MATMUL_EMU_MACS}
     captured = _captured_inputs([k for k in kernels if id(k) not in big], original, feeds) \
         if original is not None and feeds is not None else {}
-    for k in kernels:
+    for i, k in enumerate(kernels):
+        if progress is not None:
+            progress("compiling and emulating kernels", i, len(kernels), k.op.op_type)
         inst = k.op.instances[0]
         dynamic = any(not isinstance(d, int) or d < 0 for d in inst.output_shapes[0] or ())
         # A kernel must be right for every shape its ATC model accepts: two bindings of each dynamic dim.

@@ -33,11 +33,10 @@ from asc_onnx.emulator.harness import run  # noqa: E402
 from asc_onnx.soc import SOCS  # noqa: E402
 from asc_onnx.verify_kernels import check, concrete, data_movement, random_inputs, unfused_bytes  # noqa: E402
 
-#: Estimate constants. Bandwidth: HBM2e of Atlas 800T A2 (910B, 1.6 TB/s) and LPDDR4X of Atlas 300I Pro
-#: (310P, 204.8 GB/s), from the product datasheets; clock: AI Core frequency (1.8 GHz 910B, 1.08 GHz 310P,
-#: same source). One 256-byte vector repeat per cycle is the ideal issue rate (64 fp32 lanes); LAUNCH_US is an
-#: assumption (stream launch of one small kernel), stated here, not measured.
-BANDWIDTH = {"Ascend910B": 1.6e12, "Ascend310P": 204.8e9}
+#: Estimate constants. Bandwidth: ``Soc.gm_bandwidth`` (product datasheets); clock: AI Core frequency
+#: (1.8 GHz 910B, 1.08 GHz 310P, same source). One 256-byte vector repeat per cycle is the ideal issue rate
+#: (64 fp32 lanes); LAUNCH_US is an assumption (stream launch of one small kernel), stated here, not measured.
+BANDWIDTH = {name: soc.gm_bandwidth for name, soc in SOCS.items()}
 CLOCK = {"Ascend910B": 1.8e9, "Ascend310P": 1.08e9}
 LAUNCH_US = 3.0
 

@@ -116,3 +116,55 @@ def test_input_value_for_a_missing_input_is_a_clean_error(tmp_path):
     onnx.save(_branching_model(), p)
     proc = _cli("fuse", str(p), "-o", str(tmp_path / "o"), "--input-value", "rat:16000")
     assert proc.returncode == 2 and "--input-value names rat" in proc.stderr, proc.stderr
+
+
+def _on_terminal(*args: str) -> tuple[int, str]:
+    """Run the CLI with stderr on a pseudo-terminal; its exit code and what the terminal showed."""
+    import os
+    import pty
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "asc_onnx", *args], stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the child closed its end
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(master)
+    return proc.wait(timeout=300), shown.decode(errors="replace")
+
+
+def test_progress_is_drawn_on_a_terminal_only(tmp_path):
+    p = tmp_path / "m.onnx"
+    onnx.save(_silu([4, 16]), p)
+    code, shown = _on_terminal("fuse", str(p), "-o", str(tmp_path / "a"))
+    assert code == 0, shown
+    for stage in ("loading and inferring shapes", "matching", "compiling and emulating kernels 0/1 AscSilu",
+                  "validating the rewritten model", "writing"):
+        assert stage in shown, shown
+    assert "\r[0:0" in shown and shown.endswith("\r")  # elapsed time; the line is cleared at the end
+    code, shown = _on_terminal("fuse", str(p), "-o", str(tmp_path / "b"), "--quiet")
+    assert code == 0 and shown == "", shown
+    piped = _cli("fuse", str(p), "-o", str(tmp_path / "c"))
+    assert piped.returncode == 0 and piped.stderr == "", piped.stderr
+    assert "asc-onnx build" in piped.stdout and (tmp_path / "c" / "report.html").is_file()
+
+
+def test_tf2onnx_and_paddle_forms_fuse():
+    c = lambda n, v: onnx.numpy_helper.from_array(np.array(v, np.float32), n)  # noqa: E731
+    tf_gelu = model([NODE("Mul", ["x", "c0"], ["a"]), NODE("Mul", ["x", "a"], ["b"]), NODE("Mul", ["x", "b"], ["cube"]),
+                     NODE("Add", ["x", "cube"], ["inner"]), NODE("Mul", ["inner", "k"], ["t0"]),
+                     NODE("Tanh", ["t0"], ["t"]), NODE("Add", ["t", "one"], ["t1"]), NODE("Mul", ["x", "t1"], ["t2"]),
+                     NODE("Mul", ["t2", "half"], ["y"])], [("x", F32, [4, 16])], [("y", F32, [4, 16])],
+                    [c("c0", 0.044715), c("k", np.sqrt(2 / np.pi)), c("one", 1.0), c("half", 0.5)])
+    swish = model([NODE("Mul", ["x", "one"], ["x1"]), NODE("Sigmoid", ["x1"], ["s"]), NODE("Mul", ["x", "s"], ["y"])],
+                  [("x", F32, [4, 16])], [("y", F32, [4, 16])], [c("one", 1.0)])
+    for m, rule in ((tf_gelu, "GELUTanh"), (swish, "SiLU")):
+        res = asc_onnx.fuse(m, options=FuseOptions(emulate=False))
+        assert [op.rule for op in res.ops] == [rule] and len(res.asc_model.graph.node) == 1
+        assert res.validation.ok
