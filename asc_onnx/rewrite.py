@@ -1,10 +1,14 @@
 """Stage 4, rewrite: replace each match by one fused node and build the two output models.
 
 * Every fusion's subgraph becomes an ONNX function body with names from roles and counters
-  (inputs as the rule names them, ``t0..`` internals, ``c0..`` constants, ``y..`` outputs);
-  scalar constants are baked into the body as Constant nodes of their own dtype, weights
-  stay inputs. The body's deterministic serialization is the op's identity: equal bodies
-  share one op type and, later, one kernel.
+  (inputs as the rule names them, ``t0..`` internals, ``c0..`` constants, ``p0..`` parameters,
+  ``y..`` outputs); weights stay inputs. The body's deterministic serialization is the op's
+  identity: equal bodies share one op type and, later, one kernel.
+* Op identity is by structure: in pointwise ops, a float scalar that only feeds arithmetic
+  (``Add``/``Sub``/``Mul``/``Div``/``Max``/``Min``) is a *parameter*: the body's Constant refers to
+  the function attribute ``pK`` and each fused node carries its own value, so 52 ``x*a+b`` blocks that
+  differ only in ``a`` and ``b`` are one op type. Other constants (an exponent, a clip bound, the
+  constants of row and matmul bodies) are baked in as Constant nodes of their own dtype.
 * ``model.asc.onnx``: fused nodes in domain ``asc_onnx`` (opset 1) plus one model-local
   function per op type, so onnxruntime runs it as it is.
 * ``model.atc.onnx``: the same graph without functions. Compatibility mode puts fused nodes
@@ -20,13 +24,14 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import onnx
 import onnx_graphsurgeon as gs
 from onnx import FunctionProto, ModelProto, helper
 from onnx_graphsurgeon.exporters.onnx_exporter import OnnxExporter
 
 from .errors import AscOnnxError
-from .graph import const_proto, main_opset, onnx_dtype, producer
+from .graph import FLOAT_TYPES, const_proto, main_opset, onnx_dtype, producer
 from .match import Fusion
 
 DOMAIN = "asc_onnx"
@@ -49,6 +54,7 @@ class Instance:
     output_dtypes: tuple[int, ...]
     input_shapes: tuple[tuple[object, ...] | None, ...]
     output_shapes: tuple[tuple[object, ...] | None, ...]
+    params: tuple[float, ...] = ()  # the op's parameters (``FusedOp.params``) at this node, exact in fp32
 
 
 @dataclass(frozen=True)
@@ -68,6 +74,8 @@ class FusedOp:
     input_names: tuple[str, ...]
     output_names: tuple[str, ...]
     instances: tuple[Instance, ...]
+    params: tuple[str, ...] = ()  # function attributes (``p0``..), one float scalar each
+    param_types: tuple[int, ...] = ()  # their element types (the body computes in them)
 
     @property
     def dtype_columns(self) -> tuple[tuple[int, ...], ...]:
@@ -92,9 +100,26 @@ def _shape(t: gs.Tensor) -> tuple[object, ...] | None:
     return None if t.shape is None else tuple(d if isinstance(d, (int, str)) else str(d) for d in t.shape)
 
 
-def build_body(f: Fusion, opset: int) -> tuple[list[onnx.NodeProto], str]:
-    """Function-body nodes of a fusion in canonical order, and their identity hash."""
+#: Ops whose float scalar operand becomes an op parameter in pointwise bodies: the value only reaches one
+#: vector instruction's scalar (Adds, Muls, Maxs, Mins, or a Duplicate), never the kernel's structure.
+PARAM_OPS = frozenset({"Add", "Sub", "Mul", "Div", "Max", "Min"})
+
+
+def _param_ref(name: str) -> onnx.NodeProto:
+    """``Constant() -> name`` whose value is the function attribute ``name``."""
+    node = helper.make_node("Constant", [], [name])
+    ref = onnx.AttributeProto()
+    ref.name, ref.ref_attr_name, ref.type = "value", name, onnx.AttributeProto.TENSOR
+    node.attribute.append(ref)
+    return node
+
+
+def build_body(f: Fusion, opset: int) -> tuple[list[onnx.NodeProto], str, list[onnx.TensorProto]]:
+    """Function-body nodes of a fusion in canonical order, their identity hash, and the values of the
+    body's parameters (``p0``.. in order; only pointwise fusions have them)."""
     members = {id(n): n for n in f.nodes}
+    params: list[onnx.TensorProto] = []
+    param_names: dict[int, str] = {}
     names: dict[int, str] = {id(t): nm for t, nm in zip(f.inputs, f.input_names)}
     names.update({id(t): nm for t, nm in zip(f.outputs, f.output_names)})
     consts: list[onnx.NodeProto] = []
@@ -112,6 +137,12 @@ def build_body(f: Fusion, opset: int) -> tuple[list[onnx.NodeProto], str]:
         if proto is None:
             raise AscOnnxError(f"rule {f.rule}: {t.name!r} is read by the match but is neither an input nor a "
                                "small constant (a pattern variable is missing)")
+        if _is_param(f, t, proto, members):
+            if id(t) not in param_names:  # by tensor, not value: the body's structure never depends on a value
+                param_names[id(t)] = f"p{len(params)}"
+                params.append(proto)
+                consts.append(_param_ref(param_names[id(t)]))
+            return param_names[id(t)]
         key = proto.SerializeToString(deterministic=True)
         if key not in const_names:
             const_names[key] = f"c{len(const_names)}"
@@ -150,9 +181,23 @@ def build_body(f: Fusion, opset: int) -> tuple[list[onnx.NodeProto], str]:
     nodes = consts + body
     h = hashlib.sha256()
     h.update(f"opset={opset};in={','.join(f.input_names)};out={','.join(f.output_names)};".encode())
+    h.update(f"params={','.join(f'{p.data_type}:{list(p.dims)}' for p in params)};".encode())
     for node in nodes:
         h.update(node.SerializeToString(deterministic=True))
-    return nodes, h.hexdigest()
+    return nodes, h.hexdigest(), params
+
+
+def _is_param(f: Fusion, t: gs.Tensor, proto: onnx.TensorProto, members: dict[int, gs.Node]) -> bool:
+    """A float scalar of a pointwise fusion that only feeds PARAM_OPS inside it."""
+    if f.kernel != "pointwise" or proto.data_type not in FLOAT_TYPES or any(d != 1 for d in proto.dims):
+        return False
+    readers = [c for c in t.outputs if id(c) in members]
+    return bool(readers) and all(c.op in PARAM_OPS for c in readers)
+
+
+def param_values(params: Sequence[onnx.TensorProto]) -> tuple[float, ...]:
+    """Parameter tensors as floats (fp16 and bf16 values are exact in fp32)."""
+    return tuple(float(onnx.numpy_helper.to_array(p).astype(np.float32).reshape(-1)[0]) for p in params)
 
 
 def _op_types(fusions: Sequence[Fusion], sigs: Sequence[str]) -> dict[str, str]:
@@ -174,24 +219,29 @@ def rewrite(graph: gs.Graph, source: ModelProto, fusions: Sequence[Fusion], atc_
     """Replace ``fusions`` in ``graph`` (in place) and return both output models."""
     opset = main_opset(source)
     bodies = [build_body(f, opset) for f in fusions]
-    types = _op_types(fusions, [sig for _, sig in bodies])
+    types = _op_types(fusions, [sig for _, sig, _ in bodies])
     functions: dict[str, FunctionProto] = {}
     instances: dict[str, list[Instance]] = {}
     first: dict[str, Fusion] = {}
     fused_nodes: list[tuple[gs.Node, Fusion]] = []
     removed: set[int] = set()
-    for f, (nodes, sig) in zip(fusions, bodies):
+    node_params: dict[str, list[onnx.TensorProto]] = {}
+    first_params: dict[str, list[onnx.TensorProto]] = {}
+    for f, (nodes, sig, params) in zip(fusions, bodies):
         op_type = types[sig]
         if op_type not in functions:
             functions[op_type] = helper.make_function(
                 DOMAIN, op_type, list(f.input_names), list(f.output_names), nodes,
-                [helper.make_opsetid("", opset)], doc_string=f"asc-onnx rule {f.rule}")
+                [helper.make_opsetid("", opset)], doc_string=f"asc-onnx rule {f.rule}",
+                attributes=[f"p{i}" for i in range(len(params))])
             first[op_type] = f
+            first_params[op_type] = params
         name = f"{op_type}_{len(instances.get(op_type, []))}"
         instances.setdefault(op_type, []).append(Instance(
             name, tuple(n.name for n in f.nodes), tuple(t.name for t in f.inputs), tuple(t.name for t in f.outputs),
             tuple(onnx_dtype(t) or 0 for t in f.inputs), tuple(onnx_dtype(t) or 0 for t in f.outputs),
-            tuple(_shape(t) for t in f.inputs), tuple(_shape(t) for t in f.outputs)))
+            tuple(_shape(t) for t in f.inputs), tuple(_shape(t) for t in f.outputs), param_values(params)))
+        node_params[name] = params
         removed.update(id(n) for n in f.nodes)
         _detach(f.nodes, removed)
         node = gs.Node(op=op_type, name=name, domain=DOMAIN, inputs=list(f.inputs), outputs=list(f.outputs))
@@ -205,9 +255,11 @@ def rewrite(graph: gs.Graph, source: ModelProto, fusions: Sequence[Fusion], atc_
         if f is not None:
             helper.set_metadata_props(node, {"asc_onnx.rule": f.rule, "asc_onnx.kernel": f.kernel,
                                              "asc_onnx.source_nodes": ",".join(n.name for n in f.nodes)})
+            node.attribute.extend(helper.make_attribute(f"p{i}", v) for i, v in enumerate(node_params[node.name]))
     ops = tuple(FusedOp(t, first[t].rule, first[t].family, first[t].kernel,
                         next(sig for sig, tt in types.items() if tt == t), functions[t],
-                        tuple(first[t].input_names), tuple(first[t].output_names), tuple(instances[t]))
+                        tuple(first[t].input_names), tuple(first[t].output_names), tuple(instances[t]),
+                        tuple(functions[t].attribute), tuple(p.data_type for p in first_params[t]))
                 for t in functions)
     atc, notes = build_atc_model(asc, {f.name for f in asc.functions}, atc_mode)
     return RewriteResult(asc, atc, ops, notes)
@@ -291,6 +343,9 @@ def build_atc_model(asc: ModelProto, op_types: set[str], mode: str) -> tuple[Mod
     atc.CopyFrom(asc)
     del atc.functions[:]
     opset = main_opset(atc)
+    for node in atc.graph.node:
+        if node.op_type in op_types:
+            _params_as_bits(node)
     if mode == "compat":
         for node in atc.graph.node:
             if node.domain == DOMAIN:
@@ -313,6 +368,26 @@ def build_atc_model(asc: ModelProto, op_types: set[str], mode: str) -> tuple[Mod
                      f"opset {main_opset(converted)} by onnx's version converter")
         atc = converted
     return atc, tuple(notes)
+
+
+def _params_as_bits(node: onnx.NodeProto) -> None:
+    """Parameters as INT attributes holding their fp32 bits: ATC hands a plugin float attributes printed
+    with 6 significant digits (cann_facts.md §8.3), which would change the kernel's constants."""
+    for a in node.attribute:
+        if a.type == onnx.AttributeProto.TENSOR and a.name.startswith("p") and a.name[1:].isdigit():
+            bits = int(np.array(param_values([a.t])[0], np.float32).view(np.uint32))
+            a.CopyFrom(helper.make_attribute(a.name, bits))
+
+
+def param_bits_to_values(node: onnx.NodeProto, names: Sequence[str]) -> tuple[float, ...]:
+    """A fused node's parameters from either model: tensors (model.asc.onnx) or fp32 bits (model.atc.onnx)."""
+    attrs = {a.name: a for a in node.attribute}
+    out = []
+    for n in names:
+        a = attrs[n]
+        out.append(param_values([a.t])[0] if a.type == onnx.AttributeProto.TENSOR
+                   else float(np.array(a.i, np.uint32).view(np.float32)))
+    return tuple(out)
 
 
 def _convert_opset(model: ModelProto, op_types: set[str]) -> ModelProto | None:
@@ -351,19 +426,23 @@ def ops_from_model(asc: ModelProto) -> tuple[FusedOp, ...]:
     functions = {f.name: f for f in asc.functions if f.domain == DOMAIN}
     instances: dict[str, list[Instance]] = {}
     meta: dict[str, dict[str, str]] = {}
+    ptypes: dict[str, tuple[int, ...]] = {}
     for node in asc.graph.node:
         if node.domain != DOMAIN or node.op_type not in functions:
             continue
         props = {p.key: p.value for p in node.metadata_props}
         meta.setdefault(node.op_type, props)
+        attrs = {a.name: a for a in node.attribute}
+        ptypes.setdefault(node.op_type, tuple(attrs[n].t.data_type for n in functions[node.op_type].attribute))
         ins = [types.get(n, (0, None)) for n in node.input]
         outs = [types.get(n, (0, None)) for n in node.output]
         instances.setdefault(node.op_type, []).append(Instance(
             node.name, tuple(props.get("asc_onnx.source_nodes", "").split(",")), tuple(node.input),
             tuple(node.output), tuple(t for t, _ in ins), tuple(t for t, _ in outs), tuple(s for _, s in ins),
-            tuple(s for _, s in outs)))
+            tuple(s for _, s in outs), param_bits_to_values(node, functions[node.op_type].attribute)))
     return tuple(FusedOp(t, meta[t].get("asc_onnx.rule", ""), "", meta[t].get("asc_onnx.kernel", ""), "",
-                         functions[t], tuple(functions[t].input), tuple(functions[t].output), tuple(insts))
+                         functions[t], tuple(functions[t].input), tuple(functions[t].output), tuple(insts),
+                         tuple(functions[t].attribute), ptypes[t])
                  for t, insts in instances.items())
 
 

@@ -21,6 +21,7 @@ from onnx import ModelProto, helper, numpy_helper
 from .emulator.harness import EmulatorFaultError, run
 from .errors import AscOnnxError
 from .package import Kernel
+from .rewrite import param_bits_to_values
 from .soc import Soc
 from .validate import OutputCheck, compare_arrays, make_inputs
 from .validate import run as ort_run
@@ -108,7 +109,9 @@ def run_deployed(atc: ModelProto, kernels: Sequence[Kernel], feeds: Mapping[str,
         values.update(_segment(atc, _needed_nodes(graph, need, set(values), fused), need, values, inits))
         args = [values[n] if n in values else numpy_helper.to_array(inits[n]) for n in ins]
         try:
-            res = run(k.ir, k.files, f"{k.op.op_type}TilingData", args, soc)
+            # Each node's own parameters, from its INT attributes: what the host tiling hands its kernel.
+            res = run(k.ir, k.files, f"{k.op.op_type}TilingData", args, soc,
+                      params=param_bits_to_values(node, k.op.params))
         except EmulatorFaultError as exc:
             raise EmulatorFaultError(f"node {node.name!r} ({node.op_type}): {exc}") from None
         values.update(dict(zip(node.output, res.outputs)))

@@ -9,6 +9,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+import ml_dtypes
 import numpy as np
 import onnx
 from onnx import ModelProto, TensorProto, helper
@@ -22,7 +23,7 @@ from .rewrite import DOMAIN, FusedOp
 from .soc import Soc
 from .validate import compare_arrays
 
-NP = {TensorProto.FLOAT: np.float32, TensorProto.FLOAT16: np.float16}
+NP = {TensorProto.FLOAT: np.float32, TensorProto.FLOAT16: np.float16, TensorProto.BFLOAT16: ml_dtypes.bfloat16}
 
 
 @dataclass(frozen=True)
@@ -58,10 +59,15 @@ class DataMovement:
     staging: int = 0  # matmul: of ``fused``, the C blocks' round trip through the per-core GM slots (910B)
 
 
-def body_model(op: FusedOp, dtypes: Sequence[int]) -> ModelProto:
-    """A one-node model calling the op's function: onnxruntime's reference for the kernel."""
+def body_model(op: FusedOp, dtypes: Sequence[int], params: Sequence[float] | None = None) -> ModelProto:
+    """A one-node model calling the op's function: onnxruntime's reference for the kernel, with the op's
+    parameters (``params``, else the first instance's) as the node's attributes."""
     opset = next(o.version for o in op.function.opset_import if o.domain in ("", "ai.onnx"))
     node = helper.make_node(op.op_type, list(op.input_names), list(op.output_names), domain=DOMAIN)
+    values = op.instances[0].params if params is None else params
+    for name, t, v in zip(op.params, op.param_types, values):
+        node.attribute.append(helper.make_attribute(name, onnx.numpy_helper.from_array(
+            np.array(v, np.float32).astype(NP.get(t, np.float32)), name)))
     graph = helper.make_graph([node], "body",
                               [helper.make_tensor_value_info(n, dtypes[0], None) for n in op.input_names],
                               [helper.make_tensor_value_info(n, dtypes[0], None) for n in op.output_names])
@@ -82,7 +88,7 @@ def dtype_of(a: np.ndarray) -> int:
     raise AscOnnxError(f"kernel inputs must be float32, float16 or bfloat16, not {a.dtype}")
 
 
-def reference(op: FusedOp, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+def reference(op: FusedOp, inputs: Sequence[np.ndarray], params: Sequence[float] | None = None) -> list[np.ndarray]:
     """The function body on onnxruntime CPU (graph optimizations off).
 
     The body runs in the dtype it was matched in (its constants are typed): inputs of another
@@ -95,11 +101,12 @@ def reference(op: FusedOp, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
     if op.kernel == "matmul" and body != TensorProto.FLOAT or body == TensorProto.BFLOAT16:
         # The cube accumulates in fp32, and onnxruntime's CPU build lacks most bf16 kernels: the reference is
         # the body in fp32, rounded to the I/O type once (every kernel computes in fp32 registers).
-        return [o.astype(inputs[0].dtype) for o in reference(_fp32_op(op), [a.astype(np.float32) for a in inputs])]
+        return [o.astype(inputs[0].dtype)
+                for o in reference(_fp32_op(op), [a.astype(np.float32) for a in inputs], params)]
     feed = inputs if have == body else [a.astype(NP.get(body, np.float32)) for a in inputs]
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    sess = ort.InferenceSession(body_model(op, [dtype_of(feed[0])]).SerializeToString(), so,
+    sess = ort.InferenceSession(body_model(op, [dtype_of(feed[0])], params).SerializeToString(), so,
                                 providers=["CPUExecutionProvider"])
     outs = sess.run(None, dict(zip(op.input_names, feed)))
     return outs if have == body else [o.astype(inputs[0].dtype) for o in outs]
@@ -119,7 +126,8 @@ def _fp32_op(op: FusedOp) -> FusedOp:
             if node.op_type == "Cast" and a.name == "to" and a.i in (TensorProto.FLOAT16, TensorProto.BFLOAT16):
                 a.i = TensorProto.FLOAT
     inst = replace(op.instances[0], input_dtypes=(TensorProto.FLOAT,) * len(op.instances[0].input_dtypes))
-    return replace(op, function=fn, instances=(inst,))
+    wide = tuple(TensorProto.FLOAT if t in (TensorProto.FLOAT16, TensorProto.BFLOAT16) else t for t in op.param_types)
+    return replace(op, function=fn, instances=(inst,), param_types=wide)
 
 
 def concrete(shape: Sequence[object] | None, default_dim: int) -> tuple[int, ...]:
@@ -197,16 +205,18 @@ def data_shape(k: Kernel, inputs: Sequence[np.ndarray]) -> tuple[int, ...]:
 
 
 def check(k: Kernel, inputs: Sequence[np.ndarray], soc: Soc, label: str, core_num: int | None = None,
-          cube_tiling: Mapping[str, int] | None = None) -> KernelCheck:
-    """Emulate one kernel on ``inputs`` and compare every output with onnxruntime."""
+          cube_tiling: Mapping[str, int] | None = None, params: Sequence[float] | None = None) -> KernelCheck:
+    """Emulate one kernel on ``inputs`` and compare every output with onnxruntime; the op's parameters are
+    ``params``, else the first instance's."""
+    params = tuple(k.op.instances[0].params if params is None else params)
     dtype = dtype_of(inputs[0])
     shape = data_shape(k, inputs)
     name = IO_TYPES[dtype][0]
     try:
-        res = run(k.ir, k.files, f"{k.op.op_type}TilingData", inputs, soc, core_num, cube_tiling)
+        res = run(k.ir, k.files, f"{k.op.op_type}TilingData", inputs, soc, core_num, cube_tiling, params)
     except EmulatorFaultError as exc:
         return KernelCheck(k.op.op_type, label, shape, name, float("inf"), float("inf"), 0, 0, False, str(exc))
-    refs = reference(k.op, inputs)
+    refs = reference(k.op, inputs, params)
     cmps = [compare_arrays(n, r, g, dtype) for n, r, g in zip(k.op.output_names, refs, res.outputs)]
     return KernelCheck(k.op.op_type, label, shape, name, max(c.max_abs for c in cmps), max(c.max_rel for c in cmps),
                        res.gm_read_bytes + res.gm_write_bytes, res.block_dim, all(c.ok for c in cmps), None,

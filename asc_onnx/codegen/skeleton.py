@@ -106,9 +106,26 @@ LAUNCH_LINES = ["context->SetBlockDim(tiling->blockDim);",
                 "return ge::GRAPH_SUCCESS;"]
 
 
+def param_lines(n: int) -> list[str]:
+    """TilingFunc lines that copy the op's parameters from the node's INT attributes (fp32 bits: ATC would
+    print a float attribute with 6 digits) into the tiling data."""
+    if not n:
+        return []
+    return ["// The op's scalars: attributes p0.. hold their fp32 bits (one kernel serves every value).",
+            "const gert::RuntimeAttrs* attrs = context->GetAttrs();",
+            "if (attrs == nullptr) return ge::GRAPH_FAILED;",
+            f"for (size_t i = 0; i < {n}; ++i) {{",
+            "    const int64_t* bits = attrs->GetInt(i);",
+            "    if (bits == nullptr) return ge::GRAPH_FAILED;",
+            "    const uint32_t word = static_cast<uint32_t>(*bits);",
+            "    std::memcpy(&tiling->param[i], &word, sizeof(word));",
+            "}"]
+
+
 def infer_dtype_and_opdef(out: Lines, op_type: str, ins: list[str], outs: list[str], ge_types: list[str],
-                          compute_units: list[str]) -> None:
-    """The end of every host file: InferDataType (outputs take the I/O type), the OpDef and its registration."""
+                          compute_units: list[str], num_params: int = 0) -> None:
+    """The end of every host file: InferDataType (outputs take the I/O type), the OpDef (with the op's
+    parameters as required INT attributes) and its registration."""
     dt, fmt = ", ".join(ge_types), ", ".join(["ge::FORMAT_ND"] * len(ge_types))
     out("static graphStatus InferDataType(gert::InferDataTypeContext* context)", "{")
     with out.indent():
@@ -123,6 +140,8 @@ def infer_dtype_and_opdef(out: Lines, op_type: str, ins: list[str], outs: list[s
                 out(f'this->Input("{n}").ParamType(REQUIRED).DataType({{{dt}}}).Format({{{fmt}}});')
             for n in outs:
                 out(f'this->Output("{n}").ParamType(REQUIRED).DataType({{{dt}}}).Format({{{fmt}}});')
+            for i in range(num_params):
+                out(f'this->Attr("p{i}").AttrType(REQUIRED).Int();')
             out("this->SetInferShape(ge::InferShape);", "this->SetInferDataType(ge::InferDataType);",
                 "this->AICore().SetTiling(optiling::TilingFunc);")
             for cu in compute_units:
@@ -140,7 +159,8 @@ def render(emitters, k, rule: str, body_ops: list[str], sources: list[str], comp
         f"op_kernel/{k.snake}_tiling.h": emitters.tiling_header(k),
         f"op_host/{k.snake}_tiling_calc.h": emitters.tiling_calc(k),
         f"op_host/{k.snake}.cpp": emitters.host_source(k, compute_units),
-        f"framework/onnx_plugin/{k.snake}_plugin.cc": plugin_source(k.op_type, origin_keys),
+        f"framework/onnx_plugin/{k.snake}_plugin.cc": plugin_source(k.op_type, origin_keys,
+                                                                    getattr(k, "num_params", 0)),
     }
 
 
@@ -169,22 +189,50 @@ def kernel_entry(out: Lines, snake: str, args: list[str], struct: str, cls: str,
     out("}")
 
 
-def plugin_source(op_type: str, origin_keys: list[str]) -> str:
-    """framework/onnx_plugin/<op>_plugin.cc: maps the ATC model's node to the OpDef."""
+def plugin_source(op_type: str, origin_keys: list[str], num_params: int = 0) -> str:
+    """framework/onnx_plugin/<op>_plugin.cc: maps the ATC model's node to the OpDef, and its INT attributes
+    p0.. (the op's scalars as fp32 bits) to the OpDef's attributes."""
     keys = ",\n                   ".join(f'ge::AscendString("{k}")' for k in origin_keys)
     fn = f"Parse{op_type}"
+    if num_params:
+        quoted = ", ".join(f'"p{i}"' for i in range(num_params))
+        body = [
+            "    // ATC hands the ONNX attributes over as one JSON string (cann_facts.md 8.3); INT values are exact.",
+            "    ge::AscendString attrText;",
+            '    if (opSrc.GetAttr("attribute", attrText) != ge::GRAPH_SUCCESS) return FAILED;',
+            "    const nlohmann::json attrs = nlohmann::json::parse(attrText.GetString(), nullptr, false);",
+            '    if (attrs.is_discarded() || !attrs.contains("attribute")) return FAILED;',
+            f"    const char* const names[{num_params}] = {{{quoted}}};",
+            "    for (const char* want : names) {",
+            "        bool found = false;",
+            '        for (const auto& attr : attrs["attribute"]) {',
+            '            if (attr.value("name", std::string()) == want && attr.contains("i")) {',
+            '                opDest.SetAttr(want, attr["i"].get<int64_t>());',
+            "                found = true;",
+            "            }",
+            "        }",
+            "        if (!found) return FAILED;",
+            "    }",
+            "    return SUCCESS;",
+        ]
+        notes = ["// The op's float scalars travel as INT attributes p0.. holding their fp32 bits: a float attribute",
+                 "// would pass through ATC's 6-significant-digit attribute JSON."]
+        includes = ["#include <string>", '#include "graph/operator.h"', '#include "register/register.h"',
+                    "#include <nlohmann/json.hpp>"]
+    else:
+        body = ["    (void)opSrc;", "    (void)opDest;", "    return SUCCESS;"]
+        notes = ["// Fused ops carry no ONNX attributes: their scalar constants are baked into the kernel, so nothing",
+                 "// float-valued passes through ATC's 6-significant-digit attribute JSON."]
+        includes = ['#include "register/register.h"']
     return Lines()(
         f"// Generated by asc-onnx: ONNX parser plugin of {op_type}.",
-        "// Fused ops carry no ONNX attributes: their scalar constants are baked into the kernel, so nothing",
-        "// float-valued passes through ATC's 6-significant-digit attribute JSON.",
-        '#include "register/register.h"',
+        *notes,
+        *includes,
         "",
         "namespace domi {",
         f"static Status {fn}(const ge::Operator& opSrc, ge::Operator& opDest)",
         "{",
-        "    (void)opSrc;",
-        "    (void)opDest;",
-        "    return SUCCESS;",
+        *body,
         "}",
         "",
         "// ATC looks a node up as <domain>::<opset version>::<op type> (ge::AscendString keys; the",
@@ -196,5 +244,3 @@ def plugin_source(op_type: str, origin_keys: list[str]) -> str:
         "    .ImplyType(ImplyType::TVM);",
         "}  // namespace domi",
     ).text()
-
-

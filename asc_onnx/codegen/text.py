@@ -18,7 +18,10 @@ def comment(text: str, limit: int = 160) -> str:
 
 
 def f32(v: float) -> str:
-    """A float32 literal that round-trips exactly (``1.41421354f``), or the named special value."""
+    """A float32 literal that round-trips exactly (``1.41421354f``), or the named special value; an op
+    parameter reads the tiling data instead (``td.param[0]``)."""
+    if hasattr(v, "expr"):
+        return v.expr()
     x = np.float32(v)
     if np.isnan(x):
         return "(__builtin_nanf(\"\"))"

@@ -100,6 +100,15 @@ static int RunBlocks(uint32_t n, F&& launch) {
 """
 
 
+def _param_copy(k: PointwiseKernel) -> str:
+    """Driver lines that set the tiling data's parameters from params.txt (fp32 bits), as TilingFunc does
+    from the node's attributes."""
+    if not getattr(k, "num_params", 0):
+        return ""
+    return (f"{{ std::ifstream pf(dir + \"/params.txt\"); for (int i = 0; i < {k.num_params}; ++i) "
+            "{ uint32_t bits = 0; pf >> bits; std::memcpy(&tiling.param[i], &bits, sizeof(bits)); } }")
+
+
 def main_source(k: PointwiseKernel | RowKernel, struct: str) -> str:
     """The emulator's ``main``: GM buffers from files, host tiling, blocks one after another."""
     nin, nout = len(k.inputs), len(k.outputs)
@@ -139,10 +148,12 @@ def main_source(k: PointwiseKernel | RowKernel, struct: str) -> str:
     const int rc = {k.op_type}ComputeTiling(total, periods, dtypeSize, coreNum, tilingUb,
                                              st.soc.hasDataCopyPad, &tiling);
     if (rc != 0) return Report("tiling", "tiling refused the shape, reason " + std::to_string(rc));
+    {_param_copy(k)}
     std::vector<uint64_t> outElems({nout}, total);"""
     # Row kernels: rows per tile, 0 in split mode (a row walked in chunks).
     tile = "(tiling.chunkLength != 0 ? 0 : tiling.tileRows)" if isinstance(k, RowKernel) else "tiling.tileLength"
     return f"""// asc-onnx emulator driver for {k.op_type}.
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include "kernel_operator.h"
@@ -388,10 +399,15 @@ def build(k: PointwiseKernel | RowKernel | MatmulKernel, sources: Mapping[str, s
 
 def run(k: PointwiseKernel | RowKernel | MatmulKernel, sources: Mapping[str, str], struct: str,
         inputs: Sequence[np.ndarray], soc: Soc, core_num: int | None = None,
-        cube_tiling: Mapping[str, int] | None = None) -> EmuResult:
+        cube_tiling: Mapping[str, int] | None = None, params: Sequence[float] = ()) -> EmuResult:
     """Run one kernel on ``inputs`` (all of the kernel's I/O dtype) and return outputs and counters.
 
-    ``cube_tiling`` (matmul kernels): a TCubeTiling to run under instead of the host tiling's choice."""
+    ``cube_tiling`` (matmul kernels): a TCubeTiling to run under instead of the host tiling's choice.
+    ``params``: the op's parameters at the node being run (the tiling data's ``param``, as the host copies
+    them from the node's attributes); they are data, not code, so every value runs the same program."""
+    n_params = getattr(k, "num_params", 0)
+    if len(params) != n_params:
+        raise AscOnnxError(f"{k.op_type} takes {n_params} parameters, {len(params)} given")
     dtypes = {onnx_type(a) for a in inputs}
     if len(dtypes) != 1:
         raise AscOnnxError(f"{k.op_type}: emulator inputs must share one dtype, got {dtypes}")
@@ -401,6 +417,8 @@ def run(k: PointwiseKernel | RowKernel | MatmulKernel, sources: Mapping[str, str
     with tempfile.TemporaryDirectory(prefix="asc-emu-run-") as d:
         for i, a in enumerate(inputs):
             Path(d, f"in{i}.bin").write_bytes(np.ascontiguousarray(a).tobytes())
+        Path(d, "params.txt").write_text(" ".join(str(int(np.array(v, np.float32).view(np.uint32)))
+                                                  for v in params))
         out_shapes = _output_shapes(k, inputs)
         if isinstance(k, MatmulKernel):
             Path(d, "shapes.txt").write_text("\n".join(" ".join(str(v) for v in (len(a.shape), *a.shape))

@@ -17,6 +17,38 @@ class LoweringError(AscOnnxError):
     """The op cannot be served by its kernel class; the message says why."""
 
 
+class Param(float):
+    """A scalar that comes from the tiling data (the op's parameter ``p<index>``), not the kernel source.
+
+    Its float value is the first instance's, for code that must see a number; it compares by slot, never by
+    value, so two parameters (or a parameter and a literal) that happen to be equal stay apart. Negation
+    stays symbolic: ``Sub(x, p0)`` is ``Adds(x, -p0)``."""
+
+    index: int
+    neg: bool
+
+    def __new__(cls, value: float, index: int, neg: bool = False) -> Param:
+        obj = float.__new__(cls, value)
+        obj.index, obj.neg = index, neg
+        return obj
+
+    def __neg__(self) -> Param:
+        return Param(-float(self), self.index, not self.neg)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Param) and (other.index, other.neg) == (self.index, self.neg)
+
+    def __hash__(self) -> int:
+        return hash(("param", self.index, self.neg))
+
+    def __repr__(self) -> str:
+        return f"{'-' if self.neg else ''}p{self.index}"
+
+    def expr(self) -> str:
+        """The C++ expression that reads it in a kernel (``td.param[0]``)."""
+        return f"(-td.param[{self.index}])" if self.neg else f"td.param[{self.index}]"
+
+
 def snake_case(op_type: str) -> str:
     """CANN's OpType -> kernel name rule (cann_facts §1.2): ``AscFusedEw3f`` -> ``asc_fused_ew3f``."""
     s = op_type[0].lower() + op_type[1:]
@@ -25,5 +57,4 @@ def snake_case(op_type: str) -> str:
     return s.lower()
 
 
-
-__all__ = ["IO_TYPES", "LoweringError", "snake_case"]
+__all__ = ["IO_TYPES", "LoweringError", "Param", "snake_case"]

@@ -22,7 +22,7 @@ import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
 from ..rewrite import FusedOp
-from .common import IO_TYPES, LoweringError, snake_case
+from .common import IO_TYPES, LoweringError, Param, snake_case
 
 #: Abramowitz & Stegun 7.1.26: erf(x) ~ 1 - (a1 t + ... + a5 t^5) exp(-x^2), t = 1/(1+p|x|); |error| < 1.5e-7.
 ERF_P = 0.3275911
@@ -64,6 +64,8 @@ class PointwiseKernel:
         out_regs: register holding each output.
         num_regs: registers after reuse (each is one fp32 tile in the unified buffer).
         dtypes: ONNX element type per dtype column (all inputs and outputs share it).
+        num_params: the op's parameters (:class:`~asc_onnx.lower.common.Param` scalars in ``steps``), which
+            the host copies from the node's attributes into the tiling data: one kernel for every value.
     """
 
     op_type: str
@@ -75,6 +77,7 @@ class PointwiseKernel:
     num_regs: int
     dtypes: tuple[int, ...]
     const_steps: tuple[Step, ...] = ()  # Duplicates of constants: run once per core, their registers pinned
+    num_params: int = 0  # scalars read from the tiling data (``td.param[i]``), set per node from its attributes
 
     @property
     def broadcast_inputs(self) -> tuple[int, ...]:
@@ -98,12 +101,13 @@ class _Builder:
     def emit(self, api: str, srcs: Sequence[int] = (), scalar: float | None = None, mode: str | None = None) -> int:
         dst = self.next
         self.next += 1
-        self.steps.append(Step(api, dst, tuple(srcs), None if scalar is None else float(scalar), mode))
+        kept = scalar if scalar is None or isinstance(scalar, Param) else float(scalar)
+        self.steps.append(Step(api, dst, tuple(srcs), kept, mode))
         return dst
 
     def dup(self, v: float) -> int:
         """A register holding constant ``v``: one Duplicate per constant, hoisted out of the tile loop."""
-        key = float(np.float32(v)) if not math.isnan(v) else float("nan")
+        key = v if isinstance(v, Param) else float(np.float32(v)) if not math.isnan(v) else float("nan")
         if key not in self.consts:
             self.consts[key] = self.emit("Duplicate", (), v)
         return self.consts[key]
@@ -396,9 +400,12 @@ def lower_pointwise(op: FusedOp, symbolic: Mapping[str, tuple[object, ...] | Non
     values: dict[str, int | float] = {n: i for i, n in enumerate(op.input_names)}
     values[""] = None  # type: ignore[assignment]
     silu_of = _silu_products(op.function)
+    params = {name: i for i, name in enumerate(op.params)}
+    first = op.instances[0].params if op.instances and op.instances[0].params else (0.0,) * len(params)
     for node in op.function.node:
         if node.op_type == "Constant":
-            values[node.output[0]] = _scalar(node.attribute[0].t)
+            ref = node.attribute[0].ref_attr_name
+            values[node.output[0]] = Param(first[params[ref]], params[ref]) if ref else _scalar(node.attribute[0].t)
             continue
         if len(node.output) != 1:
             raise LoweringError(f"{node.op_type} with several outputs is not served by the pointwise kernel")
@@ -417,7 +424,7 @@ def lower_pointwise(op: FusedOp, symbolic: Mapping[str, tuple[object, ...] | Non
     pinned = {i for i, x in enumerate(inputs) if x.kind == "broadcast"} | {st.dst for st in consts}
     steps, out_regs, n = _allocate(consts + body, len(inputs), outs, pinned)
     return PointwiseKernel(op.op_type, snake_case(op.op_type), inputs, op.output_names, tuple(steps[len(consts):]),
-                           tuple(out_regs), n, tuple(dtypes), tuple(steps[:len(consts)]))
+                           tuple(out_regs), n, tuple(dtypes), tuple(steps[:len(consts)]), len(params))
 
 
 def _silu_products(function) -> dict[str, tuple[str, str]]:
