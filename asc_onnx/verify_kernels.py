@@ -14,7 +14,7 @@ import numpy as np
 import onnx
 from onnx import ModelProto, TensorProto, helper
 
-from .emulator.harness import EmulatorFaultError, run
+from .emulator.harness import EmulatorFaultError, prebuild, run
 from .errors import AscOnnxError
 from .lower import IO_TYPES
 from .lower.matmul import MatmulKernel
@@ -208,7 +208,7 @@ def check(k: Kernel, inputs: Sequence[np.ndarray], soc: Soc, label: str, core_nu
           cube_tiling: Mapping[str, int] | None = None, params: Sequence[float] | None = None) -> KernelCheck:
     """Emulate one kernel on ``inputs`` and compare every output with onnxruntime; the op's parameters are
     ``params``, else the first instance's."""
-    params = tuple(k.op.instances[0].params if params is None else params)
+    params = tuple(getattr(k.ir, "params", ()) if params is None else params)
     dtype = dtype_of(inputs[0])
     shape = data_shape(k, inputs)
     name = IO_TYPES[dtype][0]
@@ -364,9 +364,12 @@ def verify_kernels(kernels: Sequence[Kernel], original: str | os.PathLike | Mode
         _matmul_dims(k, _bound_shape(k.op.instances[0], default_dim + 3, True))) * len(k.ir.gemms) > MATMUL_EMU_MACS}
     captured = _captured_inputs([k for k in kernels if id(k) not in big], original, feeds) \
         if original is not None and feeds is not None else {}
+    if progress is not None and kernels:
+        progress("compiling kernels", 0, len(kernels))
+    prebuild([(k.ir, k.files, f"{k.op.op_type}TilingData", d, soc) for k in kernels for d in k.ir.dtypes])
     for i, k in enumerate(kernels):
         if progress is not None:
-            progress("compiling and emulating kernels", i, len(kernels), k.op.op_type)
+            progress("emulating kernels", i, len(kernels), k.op.op_type)
         inst = k.op.instances[0]
         dynamic = any(not isinstance(d, int) or d < 0 for d in inst.output_shapes[0] or ())
         # A kernel must be right for every shape its ATC model accepts: two bindings of each dynamic dim.

@@ -64,8 +64,9 @@ class PointwiseKernel:
         out_regs: register holding each output.
         num_regs: registers after reuse (each is one fp32 tile in the unified buffer).
         dtypes: ONNX element type per dtype column (all inputs and outputs share it).
-        num_params: the op's parameters (:class:`~asc_onnx.lower.common.Param` scalars in ``steps``), which
-            the host copies from the node's attributes into the tiling data: one kernel for every value.
+        params: the op's parameters (:class:`~asc_onnx.lower.common.Param` scalars in ``steps``), which the
+            host copies from the node's attributes into the tiling data: one kernel for every value. The IR
+            keeps the first node's values, which a run uses unless given others.
     """
 
     op_type: str
@@ -77,7 +78,12 @@ class PointwiseKernel:
     num_regs: int
     dtypes: tuple[int, ...]
     const_steps: tuple[Step, ...] = ()  # Duplicates of constants: run once per core, their registers pinned
-    num_params: int = 0  # scalars read from the tiling data (``td.param[i]``), set per node from its attributes
+    params: tuple[float, ...] = ()  # the first node's values of the scalars read from the tiling data
+
+    @property
+    def num_params(self) -> int:
+        """Scalars read from the tiling data (``td.param[i]``), set per node from its attributes."""
+        return len(self.params)
 
     @property
     def broadcast_inputs(self) -> tuple[int, ...]:
@@ -424,7 +430,7 @@ def lower_pointwise(op: FusedOp, symbolic: Mapping[str, tuple[object, ...] | Non
     pinned = {i for i, x in enumerate(inputs) if x.kind == "broadcast"} | {st.dst for st in consts}
     steps, out_regs, n = _allocate(consts + body, len(inputs), outs, pinned)
     return PointwiseKernel(op.op_type, snake_case(op.op_type), inputs, op.output_names, tuple(steps[len(consts):]),
-                           tuple(out_regs), n, tuple(dtypes), tuple(steps[:len(consts)]), len(params))
+                           tuple(out_regs), n, tuple(dtypes), tuple(steps[:len(consts)]), tuple(first))
 
 
 def _silu_products(function) -> dict[str, tuple[str, str]]:
