@@ -104,6 +104,8 @@ def canonicalize(graph: gs.Graph, opset: int) -> CanonStats:
                 node.op = "Reciprocal"
                 _set_inputs(node, [node.inputs[1]])
                 recips += 1
+            elif not has_subgraphs:
+                units += _drop_unit(graph, node, outputs)
         elif node.op == "Pow" and len(node.inputs) == 2:
             two = const_array(node.inputs[1], limit=1)
             if two is not None and two.size == 1 and float(two.reshape(-1)[0]) == 2.0 \
@@ -114,7 +116,7 @@ def canonicalize(graph: gs.Graph, opset: int) -> CanonStats:
                 squares += 1
         elif node.op == "Sum" and len(node.inputs) == 2:
             node.op = "Add"
-        elif node.op in ("Mul", "Div") and len(node.inputs) == 2 and not has_subgraphs:
+        elif node.op == "Mul" and len(node.inputs) == 2 and not has_subgraphs:
             units += _drop_unit(graph, node, outputs)
     folded = _fold_constants(graph, outputs)
     if ids or casts or units or folded:  # bypassed and folded nodes have no inputs or outputs left
@@ -133,8 +135,8 @@ def _drop_unit(graph: gs.Graph, node: gs.Node, outputs: set[int]) -> bool:
         if value is None or value.size != 1 or float(value.reshape(-1)[0]) != 1.0:
             continue
         if onnx_dtype(x) not in FLOAT_TYPES or onnx_dtype(x) != onnx_dtype(node.outputs[0]) \
-                or not _broadcast_free(one, x):
-            continue
+                or not _broadcast_free(one, x) or id(node.outputs[0]) in outputs:
+            continue  # (a graph output keeps its node: the model's interface stays as it was)
         _set_inputs(node, [x])
         return _bypass(graph, node, outputs)
     return False
@@ -267,7 +269,8 @@ def _fold_constants(graph: gs.Graph, outputs: set[int]) -> int:
         if value is None:
             continue
         out = node.outputs[0]
-        folded = gs.Constant(f"{out.name}__folded", np.ascontiguousarray(value))
+        # np.array, not ascontiguousarray: that one turns a rank-0 value into rank 1 (a scalar output would grow)
+        folded = gs.Constant(f"{out.name}__folded", np.array(value, order="C"))
         for consumer in list(out.outputs):
             for i, t in enumerate(consumer.inputs):
                 if t is out:

@@ -51,3 +51,32 @@ def test_axes_as_input_and_as_attribute_read_alike():
     gb, _ = _canon(b, 18)
     assert attrs_of(ga.nodes[0])["axes"] == attrs_of(gb.nodes[0])["axes"] == [-1]
     assert attrs_of(ga.nodes[0])["keepdims"] == attrs_of(gb.nodes[0])["keepdims"] == 1
+
+
+def test_mul_and_div_by_one_are_bypassed_but_a_graph_output_keeps_its_node():
+    """Paddle's swish is x * Sigmoid(x * 1.0); a property draw found Mul(x, 1) writing a graph output left
+    with one input when it was bypassed."""
+    import asc_onnx
+
+    nodes = [NODE("Mul", ["x", "one"], ["x1"]), NODE("Div", ["x1", "one"], ["x2"]), NODE("Sigmoid", ["x2"], ["s"]),
+             NODE("Mul", ["x", "s"], ["y"]), NODE("Mul", ["s", "one"], ["z"])]
+    m = model(nodes, [("x", F32, [4, 8])], [("y", F32, [4, 8]), ("z", F32, [4, 8])], [const("one", 1.0)])
+    g, stats = _canon(m)
+    assert stats.unit_products == 2
+    assert sorted(n.op for n in g.nodes) == ["Mul", "Mul", "Sigmoid"] and all(len(n.inputs) == 2 or n.op == "Sigmoid"
+                                                                              for n in g.nodes)
+    res = asc_onnx.fuse(m, options=asc_onnx.FuseOptions(emulate=False))
+    assert res.validation.ok
+
+
+def test_folded_scalar_keeps_rank_zero():
+    """Cast of a rank-0 constant folds to a rank-0 constant (np.ascontiguousarray made it [1], and a scalar
+    graph output grew a dim: found by a property draw)."""
+    import asc_onnx
+
+    nodes = [NODE("Cast", ["c"], ["cf"], to=F32), NODE("Cast", ["cf"], ["y"], to=F16), NODE("Relu", ["x"], ["z"])]
+    m = model(nodes, [("x", F16, [4])], [("y", F16, []), ("z", F16, [4])], [const("c", 0.5, np.float16)])
+    g, stats = _canon(m)
+    assert stats.folded == 1
+    assert next(n for n in g.nodes if n.outputs[0].name == "y").inputs[0].shape == ()
+    assert asc_onnx.fuse(m, options=asc_onnx.FuseOptions(emulate=False)).validation.ok
