@@ -315,7 +315,10 @@ def _captured_inputs(kernels: Sequence[Kernel], original: str | os.PathLike | Mo
     wanted = [n for k in kernels for n in k.op.instances[0].inputs]
     values = {n: onnx.numpy_helper.to_array(inits[n]) for n in wanted if n in inits}
     values.update({n: feeds[n] for n in wanted if n in feeds})
-    rest = [n for n in dict.fromkeys(wanted) if n not in values]
+    # Only tensors the original computes: a constant that canonicalization folded (``t0__folded``) has no
+    # node there, and its kernel's captured run is skipped (its random runs cover it).
+    produced = {o for node in proto.graph.node for o in node.output}
+    rest = [n for n in dict.fromkeys(wanted) if n not in values and n in produced]
     if rest:
         values.update(capture(proto, rest, feeds))
     return values

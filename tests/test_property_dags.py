@@ -2,7 +2,7 @@
 what the original does, and every kernel made for it matches its subgraph in the emulator, as does the ATC
 model with those kernels run in place of their nodes.
 
-150 seeded draws per run (``ASC_ONNX_PROPERTY_EXAMPLES`` and ``ASC_ONNX_PROPERTY_SEED`` change the count
+250 seeded draws per run (``ASC_ONNX_PROPERTY_EXAMPLES`` and ``ASC_ONNX_PROPERTY_SEED`` change the count
 and the first seed); ``bench/soak_dags.py`` runs 1,000. The draws' kernels are compiled first, in batches
 (one g++ run for up to a dozen kernels), then each draw is fused, validated and emulated. A failure names
 its seed and prints the one line that reproduces it."""
@@ -19,7 +19,7 @@ from asc_onnx import FuseOptions
 from asc_onnx.emulator.harness import prebuild
 from asc_onnx.soc import SOCS
 
-COUNT = int(os.environ.get("ASC_ONNX_PROPERTY_EXAMPLES", "150"))
+COUNT = int(os.environ.get("ASC_ONNX_PROPERTY_EXAMPLES", "250"))
 FIRST = int(os.environ.get("ASC_ONNX_PROPERTY_SEED", "0"))
 SEEDS = range(FIRST, FIRST + COUNT)
 
@@ -44,8 +44,13 @@ def check_draw(seed: int) -> str | None:
         res = asc_onnx.fuse(d.model, options=FuseOptions(soc=d.soc))
     except asc_onnx.AscOnnxError as exc:
         return f"{exc}\n  reproduce: {d.repro}"
+    # A host tiling may refuse a shape (310P without DataCopyPad takes only 32-byte aligned periods): that
+    # kernel is then not shipped and its nodes stay with ATC, which is right. Wrong numbers and faults are not.
+    shipped = {k.op.op_type for k in res.kernels} - {r["op_type"] for r in res.report["kernels"]["rejected"]}
+    refused = {c.op_type for c in res.kernel_checks if not c.ok and (c.error or "").split(": ")[1:2] == ["tiling"]}
     bad = [f"{c.op_type} {c.inputs}: {c.error or f'max abs error {c.max_abs:.3e}'}" for c in res.kernel_checks
-           if not c.ok]
+           if not c.ok and c.op_type not in refused]
+    bad += [f"{t} was shipped although its tiling refused the checked shape" for t in refused & shipped]
     if not res.validation.ok:
         bad.append("the rewritten model differs from the original on onnxruntime")
     if res.deployed is not None and not res.deployed.ok:

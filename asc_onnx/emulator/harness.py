@@ -477,7 +477,8 @@ def _compile_batch(group: Sequence[_Program]) -> int:
                 .replace(CANON_SNAKE, f"{CANON_SNAKE}{j}")
         for rel, text in pr.sources.items():
             sources[unique(rel)] = unique(text)
-        for text in [pr.main, *pr.sources.values()]:
+        compiled = [text for rel, text in pr.sources.items() if rel.startswith(("op_kernel/", "op_host/"))]
+        for text in [pr.main, *compiled]:  # (not the parser plugin: the driver never includes it)
             for line in text.split("\n"):
                 if line.startswith("#include <"):
                     hoisted.setdefault(line)
