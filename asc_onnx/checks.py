@@ -21,8 +21,12 @@ def last_axis(m: MatchView) -> str | None:
         if axes is None or len(axes) != 1:
             return f"{node.op} {node.name!r} reduces over axes {axes}, the row kernel takes the last axis only"
         ax = axes[0]
-        if ax != -1 and (rank is None or ax != rank - 1):
-            return f"{node.op} {node.name!r} reduces over axis {ax}, not the last axis"
+        if ax != -1 and rank is None:
+            return (f"{node.op} {node.name!r} reduces over axis {ax}, and the rank of {node.inputs[0].name!r} is "
+                    "unknown (shape inference could not follow it): cannot tell whether that is the last axis; "
+                    "--input-shape may help")
+        if ax != -1 and ax != rank - 1:
+            return f"{node.op} {node.name!r} reduces over axis {ax} of a rank-{rank} tensor, not the last axis"
         if node.op.startswith("Reduce") and attrs.get("keepdims", 1) != 1:
             return f"{node.op} {node.name!r} drops the reduced axis (keepdims=0)"
     return None
@@ -32,11 +36,17 @@ def trailing_vector(m: MatchView, var: str) -> str | None:
     """``var`` is a vector (or scalar) broadcast along the last axis of the main output."""
     shape = m.shape(var)
     out = m.output.shape
-    if shape is None or out is None:
-        return f"{var} {m.tensor(var).name!r} has an unknown shape"
+    if shape is None:
+        return f"{var} {m.tensor(var).name!r} has an unknown shape (shape inference could not follow it)"
+    if out is None:
+        return (f"the output {m.output.name!r} has an unknown shape (shape inference could not follow it), so "
+                f"{var} cannot be checked against its last axis; --input-shape may help")
     dims = [d for d in shape]
     while dims and dims[0] == 1:
         dims.pop(0)
+    if len(dims) == 1 and out and not isinstance(out[-1], int):
+        return (f"the last axis of the output {m.output.name!r} is unknown (shape inference could not follow "
+                f"it), so {var} {m.tensor(var).name!r} cannot be checked against it; --input-shape may help")
     if len(dims) > 1 or (dims and out and dims[0] != out[-1]):
         last = out[-1] if out else ""
         return f"{var} {m.tensor(var).name!r} has shape {list(shape)}, not a vector along the last axis {last}"

@@ -212,7 +212,8 @@ class _Matcher:
             self.fail(st, f"{t.name!r} is a graph input or initializer, the pattern needs {pn.op_type}")
             return
         if gn.op != pn.op_type or (gn.domain or "") not in (pn.domain, "ai.onnx" if pn.domain == "" else pn.domain):
-            self.fail(st, f"{t.name!r} comes from {gn.op} {gn.name!r}, the pattern needs {pn.op_type}")
+            self.fail(st, f"{t.name!r} comes from {gn.op} {gn.name!r}, the pattern needs {pn.op_type}"
+                      + _uncanonical_hint(gn, pn.op_type))
             return
         if id(gn) in self.claimed or id(gn) in st.used:
             self.fail(st, f"{gn.op} {gn.name!r} is already part of another fusion")
@@ -274,6 +275,18 @@ def _exposure(pattern: Pattern, st: _State, outputs: set[int]) -> tuple[list[gs.
                 return [], (f"intermediate {t.name!r} ({gn.op} {gn.name!r}) is also read by "
                             f"{outside[0].op} {outside[0].name!r} outside the match")
     return fused_outs, None
+
+
+def _uncanonical_hint(gn: gs.Node, wanted: str) -> str:
+    """Why a node canonicalization would have rewritten into ``wanted`` was left alone: ``Pow(x, 2)`` becomes
+    ``Mul(x, x)`` and ``Div(1, x)`` ``Reciprocal(x)`` only where x's rank is known (the rewrite may not
+    drop a broadcast)."""
+    if (gn.op, wanted) in (("Pow", "Mul"), ("Div", "Reciprocal")):
+        x = gn.inputs[0] if gn.op == "Pow" else gn.inputs[-1]
+        if x.shape is None:
+            return (f" ({gn.op} is rewritten to {wanted} only where the rank of {x.name!r} is known, and shape "
+                    "inference could not follow it; --input-shape may help)")
+    return ""
 
 
 def _dtype_reason(tensors: Sequence[gs.Tensor]) -> str | None:

@@ -168,3 +168,43 @@ def test_tf2onnx_and_paddle_forms_fuse():
         res = asc_onnx.fuse(m, options=FuseOptions(emulate=False))
         assert [op.rule for op in res.ops] == [rule] and len(res.asc_model.graph.node) == 1
         assert res.validation.ok
+
+
+def _layernorm_behind_reshape():
+    """x [batch, seq, 32] -> Reshape to a target computed from Shape(x) by Equal/Where (an exporter's
+    ``view`` with a -1 guard) -> LayerNorm written out with axes=[2] and Pow(d, 2)."""
+    i64 = lambda n, v: onnx.numpy_helper.from_array(np.array(v, np.int64), n)  # noqa: E731
+    f32 = lambda n, v: onnx.numpy_helper.from_array(np.array(v, np.float32), n)  # noqa: E731
+    nodes = [NODE("Shape", ["x"], ["s"]), NODE("Equal", ["s", "m1"], ["eq"]), NODE("Where", ["eq", "one", "s"], ["t"]),
+             NODE("Reshape", ["x", "t"], ["r"]),
+             NODE("ReduceMean", ["r"], ["mu"], axes=[2]), NODE("Sub", ["r", "mu"], ["d"]),
+             NODE("Pow", ["d", "two"], ["d2"]), NODE("ReduceMean", ["d2"], ["var"], axes=[2]),
+             NODE("Add", ["var", "eps"], ["ve"]), NODE("Sqrt", ["ve"], ["sd"]), NODE("Div", ["d", "sd"], ["nrm"]),
+             NODE("Mul", ["nrm", "g"], ["ng"]), NODE("Add", ["ng", "b"], ["ln"]), NODE("Transpose", ["ln"], ["y"])]
+    return model(nodes, [("x", F32, ["batch", "seq", 32])], [("y", F32, [32, "seq", "batch"])],
+                 [i64("m1", [-1]), i64("one", [1]), f32("two", 2.0), f32("eps", 1e-5),
+                  f32("g", np.linspace(0.5, 1.5, 32)), f32("b", np.linspace(-1, 1, 32))])
+
+
+def test_layernorm_behind_a_reshape_chain_fuses_with_the_dims_symbolic_inference_finds():
+    from asc_onnx.load import infer_shapes, tensor_shapes
+
+    m = _layernorm_behind_reshape()
+    assert tensor_shapes(onnx.shape_inference.infer_shapes(m, data_prop=True))["r"][2] != 32  # onnx alone: lost
+    assert tensor_shapes(infer_shapes(m))["r"] == ("batch", "seq", 32)  # symbolic: the input's own dims
+    res = asc_onnx.fuse(m)
+    assert [op.rule for op in res.ops] == ["LayerNorm"], res.near_misses
+    assert res.ops[0].instances[0].input_shapes[0] == ("batch", "seq", 32)
+    assert res.validation.ok and res.deployed.ok and all(c.ok for c in res.kernel_checks)
+
+
+def test_near_misses_name_an_unknown_rank_as_the_cause(monkeypatch):
+    """Where no inference could follow the shapes, the reasons say that, not "needs Mul" or "not the last axis"."""
+    import asc_onnx.load as load
+
+    monkeypatch.setattr(load, "_symbolic", lambda model: None)
+    monkeypatch.setattr(onnx.shape_inference, "infer_shapes", lambda model, **kw: model)
+    res = asc_onnx.inspect(_layernorm_behind_reshape())
+    assert not res.fusions
+    reasons = [n.reason for n in res.near_misses if n.rule == "LayerNorm"]
+    assert reasons and all("could not follow" in r and "--input-shape may help" in r for r in reasons), reasons
