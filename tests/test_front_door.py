@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import onnx
+import pytest
 from conftest import F32, model
 from onnx import TensorProto, helper
 
@@ -208,3 +209,39 @@ def test_near_misses_name_an_unknown_rank_as_the_cause(monkeypatch):
     assert not res.fusions
     reasons = [n.reason for n in res.near_misses if n.rule == "LayerNorm"]
     assert reasons and all("could not follow" in r and "--input-shape may help" in r for r in reasons), reasons
+
+
+def test_a_scalar_computed_by_a_node_is_a_runtime_input_of_the_fused_op():
+    """A 0-d tensor made by a node (a dequantization scale) feeding a chain: a broadcast input of the fused
+    op, fed at run time; its random and captured runs once crashed onnxruntime with a numpy scalar."""
+    m = model([NODE("ReduceMax", ["z"], ["scale"], keepdims=0), NODE("Mul", ["x", "scale"], ["xs"]),
+               NODE("Add", ["xs", "one"], ["a"]), NODE("Tanh", ["a"], ["y"])],
+              [("x", F32, [4, 16]), ("z", F32, [8])], [("y", F32, [4, 16])],
+              [onnx.numpy_helper.from_array(np.array(1.0, np.float32), "one")])
+    res = asc_onnx.fuse(m)
+    (op,) = res.ops
+    assert op.instances[0].inputs == ("x", "scale") and op.instances[0].input_shapes[1] == ()
+    assert [x.kind for x in res.kernels[0].ir.inputs] == ["full", "broadcast"]
+    assert {c.inputs for c in res.kernel_checks} == {"random", "captured"} and all(c.ok for c in res.kernel_checks)
+    assert res.validation.ok and res.deployed.ok
+
+
+def test_json_output_is_strict_and_stdout_holds_nothing_else(tmp_path):
+    """No NaN or Infinity (a failed comparison's error is often infinite) and no onnx-graphsurgeon log lines
+    on stdout: every --json output parses with a parser that refuses them."""
+    import json
+
+    from asc_onnx.report import to_json
+
+    def strict(text: str):
+        return json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
+
+    assert strict(to_json({"max_abs": float("inf"), "rel": [float("nan"), -float("inf")]})) == \
+        {"max_abs": "inf", "rel": ["nan", "-inf"]}
+    p = tmp_path / "m.onnx"
+    onnx.save(_silu([4, 16]), p)
+    for args in (["inspect", "--json", str(p)], ["fuse", str(p), "-o", str(tmp_path / "o"), "--json"]):
+        proc = _cli(*args)
+        assert proc.returncode == 0, proc.stderr
+        strict(proc.stdout)
+    strict((tmp_path / "o" / "report.json").read_text())
