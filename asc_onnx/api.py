@@ -53,6 +53,16 @@ class Planned:
     matched: MatchResult
     nodes_before: int
     subgraphs: tuple[dict[str, Any], ...] = ()
+    scopes: tuple[tuple[Any, MatchResult], ...] = ()  # (control-flow body graph, its matches)
+
+    @property
+    def fusions(self) -> tuple[Any, ...]:
+        """Every fusion: the main graph's, then each control-flow body's."""
+        return self.matched.fusions + tuple(f for _, m in self.scopes for f in m.fusions)
+
+    @property
+    def near_misses(self) -> tuple[NearMiss, ...]:
+        return self.matched.near_misses + tuple(n for _, m in self.scopes for n in m.near_misses)
 
 
 @dataclass(frozen=True)
@@ -96,29 +106,28 @@ def plan(model: str | os.PathLike | ModelProto, options: FuseOptions = FuseOptio
     named, generic = split_generic(rules)
     options.report("matching", 0, 0, f"{before} nodes, {len(rules)} rules")
     matched = match(graph, named, generic if options.generic else ())
-    return Planned(loaded, graph, canon, matched, before, skipped_subgraphs(proto.graph))
+    # Control-flow bodies (If branches, Loop and Scan bodies, nested ones too) are fused like graphs: their
+    # fused nodes stay inside them, so both output models keep the control flow.
+    scopes, bodies = [], []
+    for owner, attr, body in control_flow_bodies(graph):
+        canonicalize(body, main_opset(proto))
+        found = match(body, named, generic if options.generic else ())
+        scopes.append((body, found))
+        bodies.append({"node": owner.name, "op": owner.op, "body": attr, "nodes": len(body.nodes),
+                       "fusions": len(found.fusions)})
+    return Planned(loaded, graph, canon, matched, before, tuple(bodies), tuple(scopes))
 
 
-def skipped_subgraphs(graph: onnx.GraphProto) -> tuple[dict[str, Any], ...]:
-    """The control-flow bodies (If branches, Loop and Scan bodies) of the main graph, which are not searched:
-    the report lists each with its node count and what its fusable ops would need."""
-    out = []
-    for node in graph.node:
-        for a in node.attribute:
-            for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
-                total = sum(1 for _ in _walk(sub))
-                out.append({"node": node.name, "op": node.op_type, "body": a.name, "nodes": total,
-                            "reason": f"{node.op_type} bodies are not searched yet (only the main graph is fused); "
-                                      f"its {total} nodes run as they are"})
-    return tuple(out)
+def control_flow_bodies(graph: Any):
+    """``(owner node, attribute, body graph)`` of every If/Loop/Scan body under ``graph``, outer ones first."""
+    import onnx_graphsurgeon as gs
 
-
-def _walk(g: onnx.GraphProto):
-    for n in g.node:
-        yield n
-        for a in n.attribute:
-            for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
-                yield from _walk(sub)
+    for node in graph.nodes:
+        for attr, value in node.attrs.items():
+            for body in value if isinstance(value, list) else [value]:
+                if isinstance(body, gs.Graph):
+                    yield node, attr, body
+                    yield from control_flow_bodies(body)
 
 
 def inspect(model: str | os.PathLike | ModelProto, options: FuseOptions = FuseOptions()) -> InspectResult:
@@ -126,8 +135,8 @@ def inspect(model: str | os.PathLike | ModelProto, options: FuseOptions = FuseOp
     p = plan(model, options)
     rows = tuple({"rule": f.rule, "op_name": f.op_name, "kernel": f.kernel,
                   "nodes": [n.name for n in f.nodes], "ops": [n.op for n in f.nodes]}
-                 for f in p.matched.fusions)
-    return InspectResult(rows, p.matched.near_misses, p.nodes_before, p.subgraphs)
+                 for f in p.fusions)
+    return InspectResult(rows, p.near_misses, p.nodes_before, p.subgraphs)
 
 
 def fuse(model: str | os.PathLike | ModelProto, out_dir: str | os.PathLike | None = None,
@@ -164,7 +173,7 @@ def _protected(loaded: LoadedModel) -> list[Path]:
 def _fuse_planned(p: Planned, model: str | os.PathLike | ModelProto, out: Path | None, tmp: Path | None, soc: Any,
                   options: FuseOptions, validate: bool) -> tuple[FuseResult, dict[str, str]]:
     """Rewrite, package and verify a planned model; write into ``tmp`` when given."""
-    rewritten = rewrite(p.graph, p.loaded.model, p.matched.fusions, options.atc_domain_mode)
+    rewritten = rewrite(p.graph, p.loaded.model, p.matched.fusions, options.atc_domain_mode, p.scopes)
     pkg = package(rewritten, soc, options.atc_domain_mode, options.shape_map, None, p.loaded.symbolic)
     name = p.loaded.source.name if p.loaded.source else (model.graph.name if isinstance(model, ModelProto) else "")
     original = p.loaded.source if p.loaded.source is not None else p.loaded.model
@@ -217,7 +226,7 @@ def _fuse_planned(p: Planned, model: str | os.PathLike | ModelProto, out: Path |
         (tmp / REPORT).write_text(to_json(report))
         (tmp / REPORT_HTML).write_text(render_html(report, {op.op_type: op.function for op in rewritten.ops},
                                                    out.name if out is not None else "OUT"))
-    result = FuseResult(out, rewritten.asc_model, pkg.atc_model, rewritten.ops, p.matched.near_misses,
+    result = FuseResult(out, rewritten.asc_model, pkg.atc_model, rewritten.ops, p.near_misses,
                         state["validation"], report, pkg.kernels, state["checks"], state["deployed"])
     return result, state["rejected"]
 
@@ -276,10 +285,10 @@ def _report(name: str, p: Planned, r: RewriteResult, pkg: PackageResult, options
             state: dict[str, Any]) -> dict[str, Any]:
     atc = {"mode": options.atc_domain_mode, "soc": options.soc, "written": pkg.atc_model is not None,
            "notes": list(pkg.atc_notes)}
-    report = build_report(name, p.nodes_before, len(r.asc_model.graph.node), r.ops, p.matched.near_misses,
+    report = build_report(name, p.nodes_before, len(r.asc_model.graph.node), r.ops, p.near_misses,
                           asdict(p.canon), atc, state["validation"])
     report["source"] = str(p.loaded.source.resolve()) if p.loaded.source is not None else None
-    report["subgraphs_skipped"] = list(p.subgraphs)
+    report["control_flow_bodies"] = list(p.subgraphs)
     report["kernels"] = {
         "generated": [{"op_type": k.op.op_type, "entry": k.ir.snake, "files": sorted(k.files),
                        "input_kinds": [getattr(x, "kind", "matmul") for x in k.ir.inputs]} for k in pkg.kernels],
@@ -290,7 +299,7 @@ def _report(name: str, p: Planned, r: RewriteResult, pkg: PackageResult, options
     }
     d = state["deployed"]
     report["deployed"] = None if d is None else {
-        "ok": d.ok, "emulated_nodes": d.emulated_nodes, "error": d.error,
+        "ok": d.ok, "emulated_nodes": d.emulated_nodes, "error": d.error, "in_bodies": d.in_bodies,
         "outputs": [asdict(o) for o in d.outputs]}
     report["atc"]["renamed_inputs"] = dict(pkg.atc_inputs)
     return report

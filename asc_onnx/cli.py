@@ -169,7 +169,9 @@ def _cmd_fuse(a: argparse.Namespace) -> int:
         if dep:
             err = max((float(o["max_abs"]) for o in dep["outputs"]), default=0.0)
             print(f"deployed model ({'ok' if dep['ok'] else 'FAILED'}): model.atc.onnx with {dep['emulated_nodes']} "
-                  f"fused nodes run by their emulated kernels, {len(dep['outputs'])} outputs compared, "
+                  f"fused nodes run by their emulated kernels"
+                  + (f" ({dep['in_bodies']} inside control-flow bodies ran as their function bodies)"
+                     if dep.get("in_bodies") else "") + f", {len(dep['outputs'])} outputs compared, "
                   f"max abs error {err:.3e}" + (f": {dep['error']}" if dep["error"] else ""))
         val = report.get("validation")
         if val:
@@ -259,7 +261,7 @@ def _cmd_inspect(a: argparse.Namespace) -> int:
     if a.json:
         print(to_json({"nodes": res.nodes_before, "fusions": list(res.fusions),
                        "near_misses": [asdict(n) for n in res.near_misses],
-                       "subgraphs_skipped": list(res.subgraphs)}), end="")
+                       "control_flow_bodies": list(res.subgraphs)}), end="")
         return 0
     counts: dict[str, int] = {}
     for f in res.fusions:
@@ -275,7 +277,7 @@ def _cmd_inspect(a: argparse.Namespace) -> int:
         for nm in res.near_misses:
             print(f"  {nm.rule} at {nm.node!r}: {nm.reason}")
     for sub in res.subgraphs:
-        print(f"skipped: {sub['op']} {sub['node']!r} {sub['body']}: {sub['reason']}")
+        print(f"{sub['op']} {sub['node']!r} {sub['body']}: {sub['nodes']} nodes searched, {sub['fusions']} fused")
     return 0
 
 

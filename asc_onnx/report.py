@@ -93,8 +93,9 @@ def summary(report: dict[str, Any], verbose: bool = False) -> str:
             lines.append(f"  {n['rule']} at {n['node']!r}: {n['reason']}")
         if not verbose and len(near) > 10:
             lines.append(f"  ... {len(near) - 10} more (-v or report.json)")
-    for sub in report.get("subgraphs_skipped", []):
-        lines.append(f"skipped: {sub['op']} {sub['node']!r} {sub['body']}: {sub['reason']}")
+    for sub in report.get("control_flow_bodies", []):
+        lines.append(f"{sub['op']} {sub['node']!r} {sub['body']}: {sub['nodes']} nodes searched, "
+                     f"{sub['fusions']} fused (the fused nodes stay inside it)")
     for note in report.get("atc", {}).get("notes", []):
         lines.append(f"atc: {note}")
     return "\n".join(lines)

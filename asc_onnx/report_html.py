@@ -2,7 +2,7 @@
 
 Per fused op type it shows the matched subgraph before and the one fused node after (SVG), the count and
 the source nodes, the kernel class, the emulator's numerical error, the GM bytes and the time the fusion
-is estimated to save; then the near misses with their reasons, the control-flow bodies that were skipped,
+is estimated to save; then the near misses with their reasons, the control-flow bodies searched,
 and the commands to run next. Pictures come from graphviz's ``dot`` where it is installed and from a
 small layered layout of our own where it is not. Every string from the model is HTML-escaped.
 """
@@ -244,11 +244,11 @@ def render(report: Mapping[str, Any], functions: Mapping[str, FunctionProto], ou
         body.append(f"<h2>Near misses ({len(near)})</h2><table><tr><th>rule</th><th>at node</th><th>reason</th></tr>"
                     + "".join(f"<tr><td>{_esc(n['rule'])}</td><td><code>{_esc(n['node'])}</code></td>"
                               f"<td>{_esc(n['reason'])}</td></tr>" for n in near) + "</table>")
-    skipped = report.get("subgraphs_skipped", [])
-    if skipped:
-        body.append("<h2>Skipped subgraphs</h2><ul>" + "".join(
-            f"<li>{_esc(s['op'])} <code>{_esc(s['node'])}</code> {_esc(s['body'])}: {_esc(s['reason'])}</li>"
-            for s in skipped) + "</ul>")
+    bodies = report.get("control_flow_bodies", [])
+    if bodies:
+        body.append("<h2>Control-flow bodies</h2><p>Searched like graphs; their fused nodes stay inside them.</p>"
+                    "<ul>" + "".join(f"<li>{_esc(s['op'])} <code>{_esc(s['node'])}</code> {_esc(s['body'])}: "
+                                     f"{s['nodes']} nodes, {s['fusions']} fused</li>" for s in bodies) + "</ul>")
     o = _esc(out_name)
     body.append("<h2>Next</h2><p>On a machine with CANN (source its <code>set_env.sh</code>):</p>"
                 f"<pre>asc-onnx build {o}     # compile op_package and install it into {o}/opp\n"

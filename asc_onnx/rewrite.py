@@ -32,7 +32,7 @@ from onnx_graphsurgeon.exporters.onnx_exporter import OnnxExporter
 
 from .errors import AscOnnxError
 from .graph import FLOAT_TYPES, const_proto, main_opset, onnx_dtype, producer
-from .match import Fusion
+from .match import Fusion, MatchResult
 
 DOMAIN = "asc_onnx"
 DOMAIN_VERSION = 1
@@ -215,19 +215,26 @@ def _op_types(fusions: Sequence[Fusion], sigs: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def rewrite(graph: gs.Graph, source: ModelProto, fusions: Sequence[Fusion], atc_mode: str = "compat") -> RewriteResult:
-    """Replace ``fusions`` in ``graph`` (in place) and return both output models."""
+def rewrite(graph: gs.Graph, source: ModelProto, fusions: Sequence[Fusion], atc_mode: str = "compat",
+            scopes: Sequence[tuple[gs.Graph, MatchResult]] = ()) -> RewriteResult:
+    """Replace ``fusions`` in ``graph`` and each control-flow body's fusions in that body (in place) and return
+    both output models. Op types are shared across scopes: a SiLU inside an If branch is the same op."""
     opset = main_opset(source)
+    scope_of = [graph] * len(fusions)
+    fusions = list(fusions)
+    for body, found in scopes:
+        fusions += found.fusions
+        scope_of += [body] * len(found.fusions)
     bodies = [build_body(f, opset) for f in fusions]
     types = _op_types(fusions, [sig for _, sig, _ in bodies])
     functions: dict[str, FunctionProto] = {}
     instances: dict[str, list[Instance]] = {}
     first: dict[str, Fusion] = {}
-    fused_nodes: list[tuple[gs.Node, Fusion]] = []
+    fused_nodes: dict[int, list[tuple[gs.Node, Fusion]]] = {id(g): [] for g in scope_of}
     removed: set[int] = set()
     node_params: dict[str, list[onnx.TensorProto]] = {}
     first_params: dict[str, list[onnx.TensorProto]] = {}
-    for f, (nodes, sig, params) in zip(fusions, bodies):
+    for f, (nodes, sig, params), scope in zip(fusions, bodies, scope_of):
         op_type = types[sig]
         if op_type not in functions:
             functions[op_type] = helper.make_function(
@@ -245,12 +252,13 @@ def rewrite(graph: gs.Graph, source: ModelProto, fusions: Sequence[Fusion], atc_
         removed.update(id(n) for n in f.nodes)
         _detach(f.nodes, removed)
         node = gs.Node(op=op_type, name=name, domain=DOMAIN, inputs=list(f.inputs), outputs=list(f.outputs))
-        fused_nodes.append((node, f))
-    _place(graph, fused_nodes, removed)
+        fused_nodes[id(scope)].append((node, f))
+    for scope in {id(g): g for g in scope_of}.values():
+        _place(scope, fused_nodes[id(scope)], removed)
     kept = [f for f in source.functions if f.domain == DOMAIN and f.name not in functions]
     asc = _export(graph, source, opset, kept + [functions[t] for t in functions])
-    meta = {n.name: f for n, f in fused_nodes}
-    for node in asc.graph.node:
+    meta = {n.name: f for lst in fused_nodes.values() for n, f in lst}
+    for node in all_nodes(asc.graph):
         f = meta.get(node.name)
         if f is not None:
             helper.set_metadata_props(node, {"asc_onnx.rule": f.rule, "asc_onnx.kernel": f.kernel,
@@ -263,6 +271,15 @@ def rewrite(graph: gs.Graph, source: ModelProto, fusions: Sequence[Fusion], atc_
                 for t in functions)
     atc, notes = build_atc_model(asc, {f.name for f in asc.functions}, atc_mode)
     return RewriteResult(asc, atc, ops, notes)
+
+
+def all_nodes(graph: onnx.GraphProto):
+    """Every node of ``graph`` and of its control-flow bodies, outer ones first."""
+    for node in graph.node:
+        yield node
+        for a in node.attribute:
+            for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                yield from all_nodes(sub)
 
 
 def _detach(nodes: Sequence[gs.Node], removed: set[int]) -> None:
@@ -343,14 +360,14 @@ def build_atc_model(asc: ModelProto, op_types: set[str], mode: str) -> tuple[Mod
     atc.CopyFrom(asc)
     del atc.functions[:]
     opset = main_opset(atc)
-    for node in atc.graph.node:
+    for node in all_nodes(atc.graph):
         if node.op_type in op_types:
             _params_as_bits(node)
     if mode == "compat":
-        for node in atc.graph.node:
+        for node in all_nodes(atc.graph):
             if node.domain == DOMAIN:
                 node.domain = ""
-    others = sorted({n.domain for n in atc.graph.node} - {"", "ai.onnx", DOMAIN})
+    others = sorted({n.domain for n in all_nodes(atc.graph)} - {"", "ai.onnx", DOMAIN})
     if others:
         notes.append(f"the model uses op domains {others}: ATC needs a parser plugin for each of their ops, and "
                      "released CANN refuses a model with more than one opset entry (E16005)")
@@ -416,7 +433,12 @@ def ops_from_model(asc: ModelProto) -> tuple[FusedOp, ...]:
     """Rebuild the fused-op records of a written ``model.asc.onnx`` (for ``asc-onnx emulate OUT``)."""
     inferred = onnx.shape_inference.infer_shapes(asc)
     types: dict[str, tuple[int, tuple[object, ...] | None]] = {}
-    for vi in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):
+    infos = list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output)
+    for node in all_nodes(inferred.graph):  # control-flow bodies keep their own value_info
+        for a in node.attribute:
+            for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                infos += list(sub.value_info) + list(sub.input) + list(sub.output)
+    for vi in infos:
         tt = vi.type.tensor_type
         dims = tuple(d.dim_value if d.HasField("dim_value") else d.dim_param for d in tt.shape.dim) \
             if tt.HasField("shape") else None
@@ -427,7 +449,7 @@ def ops_from_model(asc: ModelProto) -> tuple[FusedOp, ...]:
     instances: dict[str, list[Instance]] = {}
     meta: dict[str, dict[str, str]] = {}
     ptypes: dict[str, tuple[int, ...]] = {}
-    for node in asc.graph.node:
+    for node in all_nodes(asc.graph):
         if node.domain != DOMAIN or node.op_type not in functions:
             continue
         props = {p.key: p.value for p in node.metadata_props}

@@ -6,6 +6,10 @@ graph outputs) run on onnxruntime as one extracted sub-model, the fused node run
 the values it receives, and its outputs join the known values. Wiring errors (input order, dtype
 columns, renamed inputs) and error that builds up over layers show here; the graph rung cannot see
 them, because there every fused op runs its own function body.
+
+Fused nodes inside control-flow bodies (If branches, Loop bodies) cannot be taken out of their body: there
+they run as their function bodies on onnxruntime, and the report counts them apart. Their kernels are
+proven by the kernel rung alone.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from onnx import ModelProto, helper, numpy_helper
 from .emulator.harness import EmulatorFaultError, run
 from .errors import AscOnnxError
 from .package import Kernel
-from .rewrite import param_bits_to_values
+from .rewrite import DOMAIN, all_nodes, param_bits_to_values
 from .soc import Soc
 from .validate import OutputCheck, compare_arrays, make_inputs
 from .validate import run as ort_run
@@ -34,6 +38,7 @@ class DeployedReport:
     outputs: tuple[OutputCheck, ...]
     emulated_nodes: int
     error: str | None = None
+    in_bodies: int = 0  # fused nodes inside control-flow bodies, run as their function bodies
 
     @property
     def ok(self) -> bool:
@@ -83,7 +88,8 @@ def _segment(model: ModelProto, nodes: list[int], targets: Sequence[str], values
         [graph.node[i] for i in nodes], "segment",
         [helper.make_tensor_value_info(r, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape) for r, a in feeds.items()],
         [onnx.ValueInfoProto(name=t) for t in targets if t not in values], init)
-    seg = helper.make_model(g, opset_imports=model.opset_import, ir_version=model.ir_version)
+    seg = helper.make_model(g, opset_imports=model.opset_import, ir_version=model.ir_version,
+                            functions=model.functions)  # (fused nodes inside control-flow bodies call them)
     inferred = onnx.shape_inference.infer_shapes(seg)
     types = {v.name: v.type for v in list(inferred.graph.value_info) + list(inferred.graph.output)}
     for o in seg.graph.output:
@@ -93,9 +99,42 @@ def _segment(model: ModelProto, nodes: list[int], targets: Sequence[str], values
     return {t: values[t] if t in values else out[t] for t in targets}
 
 
+def _bodies_as_functions(atc: ModelProto, kernels: Sequence[Kernel]) -> tuple[ModelProto, int]:
+    """The ATC model with its fused nodes inside control-flow bodies calling their ONNX functions (domain,
+    parameters as tensors, the functions attached), so that onnxruntime can run those bodies; and their count."""
+    ops = {k.op.op_type: k.op for k in kernels}
+    work = ModelProto()
+    work.CopyFrom(atc)
+    count, used = 0, set()
+    for node in work.graph.node:
+        for a in node.attribute:
+            for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                for inner in all_nodes(sub):
+                    op = ops.get(inner.op_type)
+                    if op is None:
+                        continue
+                    values = param_bits_to_values(inner, op.params)
+                    keep = [x for x in inner.attribute if x.name not in op.params]
+                    del inner.attribute[:]
+                    inner.attribute.extend(keep)
+                    for name, t, v in zip(op.params, op.param_types, values):
+                        inner.attribute.append(helper.make_attribute(name, numpy_helper.from_array(
+                            np.array(v, np.float32).astype(helper.tensor_dtype_to_np_dtype(t)), name)))
+                    inner.domain = DOMAIN
+                    count += 1
+                    used.add(op.op_type)
+    if count:
+        work.functions.extend(ops[t].function for t in sorted(used))
+        if all(o.domain != DOMAIN for o in work.opset_import):
+            work.opset_import.append(helper.make_opsetid(DOMAIN, 1))
+        work.ir_version = max(work.ir_version, 10)
+    return work, count
+
+
 def run_deployed(atc: ModelProto, kernels: Sequence[Kernel], feeds: Mapping[str, np.ndarray],
                  soc: Soc) -> tuple[dict[str, np.ndarray], int]:
     """Outputs of the ATC model with every fused node run by its emulated kernel; and how many ran so."""
+    atc, _ = _bodies_as_functions(atc, kernels)
     by_type = {k.op.op_type: k for k in kernels}
     graph = atc.graph
     inits = {t.name: t for t in graph.initializer}
@@ -136,10 +175,11 @@ def verify_deployed(original: str | os.PathLike | ModelProto, atc: str | os.Path
     original_name = dict(atc_inputs or {})  # ATC name -> original (an input that is also an output too)
     atc_name = {old: new for new, old in original_name.items()}
     types = {o.name: o.type.tensor_type.elem_type for o in proto.graph.output}
+    in_bodies = _bodies_as_functions(deployed, kernels)[1]
     try:
         got, n = run_deployed(deployed, kernels, {atc_name.get(k, k): a for k, a in feeds.items()}, soc)
     except EmulatorFaultError as exc:
-        return DeployedReport((), 0, str(exc))
+        return DeployedReport((), 0, str(exc), in_bodies)
     got = {original_name.get(k, k): v for k, v in got.items()}
     checks = []
     for name, r in ref.items():
@@ -147,7 +187,7 @@ def verify_deployed(original: str | os.PathLike | ModelProto, atc: str | os.Path
             checks.append(OutputCheck(name, "?", tuple(r.shape), float("inf"), float("inf"), 0, 0, False))
         else:
             checks.append(compare_arrays(name, r, got[name], types.get(name, 0)))
-    return DeployedReport(tuple(checks), n)
+    return DeployedReport(tuple(checks), n, None, in_bodies)
 
 
 __all__ = ["verify_deployed", "run_deployed", "DeployedReport"]

@@ -100,16 +100,24 @@ def test_input_value_sets_an_integer_input():
     assert int(make_inputs(m)["rate"]) in (0, 1)
 
 
-def test_bodies_of_control_flow_are_reported_as_skipped(tmp_path):
+def test_ops_inside_if_branches_fuse_and_the_control_flow_stays(tmp_path):
+    """A model whose fusable ops sit inside If branches (a VAD model's whole graph does): the branch is fused
+    like a graph, both output models keep the If, and with --input-value the fused branch is the one run."""
     p = tmp_path / "m.onnx"
     onnx.save(_branching_model(), p)
     res = asc_onnx.fuse(str(p), tmp_path / "o", FuseOptions(input_values=(("rate", (16000.0,)),)))
-    skipped = res.report["subgraphs_skipped"]
-    assert sorted((s["op"], s["body"], s["nodes"]) for s in skipped) == [("If", "else_branch", 1),
-                                                                         ("If", "then_branch", 2)]
-    assert res.validation.ok
+    assert [(op.rule, len(op.instances)) for op in res.ops] == [("SiLU", 1)]
+    bodies = sorted((b["op"], b["body"], b["nodes"], b["fusions"]) for b in res.report["control_flow_bodies"])
+    assert bodies == [("If", "else_branch", 1, 0), ("If", "then_branch", 2, 1)]
+    for name in ("model.asc.onnx", "model.atc.onnx"):
+        m = onnx.load(tmp_path / "o" / name)
+        (if_node,) = [n for n in m.graph.node if n.op_type == "If"]
+        then = next(a.g for a in if_node.attribute if a.name == "then_branch")
+        assert [n.op_type for n in then.node] == ["AscSilu"], name
+    assert res.validation.ok and res.kernel_checks and all(c.ok for c in res.kernel_checks)
+    assert res.deployed is not None and res.deployed.ok
     proc = _cli("inspect", str(p))
-    assert "skipped: If" in proc.stdout and "then_branch" in proc.stdout
+    assert "then_branch: 2 nodes searched, 1 fused" in proc.stdout, proc.stdout
 
 
 def test_input_value_for_a_missing_input_is_a_clean_error(tmp_path):
@@ -245,3 +253,22 @@ def test_json_output_is_strict_and_stdout_holds_nothing_else(tmp_path):
         assert proc.returncode == 0, proc.stderr
         strict(proc.stdout)
     strict((tmp_path / "o" / "report.json").read_text())
+
+
+def test_ops_inside_a_loop_body_fuse():
+    """A Loop whose body applies SiLU to its carried state three times: the body is fused like a graph."""
+    body = helper.make_graph(
+        [NODE("Identity", ["cond_in"], ["cond_out"]), NODE("Sigmoid", ["h"], ["s"]), NODE("Mul", ["h", "s"], ["h2"])],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+                 helper.make_tensor_value_info("h", F32, [4, 8])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("h2", F32, [4, 8])])
+    m = model([NODE("Loop", ["trips", "cond", "x"], ["y"], body=body)], [("x", F32, [4, 8])], [("y", F32, [4, 8])],
+              [onnx.numpy_helper.from_array(np.array(3, np.int64), "trips"),
+               onnx.numpy_helper.from_array(np.array(True), "cond")])
+    res = asc_onnx.fuse(m)
+    assert [(op.rule, len(op.instances)) for op in res.ops] == [("SiLU", 1)]
+    loop = next(n for n in res.atc_model.graph.node if n.op_type == "Loop")
+    assert "AscSilu" in [n.op_type for n in loop.attribute[0].g.node]
+    assert res.validation.ok and res.deployed.ok and res.deployed.in_bodies == 1
