@@ -147,12 +147,10 @@ def draw(seed: int) -> Draw:
                               [helper.make_tensor_value_info(*o) for o in outputs], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
-    inferred = {vi.name: vi for vi in onnx.shape_inference.infer_shapes(model).graph.value_info}
+    done = onnx.shape_inference.infer_shapes(model).graph
+    inferred = {vi.name: vi for vi in list(done.value_info) + list(done.output)}
     for o in model.graph.output:  # the outputs' shapes, as onnx infers them (broadcasts decide them)
-        if o.name in inferred:
-            o.type.CopyFrom(inferred[o.name].type)
-        else:  # an output that is also an input of the graph? never drawn, but stay valid
-            o.type.tensor_type.shape.SetInParent()
+        o.type.CopyFrom(inferred[o.name].type)
     onnx.checker.check_model(model)
     ops = [n.op_type for n in nodes]
     what = (f"seed {seed}: {'fp16' if dtype == F16 else 'fp32'} {shape}, broadcasts {kinds or 'none'}, "
