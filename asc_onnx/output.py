@@ -7,9 +7,10 @@ failed or interrupted run leaves nothing half-written. The rules that keep a use
   current folder or one of its parents (it is renamed away when replaced);
 - an existing folder is replaced only with ``force``, and only if asc-onnx wrote it (it holds
   :data:`MARKER`); an empty folder is used as if it did not exist;
-- the temporary sibling doubles as a lock: it is created exclusively and names the writing
-  process, so a second run into the same folder fails at once instead of racing the first;
-- it is removed on any exception, including KeyboardInterrupt and the CLI's SIGTERM exit.
+- a lock beside it (``.NAME.asc-onnx.lock``, an ``flock`` the kernel drops when the process dies) is
+  held over the whole run, so a second run into the same folder fails at once instead of racing the first;
+- the temporary sibling is removed on any exception, including KeyboardInterrupt and the CLI's SIGTERM
+  exit; SIGINT and SIGTERM wait during the final swap, which puts the previous folder back if it fails.
 
 External weight files are stream-copied, never read into memory.
 """
@@ -18,9 +19,11 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import json
 import os
 import shutil
+import signal
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -70,43 +73,46 @@ def check_target(out_dir: str | os.PathLike, force: bool, protected: Sequence[Pa
     return out
 
 
-def _pid_alive(pid: int) -> bool:
+def _lock(lock: Path, out: Path):  # noqa: ANN202 - an open file object
+    """Hold an exclusive ``flock`` on ``lock`` (created if missing, never deleted: deleting a lock file races
+    with the next taker). The kernel drops it when the process dies, so a SIGKILL leaves no stale lock."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+        f = open(lock, "a+")  # noqa: SIM115 - held until the run ends
+    except OSError as exc:
+        raise AscOnnxError(f"cannot create the lock {lock} next to the output folder: {exc.strerror}") from None
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.seek(0)
+        holder = f.read().strip()
+        f.close()
+        raise AscOnnxError(f"another asc-onnx run{f' (pid {holder})' if holder.isdigit() else ''} is writing {out}; "
+                           "wait for it or choose another folder") from None
+    f.seek(0)
+    f.truncate()
+    f.write(str(os.getpid()))
+    f.flush()
+    return f
 
 
-def _claim(tmp: Path, out: Path) -> None:
-    """Create ``tmp`` exclusively (the lock); take over a stale one left by a killed process."""
-    for _ in range(2):
-        try:
-            tmp.mkdir()
-        except FileExistsError:
-            try:
-                pid = int((tmp / "pid").read_text())
-            except (OSError, ValueError):
-                pid = 0
-            if pid and pid != os.getpid() and _pid_alive(pid):
-                raise AscOnnxError(f"another asc-onnx run (pid {pid}) is writing {out}; wait for it or choose "
-                                   "another folder") from None
-            shutil.rmtree(tmp, ignore_errors=True)  # stale: its writer was killed (SIGKILL leaves it)
-            continue
-        except OSError as exc:
-            raise AscOnnxError(f"cannot create the output folder next to {out}: {exc.strerror}") from None
-        (tmp / "pid").write_text(str(os.getpid()))
+@contextlib.contextmanager
+def _signals_blocked() -> Iterator[None]:
+    """SIGINT and SIGTERM wait while the finished folder is swapped into place (two renames)."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
         return
-    raise AscOnnxError(f"cannot lock {out}: {tmp} reappears")
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 @contextlib.contextmanager
 def staged(out_dir: str | os.PathLike, force: bool, protected: Sequence[Path] = ()) -> Iterator[Path]:
     """Yield a fresh temporary folder; on normal exit it replaces ``out_dir``, on any exception it is removed.
 
-    Hold it over the whole run: it is also the lock that keeps two runs out of one folder.
+    Hold it over the whole run: the lock beside it (``.NAME.asc-onnx.lock``) keeps two runs out of one folder.
     """
     out = check_target(out_dir, force, protected)
     parent = out.parent
@@ -116,23 +122,40 @@ def staged(out_dir: str | os.PathLike, force: bool, protected: Sequence[Path] = 
         raise AscOnnxError(f"cannot create {parent}: {exc.strerror}") from None
     if not os.access(parent, os.W_OK | os.X_OK):
         raise AscOnnxError(f"cannot write the output folder: {parent} is not writable")
+    held = _lock(parent / f".{out.name}.asc-onnx.lock", out)
     tmp = parent / f".{out.name}.asc-onnx-tmp"
-    _claim(tmp, out)
+    old = parent / f".{out.name}.asc-onnx-old"
     try:
-        yield tmp
-        check_target(out, force, protected)  # nothing changed under us while the run worked
-        (tmp / "pid").unlink()
-        (tmp / MARKER).write_text(json.dumps({"tool": "asc-onnx"}) + "\n")
-        if out.exists():
-            old = parent / f".{out.name}.asc-onnx-old-{os.getpid()}"
-            out.rename(old)
-            tmp.rename(out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            tmp.rename(out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        check_target(out, force, protected)  # again, now that no other run can change it
+        for leftover in (tmp, old):  # a killed run's (we hold the lock: nobody else's)
+            shutil.rmtree(leftover, ignore_errors=True)
+        tmp.mkdir()
+        try:
+            yield tmp
+            (tmp / MARKER).write_text(json.dumps({"tool": "asc-onnx"}) + "\n")
+            with _signals_blocked():
+                check_target(out, force, protected)  # nothing changed under us while the run worked
+                if out.exists():
+                    out.rename(old)
+                    try:
+                        tmp.rename(out)
+                    except BaseException:
+                        old.rename(out)  # put the previous result back
+                        raise
+                else:
+                    tmp.rename(out)
+            _drop_old(old)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    finally:
+        held.close()
+
+
+def _drop_old(old: Path) -> None:
+    """Delete the replaced folder, unless files appeared in it that asc-onnx did not write."""
+    if old.exists() and ((old / MARKER).is_file() or not any(old.iterdir())):
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def copy_external(files: Sequence[str], src_dir: Path, dst_dir: Path) -> None:

@@ -115,3 +115,38 @@ def test_model_names_reach_generated_code_only_as_escaped_comments(tmp_path):
             if any(w in line for w in ("evil", "line2", "comment", "backslash", "cstdlib", "rm -rf")):
                 assert line.lstrip().startswith("//"), (path, line)
                 assert not line.rstrip().endswith("\\")
+
+
+def test_plugin_reads_int_attributes_from_atcs_json_including_absent_zero(tmp_path):
+    """The parser plugin's FindIntAttr, compiled with g++ and fed the JSON ATC builds from a node's attributes:
+    any key order and spacing, a quoted value, and +0.0 (bits 0), whose "i" field proto3 drops."""
+    import shutil
+    import subprocess
+
+    from asc_onnx.codegen.skeleton import FIND_INT_ATTR
+
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is not installed")
+    main = tmp_path / "t.cpp"
+    main.write_text("#include <cstdint>\n#include <cstdlib>\n#include <iostream>\n#include <string>\n" + FIND_INT_ATTR
+                    + r'''
+int main(int argc, char** argv) {
+    const std::string json = argv[1];
+    for (int i = 2; i < argc; ++i) {
+        int64_t v = -1;
+        std::cout << (FindIntAttr(json, argv[i], v) ? std::to_string(v) : std::string("missing")) << " ";
+    }
+    return 0;
+}
+''')
+    subprocess.run(["g++", "-std=c++17", str(main), "-o", str(tmp_path / "t")], check=True)
+    cases = {
+        '{"attribute":[{"name":"p0","type":2,"i":1065353216},{"name":"p1","type":2}]}': "1065353216 0 missing",
+        '{ "attribute": [ { "i": 3212836864, "type": 2, "name": "p1" }, {"type":2, "name":"p0", "i":"7"} ] }':
+            "7 3212836864 missing",
+        '{"attribute":[]}': "missing missing missing",
+    }
+    for json_text, want in cases.items():
+        got = subprocess.run([str(tmp_path / "t"), json_text, "p0", "p1", "p2"], capture_output=True, text=True,
+                             check=True).stdout.strip()
+        assert got == want, json_text

@@ -50,7 +50,7 @@ class EmuResult:
 def cache_dir() -> Path:
     """Where compiled emulator programs are kept (``ASC_ONNX_CACHE`` or ~/.cache/asc-onnx)."""
     root = os.environ.get("ASC_ONNX_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "asc-onnx")
-    return Path(root) / "emu"
+    return Path(root).resolve() / "emu"  # absolute: batch entries name their program by path
 
 
 #: C++ helpers every emulator driver starts with: GM buffers from files, the counters' sum, one-line JSON errors.
@@ -413,13 +413,26 @@ def _compile(main: str, sources: Mapping[str, str], flags: Sequence[str], dest: 
         shutil.rmtree(work, ignore_errors=True)
 
 
+def _usable(prog: Path) -> bool:
+    """A cached program, or a batch entry whose batch program is still there (a pruned or moved cache
+    leaves entries pointing nowhere: those are rebuilt)."""
+    if not prog.is_file():
+        return False
+    with open(prog, "rb") as f:
+        head = f.read(2)
+    if head != b"#!":
+        return True
+    target = prog.read_text().split("exec ", 1)[-1].rsplit(" ", 2)[0]
+    return Path(shlex.split(target)[0]).is_file()
+
+
 def build(k: PointwiseKernel | RowKernel | MatmulKernel, sources: Mapping[str, str], struct: str, dtype: int,
           soc: Soc) -> Path:
     """Compile (or reuse) the emulator program of one kernel, dtype and SoC; returns the binary.
 
     Programs are cached by a hash of the canonical sources (:func:`_canonical`)."""
     pr = _program(k, sources, struct, dtype, soc)
-    if not pr.prog.exists():
+    if not _usable(pr.prog):
         _compile(pr.main, pr.sources, pr.flags + pr.defines, pr.prog, k.op_type,
                  {CANON_SNAKE: k.snake, CANON_TYPE: k.op_type})
     return pr.prog
@@ -444,7 +457,7 @@ def prebuild(items: Sequence[tuple[PointwiseKernel | RowKernel | MatmulKernel, M
         if isinstance(k, MatmulKernel):
             continue
         pr = _program(k, sources, struct, dtype, soc)
-        if not pr.prog.exists():
+        if not _usable(pr.prog):
             todo.setdefault(pr.target, (pr, soc))
     made = 0
     by_soc: dict[int, list[_Program]] = {}
@@ -477,8 +490,9 @@ def _compile_batch(group: Sequence[_Program]) -> int:
                 .replace(CANON_SNAKE, f"{CANON_SNAKE}{j}")
         for rel, text in pr.sources.items():
             sources[unique(rel)] = unique(text)
-        compiled = [text for rel, text in pr.sources.items() if rel.startswith(("op_kernel/", "op_host/"))]
-        for text in [pr.main, *compiled]:  # (not the parser plugin: the driver never includes it)
+        # The driver includes the kernel, its tiling header and the tiling calc, never the host file or plugin.
+        compiled = [text for rel, text in pr.sources.items() if rel.startswith("op_kernel/") or rel.endswith(".h")]
+        for text in [pr.main, *compiled]:
             for line in text.split("\n"):
                 if line.startswith("#include <"):
                     hoisted.setdefault(line)

@@ -38,8 +38,14 @@ class Param(float):
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Param) and (other.index, other.neg) == (self.index, self.neg)
 
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
     def __hash__(self) -> int:
         return hash(("param", self.index, self.neg))
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Param, (float(self), self.index, self.neg))
 
     def __repr__(self) -> str:
         return f"{'-' if self.neg else ''}p{self.index}"
