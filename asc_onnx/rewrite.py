@@ -4,11 +4,11 @@
   (inputs as the rule names them, ``t0..`` internals, ``c0..`` constants, ``p0..`` parameters,
   ``y..`` outputs); weights stay inputs. The body's deterministic serialization is the op's
   identity: equal bodies share one op type and, later, one kernel.
-* Op identity is by structure: in pointwise ops, a float scalar that only feeds arithmetic
+* Op identity is by structure: in pointwise and row ops, a float scalar that only feeds arithmetic
   (``Add``/``Sub``/``Mul``/``Div``/``Max``/``Min``) is a *parameter*: the body's Constant refers to
   the function attribute ``pK`` and each fused node carries its own value, so 52 ``x*a+b`` blocks that
-  differ only in ``a`` and ``b`` are one op type. Other constants (an exponent, a clip bound, the
-  constants of row and matmul bodies) are baked in as Constant nodes of their own dtype.
+  differ only in ``a`` and ``b`` are one op type, and LayerNorms that differ in epsilon share one. Other
+  constants (an exponent, a clip bound, a matmul epilogue's) are baked in as Constant nodes of their own dtype.
 * ``model.asc.onnx``: fused nodes in domain ``asc_onnx`` (opset 1) plus one model-local
   function per op type, so onnxruntime runs it as it is.
 * ``model.atc.onnx``: the same graph without functions. Compatibility mode puts fused nodes
@@ -188,8 +188,9 @@ def build_body(f: Fusion, opset: int) -> tuple[list[onnx.NodeProto], str, list[o
 
 
 def _is_param(f: Fusion, t: gs.Tensor, proto: onnx.TensorProto, members: dict[int, gs.Node]) -> bool:
-    """A float scalar of a pointwise fusion that only feeds PARAM_OPS inside it."""
-    if f.kernel != "pointwise" or proto.data_type not in FLOAT_TYPES or any(d != 1 for d in proto.dims):
+    """A float scalar of a pointwise or row fusion that only feeds PARAM_OPS inside it (matmul epilogues keep
+    their constants: their kernel has no parameter path yet)."""
+    if f.kernel not in ("pointwise", "row") or proto.data_type not in FLOAT_TYPES or any(d != 1 for d in proto.dims):
         return False
     readers = [c for c in t.outputs if id(c) in members]
     return bool(readers) and all(c.op in PARAM_OPS for c in readers)

@@ -272,3 +272,47 @@ def test_ops_inside_a_loop_body_fuse():
     loop = next(n for n in res.atc_model.graph.node if n.op_type == "Loop")
     assert "AscSilu" in [n.op_type for n in loop.attribute[0].g.node]
     assert res.validation.ok and res.deployed.ok and res.deployed.in_bodies == 1
+
+
+def test_fifty_blocks_that_differ_only_in_constants_are_one_kernel():
+    """The PP-OCRv4 detector's case: x*a+b blocks (folded batch norms) between other ops, each with its own
+    a and b. One op type, one kernel, one compile; every node runs with its own values."""
+    rng = np.random.default_rng(0)
+    nodes, inits, cur = [], [], "x"
+    for i in range(50):
+        inits += [onnx.numpy_helper.from_array(np.array(rng.uniform(0.5, 1.5), np.float32), f"a{i}"),
+                  onnx.numpy_helper.from_array(np.array(rng.uniform(-1, 1), np.float32), f"b{i}")]
+        nodes += [NODE("Mul", [cur, f"a{i}"], [f"m{i}"]), NODE("Add", [f"m{i}", f"b{i}"], [f"s{i}"]),
+                  NODE("Transpose", [f"s{i}"], [f"t{i}"], perm=[1, 0])]
+        cur = f"t{i}"
+    nodes.append(NODE("Identity", [cur], ["y"]))
+    res = asc_onnx.fuse(model(nodes, [("x", F32, [16, 16])], [("y", F32, [16, 16])], inits))
+    (op,) = res.ops
+    assert len(op.instances) == 50 and op.params == ("p0", "p1") and len(res.kernels) == 1
+    assert len({inst.params for inst in op.instances}) == 50
+    assert res.validation.ok and res.deployed.ok and res.deployed.emulated_nodes == 50
+    assert "td.param[0]" in next(t for p, t in res.kernels[0].files.items() if p.startswith("op_kernel/")
+                                 and p.endswith(".cpp"))
+    atc = [n for n in res.atc_model.graph.node if n.op_type == op.op_type]
+    assert all([a.type for a in n.attribute] == [onnx.AttributeProto.INT] * 2 for n in atc)
+
+
+def test_layernorms_that_differ_in_epsilon_share_one_row_kernel():
+    nodes, inits = [], [onnx.numpy_helper.from_array(np.linspace(0.5, 1.5, 32).astype(np.float32), "g"),
+                        onnx.numpy_helper.from_array(np.linspace(-1, 1, 32).astype(np.float32), "b")]
+    cur = "x"
+    for i, eps in enumerate((1e-5, 1e-6, 1e-12)):
+        inits.append(onnx.numpy_helper.from_array(np.array(eps, np.float32), f"eps{i}"))
+        nodes += [NODE("ReduceMean", [cur], [f"mu{i}"], axes=[-1]), NODE("Sub", [cur, f"mu{i}"], [f"d{i}"]),
+                  NODE("Mul", [f"d{i}", f"d{i}"], [f"q{i}"]), NODE("ReduceMean", [f"q{i}"], [f"v{i}"], axes=[-1]),
+                  NODE("Add", [f"v{i}", f"eps{i}"], [f"ve{i}"]), NODE("Sqrt", [f"ve{i}"], [f"sd{i}"]),
+                  NODE("Div", [f"d{i}", f"sd{i}"], [f"n{i}"]), NODE("Mul", [f"n{i}", "g"], [f"ng{i}"]),
+                  NODE("Add", [f"ng{i}", "b"], [f"l{i}"]), NODE("Transpose", [f"l{i}"], [f"t{i}"], perm=[0, 2, 1]),
+                  NODE("Transpose", [f"t{i}"], [f"o{i}"], perm=[0, 2, 1])]
+        cur = f"o{i}"
+    nodes.append(NODE("Identity", [cur], ["y"]))
+    res = asc_onnx.fuse(model(nodes, [("x", F32, [2, 8, 32])], [("y", F32, [2, 8, 32])], inits))
+    (op,) = res.ops
+    assert op.rule == "LayerNorm" and op.kernel == "row" and len(op.instances) == 3 and len(res.kernels) == 1
+    assert sorted(i.params[0] for i in op.instances) == sorted(float(np.float32(e)) for e in (1e-5, 1e-6, 1e-12))
+    assert res.validation.ok and res.deployed.ok and res.deployed.emulated_nodes == 3

@@ -101,7 +101,7 @@ static int RunBlocks(uint32_t n, F&& launch) {
 """
 
 
-def _param_copy(k: PointwiseKernel) -> str:
+def _param_copy(k: PointwiseKernel | RowKernel) -> str:
     """Driver lines that set the tiling data's parameters from params.txt (fp32 bits), as TilingFunc does
     from the node's attributes."""
     if not getattr(k, "num_params", 0):
@@ -136,6 +136,7 @@ def main_source(k: PointwiseKernel | RowKernel, struct: str) -> str:
     const int rc = {k.op_type}ComputeTiling(shapes[{nin}].data(), shapes[{nin}].size(), rowDims, bcastDims,
                                              bcastRanks, dtypeSize, coreNum, tilingUb, st.soc.hasDataCopyPad, &tiling);
     if (rc != 0) return Report("tiling", "tiling refused the shape, reason " + std::to_string(rc));
+    {_param_copy(k)}
     const uint64_t total = tiling.rows * tiling.rowLength;
     std::vector<uint64_t> outElems({nout}, total);
     {" ".join(f"outElems[{o}] = tiling.rows;" for o in stat)}"""

@@ -28,14 +28,14 @@ three times, an RMSNorm twice.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from ..rewrite import FusedOp
-from .common import IO_TYPES, LoweringError, snake_case
+from .common import IO_TYPES, LoweringError, Param, snake_case
 from .pointwise import Step, _attr, _Builder, _lower_node
 
 #: fp32 elements per stat slot: 64 bytes, so a slot cast to fp16 is one 32-byte block (DataCopyPad rows).
@@ -93,6 +93,12 @@ class RowKernel:
     dtypes: tuple[int, ...]
     row_dims: int  # trailing dims of the first row input that form one row
     passes: int  # split mode: reads of the row (reductions finish in passes 0..passes-2)
+    params: tuple[float, ...] = ()  # the first node's values of the scalars read from the tiling data
+
+    @property
+    def num_params(self) -> int:
+        """Scalars read from the tiling data (``td.param[i]``), set per node from its attributes."""
+        return len(self.params)
 
     @property
     def uses_select(self) -> bool:
@@ -123,12 +129,12 @@ class _RowBuilder(_Builder):
     def dup(self, v: float) -> int:
         reg = self.next
         self.next += 1
-        self.pending[reg] = float(v)
+        self.pending[reg] = v if isinstance(v, Param) else float(v)
         self.cls[reg] = "const"
         return reg
 
     def _const(self, v: float, cls: str) -> int:
-        key = (float(np.float32(v)), cls)
+        key = (v if isinstance(v, Param) else float(np.float32(v)), cls)
         if key not in self.const_of:
             reg = self._raw("Duplicate", (), v, None, cls, form="tile")
             self.const_of[key] = reg
@@ -139,7 +145,8 @@ class _RowBuilder(_Builder):
         self.next += 1
         self.cls[dst] = cls
         self.extra[dst] = extra
-        self.steps.append(Step(api, dst, tuple(srcs), None if scalar is None else float(scalar), mode))
+        kept = scalar if scalar is None or isinstance(scalar, Param) else float(scalar)
+        self.steps.append(Step(api, dst, tuple(srcs), kept, mode))
         return dst
 
     def emit(self, api: str, srcs=(), scalar=None, mode=None) -> int:
@@ -363,8 +370,10 @@ def lower_row(op: FusedOp, symbolic: Mapping[str, tuple[object, ...] | None] | N
     shapes = _shapes(op)
     consts: dict[str, np.ndarray] = {}
     row = _Row()
+    params = {name: i for i, name in enumerate(op.params)}
+    first = op.instances[0].params if op.instances and op.instances[0].params else (0.0,) * len(params)
     for node in op.function.node:  # the row length first: it decides which inputs are vectors
-        if node.op_type == "Constant":
+        if node.op_type == "Constant" and not node.attribute[0].ref_attr_name:
             consts[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
         elif node.op_type in REDUCE_APIS or node.op_type in ROW_OPS:
             shape = shapes.get(node.input[0])
@@ -391,6 +400,10 @@ def lower_row(op: FusedOp, symbolic: Mapping[str, tuple[object, ...] | None] | N
     values: dict[str, int | float | None] = {n: i for i, n in enumerate(op.input_names)}
     values[""] = None
     for node in op.function.node:
+        if node.op_type == "Constant" and node.attribute[0].ref_attr_name:
+            ref = node.attribute[0].ref_attr_name
+            values[node.output[0]] = Param(first[params[ref]], params[ref])
+            continue
         if node.op_type == "Constant":
             arr = consts[node.output[0]]
             values[node.output[0]] = float(arr.reshape(-1)[0]) if arr.size >= 1 and np.all(arr == arr.reshape(-1)[0]) \
@@ -414,7 +427,7 @@ def lower_row(op: FusedOp, symbolic: Mapping[str, tuple[object, ...] | None] | N
         out_regs.append(v)
     if "row" not in out_kinds:
         raise LoweringError("no output has the data's shape")
-    return _finish(op, b, inputs, out_regs, out_kinds, tuple(dtypes), row_dims)
+    return replace(_finish(op, b, inputs, out_regs, out_kinds, tuple(dtypes), row_dims), params=tuple(first))
 
 
 def _shape_consumers(function) -> set[str]:
