@@ -25,7 +25,9 @@ def _register(ops, domain: str, opset: int) -> list[tuple[str, int, str]]:
             type_constraints=[(f"T{i}", ["tensor(float)", "tensor(float16)", "tensor(bfloat16)"], "")
                               for i in range(len(op.input_names))]
             + [(f"U{i}", ["tensor(float)", "tensor(float16)", "tensor(bfloat16)"], "")
-               for i in range(len(op.output_names))])
+               for i in range(len(op.output_names))],
+            # the op's parameters travel as INT attributes (fp32 bits) in the ATC model
+            attributes=[defs.OpSchema.Attribute(n, defs.OpSchema.AttrType.INT, "fp32 bits") for n in op.params])
         defs.register_schema(schema)
         done.append((op.op_type, opset, domain))
     return done

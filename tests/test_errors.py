@@ -210,7 +210,8 @@ def test_sigterm_during_a_run_leaves_no_temporary_folder(tmp_path):
 
 def test_ctrl_c_at_start_up_is_one_line(tmp_path):
     """SIGINT while onnx and onnxruntime are still importing: one line, exit 130, no traceback. (A signal that
-    lands before the interpreter runs any Python kills it silently; a later delay then tries again.)"""
+    lands while the interpreter itself starts, before any asc-onnx code, is Python's to report; a later delay
+    then tries again.)"""
     codes = []
     for delay in (0.02, 0.1, 0.3, 0.5):
         proc = subprocess.Popen([sys.executable, "-m", "asc_onnx", "inspect", str(MODELS / "cnn_silu_legacy.onnx")],
@@ -218,8 +219,10 @@ def test_ctrl_c_at_start_up_is_one_line(tmp_path):
         time.sleep(delay)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=120)
-        assert "Traceback" not in err, err
         codes.append(proc.returncode)
+        if "init_import_site" in err or proc.returncode == -signal.SIGINT:
+            continue  # the interpreter's own start-up, before any asc-onnx code: out of our reach
+        assert "Traceback" not in err, err
         if proc.returncode == 130:
             assert err.strip() == "asc-onnx: interrupted", err
             return

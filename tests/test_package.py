@@ -128,7 +128,7 @@ def test_plugin_reads_int_attributes_from_atcs_json_including_absent_zero(tmp_pa
     if shutil.which("g++") is None:
         pytest.skip("g++ is not installed")
     main = tmp_path / "t.cpp"
-    main.write_text("#include <cstdint>\n#include <cstdlib>\n#include <iostream>\n#include <string>\n" + FIND_INT_ATTR
+    main.write_text("#include <cstdint>\n#include <iostream>\n#include <string>\n" + FIND_INT_ATTR
                     + r'''
 int main(int argc, char** argv) {
     const std::string json = argv[1];
@@ -145,6 +145,7 @@ int main(int argc, char** argv) {
         '{ "attribute": [ { "i": 3212836864, "type": 2, "name": "p1" }, {"type":2, "name":"p0", "i":"7"} ] }':
             "7 3212836864 missing",
         '{"attribute":[]}': "missing missing missing",
+        '{"attribute":[{"name":"p0","type":2,"i":-5}]}': "-5 missing missing",
     }
     for json_text, want in cases.items():
         got = subprocess.run([str(tmp_path / "t"), json_text, "p0", "p1", "p2"], capture_output=True, text=True,

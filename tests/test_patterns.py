@@ -297,10 +297,14 @@ def test_add_rmsnorm(dtype):
 
 
 def test_rmsnorm_wrong_eps_still_fuses_with_its_own_eps():
-    """eps is captured, not fixed: two eps values give two op types, one kernel each."""
+    """eps is captured, not fixed: it is the op's parameter, so two eps values share one op type (one kernel)
+    and each node carries its own."""
     a, b = _rmsnorm(), _rmsnorm()
     b.graph.initializer[0].CopyFrom(const("eps", 1e-5))
-    assert asc_onnx.fuse(a).ops[0].signature != asc_onnx.fuse(b).ops[0].signature
+    ra, rb = asc_onnx.fuse(a), asc_onnx.fuse(b)
+    assert ra.ops[0].signature == rb.ops[0].signature and ra.ops[0].params == ("p0",)
+    assert ra.ops[0].instances[0].params != rb.ops[0].instances[0].params == (float(np.float32(1e-5)),)
+    assert ra.validation.ok and rb.validation.ok and ra.deployed.ok and rb.deployed.ok
 
 
 # ---------------------------------------------------------------- HardSwish

@@ -212,7 +212,11 @@ static bool FindIntAttr(const std::string& json, const std::string& name, int64_
         if (key != std::string::npos) {
             size_t v = item.find(':', key) + 1;
             while (v < item.size() && (item[v] == ' ' || item[v] == '"')) ++v;
-            value = std::strtoll(item.c_str() + v, nullptr, 10);
+            const bool negative = v < item.size() && item[v] == '-';
+            for (v += negative ? 1 : 0; v < item.size() && item[v] >= '0' && item[v] <= '9'; ++v) {
+                value = value * 10 + (item[v] - '0');
+            }
+            if (negative) value = -value;
         }
         return true;
     }
@@ -242,7 +246,7 @@ def plugin_source(op_type: str, origin_keys: list[str], num_params: int = 0) -> 
         ]
         notes = ["// The op's float scalars travel as INT attributes p0.. holding their fp32 bits: a float attribute",
                  "// would pass through ATC's 6-significant-digit attribute JSON."]
-        includes = ["#include <cstdint>", "#include <cstdlib>", "#include <string>", '#include "register/register.h"']
+        includes = ["#include <cstdint>", "#include <string>", '#include "register/register.h"']
         helpers = FIND_INT_ATTR.splitlines() + [""]
     else:
         body = ["    (void)opSrc;", "    (void)opDest;", "    return SUCCESS;"]
