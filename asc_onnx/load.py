@@ -135,25 +135,80 @@ def format_dims(shape: onnx.TensorShapeProto) -> str:
                            for d in shape.dim) + "]"
 
 
-def _symbolic(model: ModelProto) -> ModelProto | None:
-    """onnxruntime's symbolic shape inference, which follows Shape/Slice/Concat/Reshape arithmetic and keeps
-    dim params as expressions; None where it cannot run (it gives up on some ops and on unreadable weights)."""
+#: Seconds symbolic shape inference may take before onnx's shapes are used alone: its sympy algebra can be slow
+#: (a detector's 18 Resizes over dynamic H and W took 20 s), and a run should not wait on it.
+SYMBOLIC_SECONDS = 8.0
+
+
+def _symbolic_in_process(model: ModelProto) -> ModelProto | None:
     try:
         import logging
 
         from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
     except ImportError:  # sympy missing: onnx's own inference alone
         return None
-    log = logging.getLogger("onnxruntime.tools.symbolic_shape_infer")
-    level, log.level = log.level, logging.CRITICAL
+    logging.getLogger("onnxruntime.tools.symbolic_shape_infer").setLevel(logging.CRITICAL)
     try:
         with contextlib.redirect_stdout(sys.stderr):
             return SymbolicShapeInference.infer_shapes(model, int_max=2**31 - 1, auto_merge=True,
                                                        guess_output_rank=False, verbose=0)
     except Exception:  # noqa: BLE001 - an op it does not know: keep onnx's shapes
         return None
-    finally:
-        log.level = level
+
+
+def _symbolic(model: ModelProto, seconds: float = SYMBOLIC_SECONDS) -> ModelProto | None:
+    """onnxruntime's symbolic shape inference, which follows Shape/Slice/Concat/Reshape arithmetic and keeps
+    dim params as expressions; None where it cannot run (it gives up on some ops and on unreadable weights)
+    or takes longer than ``seconds`` (it runs in a forked child, which is then stopped)."""
+    import multiprocessing
+    import tempfile
+
+    try:
+        ctx = multiprocessing.get_context("fork")
+    except ValueError:  # no fork (not Linux): in this process, without a time limit
+        return _symbolic_in_process(model)
+    with tempfile.TemporaryDirectory(prefix="asc-shapes-") as d:
+        out = Path(d) / "inferred.onnx"
+
+        def child() -> None:
+            import os
+            import signal
+
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the parent's handler raises; here: just stop
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the parent's to handle
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.dup2(devnull, 2)
+            res = _symbolic_in_process(model)
+            if res is not None:
+                out.write_bytes(res.SerializeToString())
+
+        proc = ctx.Process(target=child, daemon=True)
+        proc.start()
+        try:
+            proc.join(seconds)
+        finally:
+            if proc.is_alive():  # over time, or the parent was interrupted
+                proc.kill()
+                proc.join()
+        if proc.exitcode != 0:
+            return None
+        if not out.is_file():
+            return None
+        inferred = ModelProto()
+        inferred.ParseFromString(out.read_bytes())
+        return inferred
+
+
+def _all_static(model: ModelProto) -> bool:
+    """Every tensor of the main graph has a known rank and only numeric dims."""
+    for vi in list(model.graph.value_info) + list(model.graph.output):
+        tt = vi.type.tensor_type
+        if not vi.type.HasField("tensor_type") or not tt.HasField("shape"):
+            return False
+        if any(not d.HasField("dim_value") for d in tt.shape.dim):
+            return False
+    return True
 
 
 def _merge_value_info(into: ModelProto, richer: ModelProto) -> None:
@@ -192,7 +247,9 @@ def infer_shapes(model: ModelProto, input_shapes: dict[str, tuple[int, ...]] | N
         inferred = onnx.shape_inference.infer_shapes(work, check_type=False, strict_mode=False, data_prop=True)
     except Exception as exc:
         raise AscOnnxError(f"shape inference failed: {str(exc).splitlines()[0]}") from None
-    if not inferred.functions:  # it does not look into local functions (they are inlined before matching)
+    # Symbolic inference does not look into local functions (they are inlined before matching), and has
+    # nothing to add where onnx's inference already knows every dim.
+    if not inferred.functions and not _all_static(inferred):
         richer = _symbolic(inferred)
         if richer is not None:
             _merge_value_info(inferred, richer)
