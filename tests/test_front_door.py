@@ -48,6 +48,10 @@ def test_bf16_model_is_validated_through_an_fp32_copy(tmp_path):
     assert res.validation.ok and "fp32 copies" in res.validation.note and "Sigmoid" in res.validation.note
     assert res.report["validation"]["outputs"][0]["rtol"] == 1e-2  # the bf16 tolerance, not fp32's
     assert res.kernel_checks and all(c.ok and c.dtype == "bfloat16_t" for c in res.kernel_checks)
+    p = tmp_path / "bf16.onnx"  # and without the graph rung (it once was exit 3)
+    onnx.save(_silu([4, 16], BF16), p)
+    proc = _cli("fuse", str(p), "-o", str(tmp_path / "nv"), "--no-validate")
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
 
 
 def test_input_shape_may_not_contradict_a_static_dim(tmp_path):
