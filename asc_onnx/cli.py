@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import __version__
 from .api import REPORT, emulate, fuse, inspect, validate, validate_kernels
-from .errors import AscOnnxError, ValidationError
+from .errors import STOPPING_SIGNAL, AscOnnxError, ValidationError
 from .options import FuseOptions
 from .progress import Progress
 from .registry import load_rules
@@ -302,6 +302,9 @@ def run(argv: Sequence[str] | None = None) -> int:
     try:
         return COMMANDS[a.cmd](a)
     except AscOnnxError as exc:
+        if STOPPING_SIGNAL[0]:  # a wrapper of ours turned the interrupted import into an error message
+            print("asc-onnx: terminated", file=sys.stderr)
+            return 128 + STOPPING_SIGNAL[0]
         print(f"asc-onnx: error: {exc}", file=sys.stderr)
         return 2
     except subprocess.CalledProcessError as exc:
@@ -316,6 +319,9 @@ def run(argv: Sequence[str] | None = None) -> int:
         print(f"asc-onnx: error: cannot access{where}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     except Exception as exc:  # noqa: BLE001 - one line for users, the traceback with -v
+        if STOPPING_SIGNAL[0]:  # SIGTERM inside an import arrives as ImportError("initialization failed")
+            print("asc-onnx: terminated", file=sys.stderr)
+            return 128 + STOPPING_SIGNAL[0]
         if a.verbose:
             raise
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""

@@ -18,6 +18,9 @@ class Terminated(BaseException):
 
 
 def _on_sigterm(signum: int, frame: object) -> None:
+    from .errors import STOPPING_SIGNAL
+
+    STOPPING_SIGNAL[0] = signum
     raise Terminated()
 
 

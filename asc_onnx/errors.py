@@ -9,3 +9,8 @@ class AscOnnxError(Exception):
 
 class ValidationError(AscOnnxError):
     """The rewritten model does not compute what the original computes."""
+
+
+#: The signal that is stopping this process (0: none). Set by the console script's SIGTERM handler, whose
+#: exception an import in progress may turn into an ImportError: the CLI still reports the signal.
+STOPPING_SIGNAL = [0]

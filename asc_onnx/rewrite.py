@@ -397,6 +397,13 @@ def _params_as_bits(node: onnx.NodeProto) -> None:
             a.CopyFrom(helper.make_attribute(a.name, bits))
 
 
+def param_attributes(op: FusedOp, values: Sequence[float]) -> list[onnx.AttributeProto]:
+    """The tensor attributes that give a node of ``op`` the parameter ``values`` (as model.asc.onnx has them)."""
+    return [helper.make_attribute(name, onnx.numpy_helper.from_array(
+        np.array(v, np.float32).astype(helper.tensor_dtype_to_np_dtype(t)), name))
+        for name, t, v in zip(op.params, op.param_types, values)]
+
+
 def param_bits_to_values(node: onnx.NodeProto, names: Sequence[str]) -> tuple[float, ...]:
     """A fused node's parameters from either model: tensors (model.asc.onnx) or fp32 bits (model.atc.onnx)."""
     attrs = {a.name: a for a in node.attribute}
@@ -469,5 +476,6 @@ def ops_from_model(asc: ModelProto) -> tuple[FusedOp, ...]:
                  for t, insts in instances.items())
 
 
-__all__ = ["ops_from_model", "rewrite", "RewriteResult", "FusedOp", "Instance", "build_body", "build_atc_model",
+__all__ = ["ops_from_model", "rewrite", "param_attributes", "param_bits_to_values", "RewriteResult", "FusedOp",
+           "Instance", "build_body", "build_atc_model",
            "DOMAIN"]

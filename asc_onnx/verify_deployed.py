@@ -25,7 +25,7 @@ from onnx import ModelProto, helper, numpy_helper
 from .emulator.harness import EmulatorFaultError, run
 from .errors import AscOnnxError
 from .package import Kernel
-from .rewrite import DOMAIN, all_nodes, param_bits_to_values
+from .rewrite import DOMAIN, all_nodes, param_attributes, param_bits_to_values
 from .soc import Soc
 from .validate import OutputCheck, compare_arrays, make_inputs
 from .validate import run as ort_run
@@ -117,9 +117,7 @@ def _bodies_as_functions(atc: ModelProto, kernels: Sequence[Kernel]) -> tuple[Mo
                     keep = [x for x in inner.attribute if x.name not in op.params]
                     del inner.attribute[:]
                     inner.attribute.extend(keep)
-                    for name, t, v in zip(op.params, op.param_types, values):
-                        inner.attribute.append(helper.make_attribute(name, numpy_helper.from_array(
-                            np.array(v, np.float32).astype(helper.tensor_dtype_to_np_dtype(t)), name)))
+                    inner.attribute.extend(param_attributes(op, values))
                     inner.domain = DOMAIN
                     count += 1
                     used.add(op.op_type)

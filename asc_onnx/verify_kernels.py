@@ -19,7 +19,7 @@ from .errors import AscOnnxError
 from .lower import IO_TYPES
 from .lower.matmul import MatmulKernel
 from .package import Kernel
-from .rewrite import DOMAIN, FusedOp
+from .rewrite import DOMAIN, FusedOp, param_attributes
 from .soc import Soc
 from .validate import compare_arrays
 
@@ -64,10 +64,7 @@ def body_model(op: FusedOp, dtypes: Sequence[int], params: Sequence[float] | Non
     parameters (``params``, else the first instance's) as the node's attributes."""
     opset = next(o.version for o in op.function.opset_import if o.domain in ("", "ai.onnx"))
     node = helper.make_node(op.op_type, list(op.input_names), list(op.output_names), domain=DOMAIN)
-    values = op.instances[0].params if params is None else params
-    for name, t, v in zip(op.params, op.param_types, values):
-        node.attribute.append(helper.make_attribute(name, onnx.numpy_helper.from_array(
-            np.array(v, np.float32).astype(NP.get(t, np.float32)), name)))
+    node.attribute.extend(param_attributes(op, op.instances[0].params if params is None else params))
     graph = helper.make_graph([node], "body",
                               [helper.make_tensor_value_info(n, dtypes[0], None) for n in op.input_names],
                               [helper.make_tensor_value_info(n, dtypes[0], None) for n in op.output_names])
