@@ -129,13 +129,19 @@ def staged(out_dir: str | os.PathLike, force: bool, protected: Sequence[Path] = 
         check_target(out, force, protected)  # again, now that no other run can change it
         for leftover in (tmp, old):  # a killed run's (we hold the lock: nobody else's)
             shutil.rmtree(leftover, ignore_errors=True)
-        tmp.mkdir()
         try:
+            tmp.mkdir()  # inside the try: a signal right after it must still remove the folder
             yield tmp
             (tmp / MARKER).write_text(json.dumps({"tool": "asc-onnx"}) + "\n")
             with _signals_blocked():
                 check_target(out, force, protected)  # nothing changed under us while the run worked
-                if out.exists():
+                if out.is_dir() and not any(out.iterdir()):
+                    # An empty folder stays the same folder (it may be a mount point, which no rename can
+                    # replace): the finished files move into it.
+                    for entry in tmp.iterdir():
+                        entry.rename(out / entry.name)
+                    tmp.rmdir()
+                elif out.exists():
                     out.rename(old)
                     try:
                         tmp.rename(out)

@@ -252,3 +252,13 @@ def test_bad_input_shape_argument(tmp_path):
 def test_unknown_pattern_name(tmp_path):
     proc = run_cli("fuse", str(MODELS / "cnn_silu_legacy.onnx"), "-o", str(tmp_path / "o"), "--only", "Nope")
     assert_clean_error(proc, "unknown pattern name", tmp_path / "o")
+
+
+def test_an_empty_output_folder_is_filled_in_place(tmp_path):
+    """An empty folder given as -o (a mounted volume, say) is used as it is: the same folder, filled."""
+    out = tmp_path / "vol"
+    out.mkdir()
+    inode = out.stat().st_ino
+    assert run_cli("fuse", str(MODELS / "cnn_silu_legacy.onnx"), "-o", str(out), "--no-emulate").returncode == 0
+    assert out.stat().st_ino == inode and (out / "model.asc.onnx").is_file() and (out / ".asc-onnx").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".vol.asc-onnx.lock", "vol"]
