@@ -102,16 +102,18 @@ def plan(model: str | os.PathLike | ModelProto, options: FuseOptions = FuseOptio
         proto = onnx.inliner.inline_selected_functions(proto, foreign, exclude=False)
     graph = to_gs(proto)
     before = len(graph.nodes)
-    canon = canonicalize(graph, main_opset(proto))
+    opset = main_opset(proto)
+    canon = canonicalize(graph, opset)
     named, generic = split_generic(rules)
+    passes = generic if options.generic else ()
     options.report("matching", 0, 0, f"{before} nodes, {len(rules)} rules")
-    matched = match(graph, named, generic if options.generic else ())
+    matched = match(graph, named, passes)
     # Control-flow bodies (If branches, Loop and Scan bodies, nested ones too) are fused like graphs: their
     # fused nodes stay inside them, so both output models keep the control flow.
     scopes, bodies = [], []
     for owner, attr, body in control_flow_bodies(graph):
-        canonicalize(body, main_opset(proto))
-        found = match(body, named, generic if options.generic else ())
+        canonicalize(body, opset)
+        found = match(body, named, passes)
         scopes.append((body, found))
         bodies.append({"node": owner.name, "op": owner.op, "body": attr, "nodes": len(body.nodes),
                        "fusions": len(found.fusions)})
@@ -355,7 +357,7 @@ def validate_kernels(model: str | os.PathLike, out_dir: str | os.PathLike,
     atc = out / ATC_MODEL
     if not atc.is_file():
         raise AscOnnxError(f"{atc} does not exist")
-    loaded = load(model)
+    loaded = load(model, shapes=False)  # the same input checks as fuse; only its inputs are fed
     soc = get_soc(report.get("atc", {}).get("soc", options.soc))
     feeds = make_inputs(loaded.model, options.shape_map, options.seed, options.default_dim, options.value_map)
     return verify_deployed(model, atc, kernels, soc, report.get("atc", {}).get("renamed_inputs", {}),
@@ -368,6 +370,6 @@ def validate(model: str | os.PathLike, out_dir: str | os.PathLike,
     fused = Path(out_dir) / ASC_MODEL
     if not fused.is_file():
         raise AscOnnxError(f"{fused} does not exist; run `asc-onnx fuse` first")
-    loaded = load(model)  # the same input checks as fuse
+    loaded = load(model, shapes=False)  # the same input checks as fuse; only its inputs are fed
     feeds = make_inputs(loaded.model, options.shape_map, options.seed, options.default_dim, options.value_map)
     return validate_models(model, fused, options.shape_map, options.seed, options.default_dim, feeds=feeds)

@@ -12,14 +12,10 @@ import signal
 import sys
 from collections.abc import Sequence
 
-
-class Terminated(BaseException):
-    """SIGTERM, raised in the main thread so that every ``finally`` runs."""
+from .errors import STOPPING_SIGNAL, Terminated
 
 
 def _on_sigterm(signum: int, frame: object) -> None:
-    from .errors import STOPPING_SIGNAL
-
     STOPPING_SIGNAL[0] = signum
     raise Terminated()
 

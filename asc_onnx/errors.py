@@ -12,5 +12,17 @@ class ValidationError(AscOnnxError):
 
 
 #: The signal that is stopping this process (0: none). Set by the console script's SIGTERM handler, whose
-#: exception an import in progress may turn into an ImportError: the CLI still reports the signal.
+#: exception an import in progress may turn into an ImportError (the CLI still reports the signal), and a
+#: finalizer running at that moment may swallow (:func:`stop_if_signalled` raises it again).
 STOPPING_SIGNAL = [0]
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that every ``finally`` runs."""
+
+
+def stop_if_signalled() -> None:
+    """Raise :class:`Terminated` if a SIGTERM arrived: called between stages and before the output folder is
+    swapped in, so a signal whose first exception was lost still stops the run and leaves nothing behind."""
+    if STOPPING_SIGNAL[0]:
+        raise Terminated()

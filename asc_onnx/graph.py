@@ -56,6 +56,19 @@ def _gs_logs_to_stderr() -> None:
 _gs_logs_to_stderr()
 
 
+def body_graphs(node: onnx.NodeProto) -> list[onnx.GraphProto]:
+    """The control-flow bodies a node carries as attributes (If branches, a Loop or Scan body)."""
+    return [g for a in node.attribute for g in ([a.g] if a.HasField("g") else []) + list(a.graphs)]
+
+
+def all_nodes(graph: onnx.GraphProto):
+    """Every node of ``graph`` and of its control-flow bodies, outer ones first."""
+    for node in graph.node:
+        yield node
+        for sub in body_graphs(node):
+            yield from all_nodes(sub)
+
+
 def to_gs(model: onnx.ModelProto) -> gs.Graph:
     """Import a model into onnx-graphsurgeon (external tensors stay lazy)."""
     return gs.import_onnx(model)

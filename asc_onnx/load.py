@@ -191,9 +191,7 @@ def _symbolic(model: ModelProto, seconds: float = SYMBOLIC_SECONDS) -> ModelProt
             if proc.is_alive():  # over time, or the parent was interrupted
                 proc.kill()
                 proc.join()
-        if proc.exitcode != 0:
-            return None
-        if not out.is_file():
+        if proc.exitcode != 0 or not out.is_file():
             return None
         inferred = ModelProto()
         inferred.ParseFromString(out.read_bytes())
@@ -259,8 +257,10 @@ def infer_shapes(model: ModelProto, input_shapes: dict[str, tuple[int, ...]] | N
     return inferred
 
 
-def load(model: str | os.PathLike | ModelProto, input_shapes: dict[str, tuple[int, ...]] | None = None) -> LoadedModel:
-    """Load a model from a path or take a ModelProto, check its external data, infer shapes."""
+def load(model: str | os.PathLike | ModelProto, input_shapes: dict[str, tuple[int, ...]] | None = None,
+         shapes: bool = True) -> LoadedModel:
+    """Load a model from a path or take a ModelProto, check its external data, infer shapes (``shapes``;
+    without it, the checks alone: callers that only feed the model's inputs skip the inference)."""
     if isinstance(model, ModelProto):
         proto, source, base = model, None, None
     else:
@@ -268,6 +268,8 @@ def load(model: str | os.PathLike | ModelProto, input_shapes: dict[str, tuple[in
         source = Path(model)
     _check_dtypes(proto)
     files = _check_external(proto, base)
+    if not shapes:
+        return LoadedModel(model=proto, source=source, base_dir=base, external_files=files)
     symbolic = tensor_shapes(infer_shapes(proto)) if input_shapes else {}
     return LoadedModel(model=infer_shapes(proto, input_shapes), source=source, base_dir=base, external_files=files,
                        symbolic=symbolic)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .errors import stop_if_signalled
+
 
 @dataclass(frozen=True)
 class FuseOptions:
@@ -51,7 +53,9 @@ class FuseOptions:
             raise ValueError(f"atc_domain_mode must be 'compat' or 'custom', not {self.atc_domain_mode!r}")
 
     def report(self, stage: str, done: int = 0, total: int = 0, detail: str = "") -> None:
-        """Tell ``progress`` where the run is (a no-op without one)."""
+        """Tell ``progress`` where the run is (a no-op without one); a stage boundary, where a SIGTERM whose
+        exception was lost stops the run."""
+        stop_if_signalled()
         if self.progress is not None:
             self.progress(stage, done, total, detail)
 

@@ -30,7 +30,7 @@ from pathlib import Path
 import onnx
 from onnx import ModelProto
 
-from .errors import AscOnnxError
+from .errors import AscOnnxError, stop_if_signalled
 
 #: The file that marks a folder as written by asc-onnx (``--force`` replaces nothing else).
 MARKER = ".asc-onnx"
@@ -133,6 +133,7 @@ def staged(out_dir: str | os.PathLike, force: bool, protected: Sequence[Path] = 
             tmp.mkdir()  # inside the try: a signal right after it must still remove the folder
             yield tmp
             (tmp / MARKER).write_text(json.dumps({"tool": "asc-onnx"}) + "\n")
+            stop_if_signalled()  # a SIGTERM a finalizer swallowed: nothing is swapped in
             with _signals_blocked():
                 check_target(out, force, protected)  # nothing changed under us while the run worked
                 if out.is_dir() and not any(out.iterdir()):

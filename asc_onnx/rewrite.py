@@ -31,7 +31,7 @@ from onnx import FunctionProto, ModelProto, helper
 from onnx_graphsurgeon.exporters.onnx_exporter import OnnxExporter
 
 from .errors import AscOnnxError
-from .graph import FLOAT_TYPES, const_proto, main_opset, onnx_dtype, producer
+from .graph import FLOAT_TYPES, all_nodes, body_graphs, const_proto, main_opset, onnx_dtype, producer
 from .match import Fusion, MatchResult
 
 DOMAIN = "asc_onnx"
@@ -274,15 +274,6 @@ def rewrite(graph: gs.Graph, source: ModelProto, fusions: Sequence[Fusion], atc_
     return RewriteResult(asc, atc, ops, notes)
 
 
-def all_nodes(graph: onnx.GraphProto):
-    """Every node of ``graph`` and of its control-flow bodies, outer ones first."""
-    for node in graph.node:
-        yield node
-        for a in node.attribute:
-            for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
-                yield from all_nodes(sub)
-
-
 def _detach(nodes: Sequence[gs.Node], removed: set[int]) -> None:
     """Unlink nodes from their tensors by identity.
 
@@ -443,9 +434,8 @@ def ops_from_model(asc: ModelProto) -> tuple[FusedOp, ...]:
     types: dict[str, tuple[int, tuple[object, ...] | None]] = {}
     infos = list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output)
     for node in all_nodes(inferred.graph):  # control-flow bodies keep their own value_info
-        for a in node.attribute:
-            for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
-                infos += list(sub.value_info) + list(sub.input) + list(sub.output)
+        for sub in body_graphs(node):
+            infos += list(sub.value_info) + list(sub.input) + list(sub.output)
     for vi in infos:
         tt = vi.type.tensor_type
         dims = tuple(d.dim_value if d.HasField("dim_value") else d.dim_param for d in tt.shape.dim) \

@@ -18,7 +18,7 @@ import onnx
 from onnx import ModelProto, TensorProto
 
 from .errors import AscOnnxError
-from .graph import input_dims
+from .graph import body_graphs, input_dims
 
 BF16 = ml_dtypes.bfloat16  # onnx depends on ml_dtypes; numpy has no bf16 of its own
 
@@ -180,10 +180,8 @@ def _widen_nodes(nodes) -> None:  # noqa: ANN001 - a repeated NodeProto field
                 _widen_tensor(a.t)
             if a.name in ("to", "dtype") and a.type == onnx.AttributeProto.INT and a.i == TensorProto.BFLOAT16:
                 a.i = TensorProto.FLOAT
-            if a.HasField("g"):
-                _widen_graph(a.g)
-            for sub in a.graphs:
-                _widen_graph(sub)
+        for sub in body_graphs(node):
+            _widen_graph(sub)
 
 
 def fp32_copy(model: ModelProto) -> ModelProto:
@@ -204,15 +202,14 @@ def run(model: str | os.PathLike | ModelProto, feeds: Mapping[str, np.ndarray]) 
     the outputs rounded back to bf16; ``Outputs.via_fp32`` then says so."""
     import onnxruntime as ort
 
+    out = Outputs()
     try:
         sess = _session(model)
-        out = Outputs()
     except MissingKernelError as exc:
         proto = model if isinstance(model, ModelProto) else onnx.load(str(model))
         if not _has_bf16(proto):
             raise
         sess = _session(fp32_copy(proto))
-        out = Outputs()
         out.via_fp32 = "onnxruntime's CPU build " + str(exc).rsplit("NOT_IMPLEMENTED : ", 1)[-1].replace(
             "Could not find an implementation for", "has no kernel for")
         feeds = {k: v.astype(np.float32) if v.dtype.name == "bfloat16" else v for k, v in feeds.items()}

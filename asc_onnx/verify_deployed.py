@@ -24,8 +24,9 @@ from onnx import ModelProto, helper, numpy_helper
 
 from .emulator.harness import EmulatorFaultError, run
 from .errors import AscOnnxError
+from .graph import all_nodes, body_graphs
 from .package import Kernel
-from .rewrite import DOMAIN, all_nodes, param_attributes, param_bits_to_values
+from .rewrite import DOMAIN, param_attributes, param_bits_to_values
 from .soc import Soc
 from .validate import OutputCheck, compare_arrays, make_inputs
 from .validate import run as ort_run
@@ -67,10 +68,9 @@ def _needed_nodes(graph: onnx.GraphProto, targets: Sequence[str], known: set[str
 def _reads(node: onnx.NodeProto) -> list[str]:
     """A node's inputs, with the outer-scope names its subgraphs read."""
     names = [i for i in node.input if i]
-    for a in node.attribute:
-        for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
-            inner = {o for n in g.node for o in n.output} | {i.name for i in g.input} | {t.name for t in g.initializer}
-            names += [i for n in g.node for i in _reads(n) if i not in inner]
+    for g in body_graphs(node):
+        inner = {o for n in g.node for o in n.output} | {i.name for i in g.input} | {t.name for t in g.initializer}
+        names += [i for n in g.node for i in _reads(n) if i not in inner]
     return names
 
 
@@ -106,21 +106,19 @@ def _bodies_as_functions(atc: ModelProto, kernels: Sequence[Kernel]) -> tuple[Mo
     work = ModelProto()
     work.CopyFrom(atc)
     count, used = 0, set()
-    for node in work.graph.node:
-        for a in node.attribute:
-            for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
-                for inner in all_nodes(sub):
-                    op = ops.get(inner.op_type)
-                    if op is None:
-                        continue
-                    values = param_bits_to_values(inner, op.params)
-                    keep = [x for x in inner.attribute if x.name not in op.params]
-                    del inner.attribute[:]
-                    inner.attribute.extend(keep)
-                    inner.attribute.extend(param_attributes(op, values))
-                    inner.domain = DOMAIN
-                    count += 1
-                    used.add(op.op_type)
+    inside = (inner for node in work.graph.node for sub in body_graphs(node) for inner in all_nodes(sub))
+    for inner in inside:
+        op = ops.get(inner.op_type)
+        if op is None:
+            continue
+        values = param_bits_to_values(inner, op.params)
+        keep = [x for x in inner.attribute if x.name not in op.params]
+        del inner.attribute[:]
+        inner.attribute.extend(keep)
+        inner.attribute.extend(param_attributes(op, values))
+        inner.domain = DOMAIN
+        count += 1
+        used.add(op.op_type)
     if count:
         work.functions.extend(ops[t].function for t in sorted(used))
         if all(o.domain != DOMAIN for o in work.opset_import):
@@ -165,7 +163,12 @@ def _narrowest_after_kernels(atc: ModelProto, kernels: Sequence[Kernel], types: 
 def run_deployed(atc: ModelProto, kernels: Sequence[Kernel], feeds: Mapping[str, np.ndarray],
                  soc: Soc) -> tuple[dict[str, np.ndarray], int]:
     """Outputs of the ATC model with every fused node run by its emulated kernel; and how many ran so."""
-    atc, _ = _bodies_as_functions(atc, kernels)
+    return _run_prepared(_bodies_as_functions(atc, kernels)[0], kernels, feeds, soc)
+
+
+def _run_prepared(atc: ModelProto, kernels: Sequence[Kernel], feeds: Mapping[str, np.ndarray],
+                  soc: Soc) -> tuple[dict[str, np.ndarray], int]:
+    """:func:`run_deployed` on a model whose fused nodes inside bodies already call their functions."""
     by_type = {k.op.op_type: k for k in kernels}
     graph = atc.graph
     inits = {t.name: t for t in graph.initializer}
@@ -207,9 +210,9 @@ def verify_deployed(original: str | os.PathLike | ModelProto, atc: str | os.Path
     atc_name = {old: new for new, old in original_name.items()}
     types = {o.name: o.type.tensor_type.elem_type for o in proto.graph.output}
     loosest = _narrowest_after_kernels(deployed, kernels, types)
-    in_bodies = _bodies_as_functions(deployed, kernels)[1]
+    runnable, in_bodies = _bodies_as_functions(deployed, kernels)
     try:
-        got, n = run_deployed(deployed, kernels, {atc_name.get(k, k): a for k, a in feeds.items()}, soc)
+        got, n = _run_prepared(runnable, kernels, {atc_name.get(k, k): a for k, a in feeds.items()}, soc)
     except EmulatorFaultError as exc:
         return DeployedReport((), 0, str(exc), in_bodies)
     got = {original_name.get(k, k): v for k, v in got.items()}

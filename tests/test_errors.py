@@ -204,7 +204,7 @@ def test_sigterm_during_a_run_leaves_no_temporary_folder(tmp_path):
     assert proc.poll() is None, "the run ended before it could be interrupted"
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 143 and err.strip() == "asc-onnx: terminated", err
+    assert proc.returncode == 143 and err.strip() == "asc-onnx: terminated", (proc.returncode, err)
     assert [p.name for p in tmp_path.iterdir()] in ([], [".o.asc-onnx.lock"])  # the lock file stays, empty of use
 
 

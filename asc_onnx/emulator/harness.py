@@ -4,6 +4,7 @@ the outputs with the emulator's counters (GM bytes, vector instructions by kind,
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -207,7 +208,9 @@ int main(int argc, char** argv) {{
 """
 
 
+@functools.lru_cache(maxsize=1)
 def _headers_digest() -> str:
+    """A hash of every emulator header (read once per process: every program's cache key includes it)."""
     h = hashlib.sha256()
     for p in sorted(INCLUDE_DIR.rglob("*.h")):
         h.update(str(p.relative_to(INCLUDE_DIR)).encode() + p.read_bytes())
