@@ -22,6 +22,8 @@ class Soc:
         npu_arch: ``__NPU_ARCH__`` its kernels are compiled for (selects SoC code paths at compile time).
         gm_bandwidth: global-memory bytes per second, for estimates only: HBM2e of Atlas 800T A2 (910B,
             1.6 TB/s) and LPDDR4X of Atlas 300I Pro (310P, 204.8 GB/s), from the product datasheets.
+        l1_bytes / l0ab_bytes / l0c_bytes: the cube's memories as the host tiling sees them (GetCoreMemSize;
+            910B's L1 less 256 B, as its UB), what CANN's Matmul tiling is given.
     """
 
     name: str
@@ -33,12 +35,16 @@ class Soc:
     has_bf16: bool
     npu_arch: int
     gm_bandwidth: float = 1.6e12
+    l1_bytes: int = 524288 - 256
+    l0ab_bytes: int = 65536
+    l0c_bytes: int = 131072
 
 
 SOCS = {
     # GetCoreMemSize(UB): 196608 - 256 (KFC) on 910B; the whole 256 KiB on 310P (platform_ascendc.cpp).
     "Ascend910B": Soc("Ascend910B", "Ascend910B1", "ascend910b", 196352, 48, True, True, 2201),
-    "Ascend310P": Soc("Ascend310P", "Ascend310P3", "ascend310p", 262144, 8, False, False, 2002, 204.8e9),
+    "Ascend310P": Soc("Ascend310P", "Ascend310P3", "ascend310p", 262144, 8, False, False, 2002, 204.8e9,
+                      l1_bytes=1048576, l0c_bytes=262144),
 }
 
 

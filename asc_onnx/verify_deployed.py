@@ -22,6 +22,7 @@ import numpy as np
 import onnx
 from onnx import ModelProto, helper, numpy_helper
 
+from .emulator import cann_tiling
 from .emulator.harness import EmulatorFaultError, run
 from .errors import AscOnnxError
 from .graph import all_nodes, body_graphs
@@ -182,8 +183,13 @@ def _run_prepared(atc: ModelProto, kernels: Sequence[Kernel], feeds: Mapping[str
         values.update(_segment(atc, _needed_nodes(graph, need, set(values), fused), need, values, inits))
         args = [values[n] if n in values else numpy_helper.to_array(inits[n]) for n in ins]
         try:
+            # A matmul kernel runs under CANN's own tiling where its open sources are at hand.
+            tiling = cann_tiling.for_inputs(k.ir, k.files, soc, args)
+            if isinstance(tiling, int):
+                raise EmulatorFaultError("the host tiling refused the shape under CANN's Matmul tiling, "
+                                         f"reason {tiling}")
             # Each node's own parameters, from its INT attributes: what the host tiling hands its kernel.
-            res = run(k.ir, k.files, f"{k.op.op_type}TilingData", args, soc,
+            res = run(k.ir, k.files, f"{k.op.op_type}TilingData", args, soc, cube_tiling=tiling,
                       params=param_bits_to_values(node, k.op.params))
         except EmulatorFaultError as exc:
             raise EmulatorFaultError(f"node {node.name!r} ({node.op_type}): {exc}") from None

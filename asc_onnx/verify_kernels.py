@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import ml_dtypes
 import numpy as np
 import onnx
 from onnx import ModelProto, TensorProto, helper
 
+from .emulator import cann_tiling
 from .emulator.harness import EmulatorFaultError, prebuild, run
 from .errors import AscOnnxError
 from .lower import IO_TYPES
@@ -42,6 +43,7 @@ class KernelCheck:
     error: str | None = None
     vec_elems: int = 0  # elements processed by every vector instruction
     cube: Mapping[str, int] | None = None  # matmul kernels: cube counters and the tiling used
+    tiling: str = ""  # matmul kernels: whose Matmul tiling the run used ("CANN" or "asc-onnx")
 
 
 @dataclass(frozen=True)
@@ -204,20 +206,34 @@ def data_shape(k: Kernel, inputs: Sequence[np.ndarray]) -> tuple[int, ...]:
 def check(k: Kernel, inputs: Sequence[np.ndarray], soc: Soc, label: str, core_num: int | None = None,
           cube_tiling: Mapping[str, int] | None = None, params: Sequence[float] | None = None) -> KernelCheck:
     """Emulate one kernel on ``inputs`` and compare every output with onnxruntime; the op's parameters are
-    ``params``, else the first instance's."""
+    ``params``, else the first instance's. A matmul kernel runs under ``cube_tiling``, else under the tiling
+    CANN's own algorithm computes for its shape where the open CANN sources are at hand
+    (``ASC_ONNX_CANN_SOURCE``), else under the emulator's own; the check says which."""
     params = tuple(getattr(k.ir, "params", ()) if params is None else params)
     dtype = dtype_of(inputs[0])
     shape = data_shape(k, inputs)
     name = IO_TYPES[dtype][0]
+    whose = ""
+    if isinstance(k.ir, MatmulKernel):
+        whose = "given" if cube_tiling else "asc-onnx"
+        got = cann_tiling.for_inputs(k.ir, k.files, soc, inputs, core_num) if cube_tiling is None else None
+        if got is not None:
+            whose = "CANN"
+            if isinstance(got, int):
+                return KernelCheck(k.op.op_type, label, shape, name, float("inf"), float("inf"), 0, 0, False,
+                                   f"{k.op.op_type} on {soc.name}: tiling: the host tiling refused the shape under "
+                                   f"CANN's Matmul tiling, reason {got}", tiling=whose)
+            cube_tiling = got
     try:
         res = run(k.ir, k.files, f"{k.op.op_type}TilingData", inputs, soc, core_num, cube_tiling, params)
     except EmulatorFaultError as exc:
-        return KernelCheck(k.op.op_type, label, shape, name, float("inf"), float("inf"), 0, 0, False, str(exc))
+        return KernelCheck(k.op.op_type, label, shape, name, float("inf"), float("inf"), 0, 0, False, str(exc),
+                           tiling=whose)
     refs = reference(k.op, inputs, params)
     cmps = [compare_arrays(n, r, g, dtype) for n, r, g in zip(k.op.output_names, refs, res.outputs)]
     return KernelCheck(k.op.op_type, label, shape, name, max(c.max_abs for c in cmps), max(c.max_rel for c in cmps),
                        res.gm_read_bytes + res.gm_write_bytes, res.block_dim, all(c.ok for c in cmps), None,
-                       res.vec_elems, res.cube)
+                       res.vec_elems, res.cube, whose)
 
 
 def capture(model: str | os.PathLike | ModelProto, names: Sequence[str],
@@ -351,6 +367,33 @@ def _reduced(d: int) -> int:
     return d if d <= 256 else 240 + d % 16
 
 
+def _cut(single: int, group: int, total: int) -> tuple[int, int]:
+    """One dim of a core split cut down for emulation: at most two cores, each core's share cut to one step
+    group plus its remainder mod the group (so the partial block and the step phase stay), the last core
+    short of a full share by what it really is."""
+    dims = -(-total // single)
+    last = total - (dims - 1) * single
+    single2 = single if single <= 2 * group else group + (single % group or group)
+    cut = single - single2
+    last2 = last - cut if last > cut else min(last, single2)
+    return single2, (min(dims, 2) - 1) * single2 + last2
+
+
+def reduced_tiling(t: Mapping[str, int], m: int, n: int, k: int, org_n_factor: int = 1
+                   ) -> tuple[dict[str, int], int, int, int]:
+    """A tiling chosen for (m, n, k) cut to a size the emulator runs in seconds, with (m', n', k'): the same
+    base blocks, steps, depths, iterate order and buffering; along M and N at most two cores, each with one step
+    group of blocks plus the real share's remainder, the last core as short as the real last core (so CANN's
+    uneven per-core N, 250 of 2000 over 8 cores, stays uneven); K cut to one base block plus K's remainder mod
+    baseK. Residues mod 16 of M, N and K are kept."""
+    sm, m2 = _cut(t["singleCoreM"], t["baseM"] * t["stepM"], m)
+    sn, n2 = _cut(t["singleCoreN"], t["baseN"] * t["stepN"], n)
+    bk = t["baseK"]
+    k2 = k if k <= 2 * bk else bk + (k % bk or bk)
+    cut = dict(t, M=m2, N=n2 * org_n_factor, Ka=k2, Kb=k2, singleCoreM=sm, singleCoreN=sn, singleCoreK=k2)
+    return cut, m2, n2, k2
+
+
 def verify_kernels(kernels: Sequence[Kernel], original: str | os.PathLike | ModelProto | None,
                    feeds: Mapping[str, np.ndarray] | None, soc: Soc, default_dim: int = 4,
                    progress: Callable[..., None] | None = None
@@ -377,13 +420,30 @@ def verify_kernels(kernels: Sequence[Kernel], original: str | os.PathLike | Mode
             shape = _bound_shape(inst, dim, isinstance(k.ir, MatmulKernel))
             for j, dtype in enumerate(k.ir.dtypes):
                 label = "random" if dim == default_dim else f"dims={dim}"
+                tiling = None
                 if id(k) in big:
                     m, kk, n = _matmul_dims(k, shape)
-                    inputs = matmul_inputs(k, dtype, shape[:-1], np.random.default_rng(0), _reduced(kk), _reduced(n))
-                    label += f" K={_reduced(kk)} N={_reduced(n)}"
+                    if cann_tiling.source_root() is not None:  # CANN's choice at the real size, cut down
+                        got = cann_tiling.cann_tilings(k.ir, k.files, soc, dtype, [(m, n, kk)])[0]
+                        if isinstance(got, int):
+                            checks.append(KernelCheck(k.op.op_type, label, shape, IO_TYPES[dtype][0], float("inf"),
+                                                      float("inf"), 0, 0, False, f"{k.op.op_type} on {soc.name}: "
+                                                      f"tiling: the host tiling refused M={m} K={kk} N={n} under "
+                                                      f"CANN's Matmul tiling, reason {got}", tiling="CANN"))
+                            continue
+                        tiling, m2, n2, k2 = reduced_tiling(got, m, n, kk, 2 if k.ir.split and not k.ir.trans_b else 1)
+                        lead = (1,) * (len(shape) - 2) + (m2,)
+                        inputs = matmul_inputs(k, dtype, lead, np.random.default_rng(0), k2, n2)
+                        label += f" M={m2} K={k2} N={n2} (CANN's tiling of M={m} K={kk} N={n}, cut)"
+                    else:
+                        inputs = matmul_inputs(k, dtype, shape[:-1], np.random.default_rng(0), _reduced(kk),
+                                               _reduced(n))
+                        label += f" K={_reduced(kk)} N={_reduced(n)}"
                 else:
                     inputs = random_inputs(k, dtype, shape, dim=dim)
-                c = check(k, inputs, soc, label)
+                c = check(k, inputs, soc, label, cube_tiling=tiling)
+                if tiling is not None:
+                    c = replace(c, tiling="CANN, cut")
                 checks.append(c)
                 if j == 0 and dim == default_dim:  # data movement on the first dtype column
                     moves.append(data_movement(k, inputs, c.gm_bytes, c.vec_elems, c.cube))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,12 @@ from onnx import TensorProto, helper, numpy_helper
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"
+#: The open CANN sources beside the repository (../shared/ascend): where present, every matmul kernel the tests
+#: emulate runs under the tiling CANN's own MultiCoreMatmulTiling computes (asc_onnx.emulator.cann_tiling);
+#: the tests' subprocesses inherit it.
+SHARED_ASCEND = ROOT.parent / "shared" / "ascend"
+if (SHARED_ASCEND / "asc-devkit" / "impl" / "adv_api" / "tiling" / "matmul").is_dir():
+    os.environ.setdefault("ASC_ONNX_CANN_SOURCE", str(SHARED_ASCEND))
 F32, F16 = TensorProto.FLOAT, TensorProto.FLOAT16
 
 

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import F16, F32, ROOT, model
+from conftest import F16, F32, model
 from onnx import helper, numpy_helper
 
 import asc_onnx
 from asc_onnx import FuseOptions
+from asc_onnx.emulator import cann_tiling
 from asc_onnx.emulator.harness import CUBE_FIELDS
 from asc_onnx.lower.matmul import MatmulKernel
 from asc_onnx.soc import get_soc
@@ -207,69 +208,17 @@ def test_gm_traffic_counts_the_tiling_and_beats_the_unfused_chain():
 
 # -- CANN's own tiling algorithm, built at test time from ../shared/ascend ------------------------------
 
-SHARED = ROOT.parent / "shared" / "ascend"
-CANN_SHIM = Path(__file__).resolve().parent / "cpp" / "cann_tiling"
+needs_cann = pytest.mark.skipif(cann_tiling.source_root() is None, reason="../shared/ascend is not present")
 
 
-@pytest.fixture(scope="module")
-def cann_tiling(tmp_path_factory):
-    """A program printing the TCubeTiling that CANN's MultiCoreMatmulTiling gives a generated tiling calc."""
-    if not (SHARED / "asc-devkit" / "impl" / "adv_api" / "tiling" / "matmul").is_dir():
-        pytest.skip("../shared/ascend is not present")
-    subprocess.run(["bash", str(SHARED / "check" / "check.sh"), str(CANN_SHIM / "empty.cpp")], check=True,
-                   capture_output=True)  # generates the kernel_tiling.h and include farm check.sh keeps
-    d = tmp_path_factory.mktemp("cann")
-    objs = []
-    for src in ("matmul_tiling.cpp", "matmul_tiling_base.cpp", "matmul_tiling_algorithm.cpp", "math_util.cpp",
-                "bmm_tiling.cpp"):
-        obj = d / (src + ".o")
-        subprocess.run(["g++", "-std=c++17", "-w", "-c", *_cann_flags(),
-                        str(SHARED / "asc-devkit" / "impl" / "adv_api" / "tiling" / "matmul" / src), "-o", str(obj)],
-                       check=True, capture_output=True)
-        objs.append(obj)
-    shim = d / "shim.o"
-    subprocess.run(["g++", "-std=c++17", "-w", "-c", *_cann_flags(), str(CANN_SHIM / "cann_shim.cpp"), "-o",
-                    str(shim)], check=True, capture_output=True)
-    return d, objs + [shim]
-
-
-def _cann_flags():
-    import os
-
-    gen = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "asc-onnx-check"
-    a, md = SHARED / "asc-devkit", SHARED / "metadef"
-    return ["-I", str(CANN_SHIM), "-I", str(SHARED / "check" / "stubs"), "-isystem", str(md / "inc" / "external"),
-            "-isystem", str(md / "inc"), "-isystem", str(a / "include" / "utils"), "-isystem", str(a / "include"),
-            "-isystem", str(a / "include" / "adv_api"), "-isystem", str(a), "-isystem", str(gen), "-isystem",
-            str(gen / "asc" / "include"), "-isystem", str(a / "impl"), "-DNO_OPERATOR_IMPL", "-D__NPU_ARCH__=2201"]
-
-
-def _cann_choice(cann_tiling, k, rows: int) -> dict[str, int]:
-    d, objs = cann_tiling
-    pkg = d / k.ir.snake
-    for rel, text in k.files.items():
-        (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
-        (pkg / rel).write_text(text)
-    main = pkg / "main.cpp"
-    main.write_text((CANN_SHIM / "print_tiling.cpp.in").read_text().replace("@CALC@", f"{k.ir.snake}_tiling_calc.h")
-                    .replace("@OP@", k.ir.op_type).replace("@FIELDS@", " ".join(
-                        f'std::cout << "{f} " << t.cubeTiling.{f} << "\\n";' for f in CUBE_FIELDS)))
-    exe = pkg / "print_tiling"
-    subprocess.run(["g++", "-std=c++17", "-w", *_cann_flags(), "-I", str(pkg / "op_host"), str(main), *map(str, objs),
-                    "-o", str(exe)], check=True, capture_output=True)
-    wshape = k.op.instances[0].input_shapes[k.ir.gemms[0].weight]
-    n = (wshape[0] if k.ir.trans_b else wshape[1]) // (2 if k.ir.split else 1)
-    out = subprocess.run([str(exe), str(rows), str(n), str(K)], capture_output=True, text=True, check=True).stdout
-    return {key: int(v) for key, v in (line.split() for line in out.splitlines())}
-
-
+@needs_cann
 @pytest.mark.parametrize("case", ["swiglu", "silu_bias", "gelu_tanh", "silu_gemm_transB"])
-def test_kernels_under_the_tiling_cann_picks(cann_tiling, case):
+def test_kernels_under_the_tiling_cann_picks(case):
     k = _kernel(CASES[case](F32, N))
     for rows in (1, 7, 128, 1000):
-        t = _cann_choice(cann_tiling, k, rows)
-        c = _run(k, rows, cube_tiling=t)
-        assert c.ok, (rows, t, c.error, c.max_abs)
+        t = cann_tiling.cann_tilings(k.ir, k.files, get_soc("Ascend910B"), F32, [(rows, N, K)])[0]
+        c = _run(k, rows)  # the check asks CANN's tiling itself
+        assert c.ok and c.tiling == "CANN", (rows, t, c.error, c.max_abs)
         assert c.cube["baseK"] == t["baseK"] and c.cube["depthA1"] == t["depthA1"]
 
 

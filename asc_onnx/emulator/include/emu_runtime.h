@@ -132,6 +132,7 @@ struct PendingC {
     const uint8_t* base;
     size_t bytes;
     std::string what;
+    uint64_t mte3Seq = 0;  // > 0: written by this core's MTE3 (310P Matmul C), ordered once MTE2 knows MTE3 this far
 };
 
 // Cube-side counters of Matmul objects (lib/matmul_intf.h), summed over blocks.
@@ -321,13 +322,26 @@ inline void NoDirtyLines(const void* p, size_t bytes, const char* what) {
 }
 
 // A read of global memory the cube core may still be writing (an IterateAll<false> not waited for).
+// A read of bytes this core's MTE3 wrote for a 310P Matmul, with no MTE3 -> MTE2 ordering since.
 inline void NotPending(const void* p, size_t bytes, const char* what) {
     auto* a = static_cast<const uint8_t*>(p);
-    for (const auto& pc : St().pipes.pending) {
-        if (a < pc.base + pc.bytes && pc.base < a + bytes)
+    auto& pending = St().pipes.pending;
+    for (size_t i = 0; i < pending.size();) {
+        const PendingC& pc = pending[i];
+        if (pc.mte3Seq > 0 && St().pipes.known[PMTE2].c[PMTE3] >= pc.mte3Seq) {  // ordered since: forget it
+            pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
+            continue;
+        }
+        if (a < pc.base + pc.bytes && pc.base < a + bytes) {
+            if (pc.mte3Seq > 0)
+                Fail(std::string("pipe race (read after write) on global memory: ") + what + " reads bytes that " +
+                     pc.what + " wrote through MTE3, with nothing ordering MTE2 after it (SetFlag/WaitFlag<HardEvent::"
+                     "MTE3_MTE2>, which the 310P IterateAll inserts itself after every block)");
             Fail(std::string(what) + " reads global memory that " + pc.what +
                  " may still be writing on the cube core: wait for it first (WaitIterateAll, or "
                  "CrossCoreWaitFlag on the cube's flag)");
+        }
+        ++i;
     }
 }
 

@@ -15,6 +15,8 @@ struct EmuSlot {
     EmuSlotState state = EmuSlotState::FREE;
     asc_emu::Clock enqueued;  // producer pipe's work when it was EnQue'd
     asc_emu::Clock freed;     // consumer pipe's work when it was freed
+    int8_t enqId = -1;        // event ID its EnQue's flag holds until DeQue
+    int8_t freeId = -1;       // event ID its FreeTensor's flag holds until the next AllocTensor
 };
 
 // Buffers of all queues at one position share QUE_MAX_EVENT event IDs (impl/basic_api/kernel_macros.h: 8 on
@@ -32,6 +34,20 @@ constexpr int Consumer(TPosition p) {
 }
 }  // namespace emu_que
 
+class TPipe;
+namespace emu_evt_pool {
+// Event IDs a queue takes from its pipe (defined after TPipe).
+int8_t Alloc(int event, const char* what);
+void Release(int event, int8_t id);
+}  // namespace emu_evt_pool
+
+namespace emu_que {
+// The HardEvent of a queue's EnQue (producer -> consumer) and of its FreeTensor (consumer -> producer), as
+// indices of HardEvent; -1 where producer and consumer are one pipe (VECCALC) and no flag is set.
+constexpr int EnQueEvent(TPosition p) { return p == TPosition::VECIN ? 0 : p == TPosition::VECOUT ? 3 : -1; }
+constexpr int FreeEvent(TPosition p) { return p == TPosition::VECIN ? 1 : p == TPosition::VECOUT ? 2 : -1; }
+}  // namespace emu_que
+
 template <TPosition POS, int32_t DEPTH>
 class TQue {
 public:
@@ -45,6 +61,8 @@ public:
             if (s.state == EmuSlotState::FREE) {
                 s.state = EmuSlotState::ALLOCATED;
                 asc_emu::Join(emu_que::Producer(POS), s.freed);  // WaitFlag on the free event
+                if (s.freeId >= 0) emu_evt_pool::Release(emu_que::FreeEvent(POS), s.freeId);  // ... and its ID back
+                s.freeId = -1;
                 return LocalTensor<T>(reinterpret_cast<T*>(s.ptr), s.bytes / sizeof(T), &s);
             }
         }
@@ -61,6 +79,7 @@ public:
             asc_emu::Fail("TQue::EnQue: queue depth " + std::to_string(DEPTH) + " exceeded");
         s->state = EmuSlotState::ENQUEUED;
         s->enqueued = asc_emu::Snapshot(emu_que::Producer(POS));  // SetFlag producer -> consumer
+        if (emu_que::EnQueEvent(POS) >= 0) s->enqId = emu_evt_pool::Alloc(emu_que::EnQueEvent(POS), "TQue::EnQue");
         fifo_.push_back(s);
     }
     template <typename T>
@@ -70,6 +89,8 @@ public:
         fifo_.pop_front();
         s->state = EmuSlotState::DEQUEUED;
         asc_emu::Join(emu_que::Consumer(POS), s->enqueued);  // WaitFlag producer -> consumer
+        if (s->enqId >= 0) emu_evt_pool::Release(emu_que::EnQueEvent(POS), s->enqId);
+        s->enqId = -1;
         return LocalTensor<T>(reinterpret_cast<T*>(s->ptr), s->bytes / sizeof(T), s);
     }
     template <typename T>
@@ -79,6 +100,8 @@ public:
         if (s->state == EmuSlotState::ENQUEUED) asc_emu::Fail("TQue::FreeTensor of a tensor still in the queue");
         s->state = EmuSlotState::FREE;
         s->freed = asc_emu::Snapshot(emu_que::Consumer(POS));  // SetFlag consumer -> producer
+        // The free flag holds an event ID until the buffer is allocated again (kernel_tquebind_impl.h).
+        if (emu_que::FreeEvent(POS) >= 0) s->freeId = emu_evt_pool::Alloc(emu_que::FreeEvent(POS), "TQue::FreeTensor");
     }
     std::vector<EmuSlot>& Slots() { return slots_; }
 
@@ -189,17 +212,53 @@ public:
         Take(buf.Slot(), len);
     }
     static constexpr int QBUF_MAX_LEN = 64;  // buffers one TPipe can hand out (kernel_macros.h)
-    // The lowest free event ID, not taken (kernel_tpipe_impl.h): two fetches without an AllocEventID give
-    // the same ID, so two outstanding flags on one event collide here as they would on the chip.
-    __aicore__ inline TEventID FetchEventID(HardEvent e) {
-        (void)e;
-        return 0;
+    // Event IDs: QUE_MAX_EVENT per HardEvent (eventPool_ in kernel_tpipe_impl.h). FetchEventID gives the lowest
+    // free ID without taking it (two fetches without an AllocEventID give the same ID); with all taken it gives
+    // QUE_MAX_EVENT, an ID the flag hardware does not have: a fault. Queues hold IDs between EnQue and DeQue and
+    // between FreeTensor and the next AllocTensor.
+    __aicore__ inline TEventID FetchEventID(HardEvent e, asc_emu::Loc loc = ASC_EMU_HERE) {
+        const int id = Lowest(static_cast<int>(e));
+        if (id >= QUE_MAX_EVENT) Exhausted(static_cast<int>(e), "FetchEventID", loc);
+        return static_cast<TEventID>(id);
     }
     template <HardEvent E>
-    __aicore__ inline TEventID FetchEventID() {
-        return FetchEventID(E);
+    __aicore__ inline TEventID FetchEventID(asc_emu::Loc loc = ASC_EMU_HERE) {
+        return FetchEventID(E, loc);
     }
+    template <HardEvent E>
+    __aicore__ inline TEventID AllocEventID(asc_emu::Loc loc = ASC_EMU_HERE) {
+        return TakeEvent(static_cast<int>(E), "AllocEventID", loc);
+    }
+    template <HardEvent E>
+    __aicore__ inline void ReleaseEventID(TEventID id, asc_emu::Loc loc = ASC_EMU_HERE) {
+        if (id < 0 || id >= QUE_MAX_EVENT || !(occupied_[static_cast<int>(E)] & (1u << id)))
+            asc_emu::Fail("TPipe::ReleaseEventID<" + std::string(emu_evt::Name(E)) + ">(" + std::to_string(id) +
+                          ") at " + loc.Str() + ": that ID is not allocated");
+        occupied_[static_cast<int>(E)] &= ~(1u << id);
+    }
+    TEventID TakeEvent(int e, const char* what, asc_emu::Loc loc) {
+        const int id = Lowest(e);
+        if (id >= QUE_MAX_EVENT) Exhausted(e, what, loc);
+        occupied_[e] |= 1u << id;
+        return static_cast<TEventID>(id);
+    }
+    void GiveEvent(int e, TEventID id) { occupied_[e] &= ~(1u << id); }
     __aicore__ inline void Destroy() {}
+    // 310P: UB a Matmul reserves when it is registered (Init -> InitShareBufStart/End, kernel_tpipe_base.h), below
+    // every buffer the kernel initialises afterwards; the objects of one REGIST_MATMUL_OBJ share it.
+    void EmuReserveShared(uint32_t bytes) {
+        const uint32_t padded = (bytes + 31u) / 32u * 32u;
+        if (padded <= shared_) return;
+        used_ += padded - shared_;
+        shared_ = padded;
+        if (used_ > asc_emu::St().soc.ubBytes)
+            asc_emu::Fail("unified buffer overflow on " + asc_emu::St().soc.name + ": the Matmul reserves " +
+                          std::to_string(shared_) + " bytes (the tiling's shareUbSize), " +
+                          std::to_string(asc_emu::St().soc.ubBytes) + " available");
+        asc_emu::St().ubUsed = used_;
+        if (used_ > asc_emu::St().ubPeak) asc_emu::St().ubPeak = used_;
+    }
+    bool EmuHasBuffers() const { return buffers_ > 0; }
 
 private:
     void Take(EmuSlot& s, uint32_t len) {
@@ -217,7 +276,21 @@ private:
         asc_emu::St().ubUsed = used_;
         if (used_ > asc_emu::St().ubPeak) asc_emu::St().ubPeak = used_;
     }
+    int Lowest(int e) const {
+        int id = 0;
+        while (id < QUE_MAX_EVENT && (occupied_[e] & (1u << id))) ++id;
+        return id;
+    }
+    [[noreturn]] void Exhausted(int e, const char* what, const asc_emu::Loc& loc) const {
+        asc_emu::Fail(std::string("TPipe::") + what + "(" + emu_evt::Name(static_cast<HardEvent>(e)) + ") at " +
+                      loc.Str() + ": all " + std::to_string(QUE_MAX_EVENT) + " event IDs of " +
+                      emu_evt::Name(static_cast<HardEvent>(e)) + " are held (queue buffers keep one from FreeTensor "
+                      "to their next AllocTensor, and from EnQue to DeQue), so the ID would be " +
+                      std::to_string(QUE_MAX_EVENT) + ", which the flag hardware does not have");
+    }
     uint32_t used_ = 0;
+    uint32_t shared_ = 0;          // UB the registered Matmul objects reserved (310P)
+    uint32_t occupied_[12] = {0};  // per HardEvent, a bit per taken ID
     int32_t buffers_ = 0;
     int32_t queBuffers_[16] = {0};
 };
@@ -228,3 +301,16 @@ __aicore__ inline TPipe* GetTPipePtr() { return emu_ub::CurrentPipe(); }
 
 // Global as well, as CANN declares it (kernel_tpipe_impl.h).
 __aicore__ inline AscendC::TPipe* GetTPipePtr() { return AscendC::emu_ub::CurrentPipe(); }
+
+namespace AscendC {
+namespace emu_evt_pool {
+inline int8_t Alloc(int event, const char* what) {
+    TPipe* p = emu_ub::CurrentPipe();
+    if (p == nullptr) asc_emu::Fail(std::string(what) + " without a TPipe");
+    return p->TakeEvent(event, what, asc_emu::Loc("(queue)", 0));
+}
+inline void Release(int event, int8_t id) {
+    if (TPipe* p = emu_ub::CurrentPipe()) p->GiveEvent(event, id);
+}
+}  // namespace emu_evt_pool
+}  // namespace AscendC

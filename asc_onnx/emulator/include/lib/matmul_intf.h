@@ -28,6 +28,7 @@
 
 #include "kernel_operator.h"
 #include "kernel_tiling/kernel_tiling.h"
+#include "matmul_rules.h"
 
 enum class CubeFormat { ND = 0, NZ, ZN, ZZ, NN, ND_ALIGN, SCALAR, VECTOR };
 enum class LayoutMode { NONE = 0, BSNGD, SBNGD, BNGS1S2, NORMAL };
@@ -126,8 +127,17 @@ public:
             bad("MDL: depthA1 (depthB1) must be a multiple of stepM*stepKa (stepN*stepKb)");
         if (c.iterateOrder != 0 && c.iterateOrder != 1) bad("iterateOrder must be 0 (ORDER_M) or 1 (ORDER_N)");
 #if __NPU_ARCH__ == 2002
-        // 310P transforms ND tiles in UB scratch of transLength bytes (matmul_shape_tiling.h).
+        // 310P transforms ND tiles in UB scratch of transLength bytes (matmul_shape_tiling.h), sized by the host
+        // tiling for one configuration and set of types: a tiling made for MDL (CANN's default mmConfigType 1,
+        // A and B tiles of stepKa x stepM base tiles) or for another C type does not fit a NORM Matmul of these types.
         if (c.transLength <= 0) bad("transLength must be positive on 310P (the ND -> NZ scratch in UB)");
+        const int64_t norm = asc_emu::TransLength310P(c, Types(), false);
+        if (c.transLength != norm)
+            bad("transLength is " + std::to_string(c.transLength) + " bytes where this NORM Matmul of its types needs " +
+                std::to_string(norm) + (c.transLength == asc_emu::TransLength310P(c, Types(), true)
+                                            ? ": the tiling was computed for MDL (CANN's default mmConfigType 1); the "
+                                              "host must call SetMatmulConfigParams(0) for a CFG_NORM Matmul"
+                                            : ": the host tiling was computed for other types (SetA/B/C/BiasType)"));
 #endif
         // L0A/L0B are double-buffered only when both are (tbuf_pool_l0_base.h).
         const uint64_t dbAB = c.dbL0A == 2 && c.dbL0B == 2 ? 2 : 1, dbC = c.dbL0C == 2 ? 2 : 1;
@@ -170,8 +180,16 @@ public:
         hasB_ = true;
         NewRound();
     }
-    __aicore__ inline void SetBias(const GlobalTensor<BiasT>& gm) {
+    __aicore__ inline void SetBias(const GlobalTensor<BiasT>& gm, asc_emu::Loc loc = ASC_EMU_HERE) {
         Need("SetBias");
+#if __NPU_ARCH__ == 2002
+        // 310P broadcasts the bias from UB into the fp32 L0C with BroadCastVecToMM, whose source and destination
+        // types must match (dav_m200/kernel_operator_mm_impl.h): the bias must be float (API table: 310P bias
+        // float/int32_t).
+        if (!std::is_same_v<BiasT, float>)
+            asc_emu::Fail("Matmul::SetBias at " + loc.Str() + " on 310P with a " + asc_emu::TypeName<BiasT>() +
+                          " bias: the 310P cube takes the bias into its fp32 L0C only as float (BroadCastVecToMM)");
+#endif
         if (!tiling_.isBias) asc_emu::Fail("Matmul::SetBias with a tiling made without EnableBias(true)");
         bias_ = gm;
         hasBias_ = true;
@@ -196,10 +214,11 @@ public:
 #if __NPU_ARCH__ == 2002
     __aicore__ inline void SetLocalWorkspace(const LocalTensor<uint8_t>& tmp) {
         Need("SetLocalWorkspace");
-        const uint32_t need = std::max<uint32_t>(tiling_.transLength, tiling_.baseM * tiling_.baseN * sizeof(float));
-        if (tmp.GetSize() < need)
+        const int64_t need = asc_emu::LocalWorkspace310P(tiling_);
+        if (static_cast<int64_t>(tmp.GetSize()) < need)
             asc_emu::Fail("Matmul::SetLocalWorkspace: " + std::to_string(tmp.GetSize()) + " bytes, the tiling's UB "
-                          "scratch (transLength, or a C block staged through UB) needs " + std::to_string(need));
+                          "scratch needs " + std::to_string(need) + " (MatmulGetTmpBufSize: max(shareUbSize, 2 x "
+                          "transLength))");
         localWs_ = true;
     }
 #endif
@@ -230,6 +249,18 @@ public:
         static_assert(sync, "GetTensorC<false> is not emulated");
         TakeC("GetTensorC", enAtomic, loc);
         WriteBlockGm(gm, enSequentialWrite, loc);
+#if __NPU_ARCH__ == 2002
+        // 310P: the AI Core's own MTE3 writes the block (CopyLocal2GMNZ2NDOnTheFly, ending with an MTE3 -> V wait);
+        // an MTE2 read of it needs MTE3 -> MTE2 ordering, which only IterateAll inserts by itself.
+        auto& ps = asc_emu::St().pipes;
+        asc_emu::Issue(asc_emu::PMTE3, "Matmul::GetTensorC", loc);
+        ps.known[asc_emu::PMTE3].c[asc_emu::PMTE3] = ps.seq[asc_emu::PMTE3];
+        asc_emu::Join(asc_emu::PV, asc_emu::Snapshot(asc_emu::PMTE3));
+        const uint64_t stride = enSequentialWrite ? blockW_ : tiling_.N;
+        const CT* p = gm.GetPhyAddr() + (enSequentialWrite ? 0 : BlockOffset());
+        ps.pending.push_back({reinterpret_cast<const uint8_t*>(p), ((blockH_ - 1) * stride + blockW_) * sizeof(CT),
+                              "Matmul::GetTensorC at " + loc.Str(), ps.seq[asc_emu::PMTE3]});
+#endif
     }
     template <bool sync = true>
     __aicore__ inline void GetTensorC(const LocalTensor<CT>& ub, uint8_t enAtomic = 0, bool enSequentialWrite = false,
@@ -259,6 +290,8 @@ public:
 
     // All of the region into gm (N columns); asynchronous: unreadable until WaitIterateAll.
     // waitIterateAll: the cube core notifies the vector core when done (needed for a later WaitIterateAll).
+    // 310P (MatmulImpl, matmul_impl.h v200): a synchronous loop of Iterate + GetTensorC(gm, enAtomic), so every
+    // block lands at its place in C with row pitch N; enSequentialWrite and the async form are accepted and ignored.
     template <bool sync = true>
     __aicore__ inline void IterateAll(const GlobalTensor<CT>& gm, uint8_t enAtomic = 0, bool enSequentialWrite = false,
                                       bool waitIterateAll = false, bool fakeMsg = false, asc_emu::Loc loc = ASC_EMU_HERE) {
@@ -267,9 +300,23 @@ public:
         if (enAtomic) asc_emu::Fail("Matmul::IterateAll: atomic accumulation is not emulated");
         Start(loc);
         if (next_ != 0 || haveC_) asc_emu::Fail("Matmul::IterateAll at " + loc.Str() + " in the middle of an Iterate loop");
+#if __NPU_ARCH__ == 2002
+        enSequentialWrite = false;  // ignored: every block at its place, row pitch N (GetTensorC(gm, enAtomic))
+        constexpr bool async = false;
+        (void)waitIterateAll;
+        {  // the MTE3 writes, and the MTE3 -> MTE2 and MTE3 -> V waits IterateAll inserts after each block
+            auto& ps = asc_emu::St().pipes;
+            asc_emu::Issue(asc_emu::PMTE3, "Matmul::IterateAll", loc);
+            ps.known[asc_emu::PMTE3].c[asc_emu::PMTE3] = ps.seq[asc_emu::PMTE3];
+            asc_emu::Join(asc_emu::PV, asc_emu::Snapshot(asc_emu::PMTE3));
+            asc_emu::Join(asc_emu::PMTE2, asc_emu::Snapshot(asc_emu::PMTE3));
+        }
+#else
+        constexpr bool async = !sync;
         if (enSequentialWrite && order_.size() != 1)
             asc_emu::Fail("Matmul::IterateAll at " + loc.Str() + ": enSequentialWrite is emulated for a one-block region "
                           "only (SetTail within baseM x baseN)");
+#endif
         const uint8_t* lo = nullptr;
         const uint8_t* hi = nullptr;
         for (const auto& blk : order_) {
@@ -287,13 +334,17 @@ public:
         // The cube core ends the object after an IterateAll (matmul_server_impl_c220.h): another may follow.
         started_ = false;
         if (asc_emu::St().pipes.activeMatmul == this) asc_emu::St().pipes.activeMatmul = nullptr;
-        if (!sync) {
+        if (async) {
             asc_emu::St().pipes.pending.push_back({lo, static_cast<size_t>(hi - lo), "Matmul::IterateAll<false> at " + loc.Str()});
             waitAll_ = true;
             notify_ = waitIterateAll;
         }
     }
     __aicore__ inline void WaitIterateAll(asc_emu::Loc loc = ASC_EMU_HERE) {
+#if __NPU_ARCH__ == 2002
+        (void)loc;
+        return;  // v200: IterateAll returned with C written
+#endif
         if (!waitAll_) asc_emu::Fail("Matmul::WaitIterateAll at " + loc.Str() + " without an IterateAll<false>");
         if (!notify_)
             asc_emu::Fail("Matmul::WaitIterateAll at " + loc.Str() + " after an IterateAll<false> without waitIterateAll "
@@ -313,6 +364,10 @@ public:
         if (asc_emu::St().pipes.activeMatmul == this) asc_emu::St().pipes.activeMatmul = nullptr;
     }
     bool EmuEnded() const { return ended_ || !registered_; }
+
+    asc_emu::MatmulTypes Types() const {
+        return {sizeof(AT), sizeof(BT), sizeof(CT), sizeof(BiasT), B_TYPE::isTrans};
+    }
 
 private:
     struct Blk {
@@ -506,11 +561,14 @@ template <class MM, class... Rest>
 void Register(std::vector<bool*>& quit, TPipe* pipe, GM_ADDR ws, asc_emu::Loc loc, MM& mm,
               const tiling::TCubeTiling* t, Rest&&... rest) {
     if (pipe == nullptr) asc_emu::Fail("REGIST_MATMUL_OBJ at " + loc.Str() + " without a TPipe");
-    if (asc_emu::St().ubUsed != 0)
+    if (pipe->EmuHasBuffers())
         asc_emu::Fail("REGIST_MATMUL_OBJ at " + loc.Str() + " after TPipe::InitBuffer: register the Matmul objects "
                       "before any other use of the pipe (REGIST_MATMUL_OBJ.md)");
     if (ws == nullptr) asc_emu::Fail("REGIST_MATMUL_OBJ at " + loc.Str() + " without the system workspace");
     mm.EmuInit(t, loc);
+#if __NPU_ARCH__ == 2002
+    pipe->EmuReserveShared(static_cast<uint32_t>(std::max(0, t->shareUbSize)));  // Matmul::Init on 310P
+#endif
     quit.push_back(&mm.quit_);
     Register(quit, pipe, ws, loc, rest...);
 }

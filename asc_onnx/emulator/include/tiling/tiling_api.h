@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "kernel_tiling/kernel_tiling.h"
+#include "matmul_rules.h"
 
 namespace platform_ascendc {
 enum class SocVersion { ASCEND910B, ASCEND310P, RESERVED_VERSION };
@@ -46,6 +47,9 @@ public:
     int32_t SetOrgShape(int32_t m, int32_t n, int32_t k) { orgM_ = m; orgN_ = n; orgK_ = k; return 0; }
     int32_t SetOrgShape(int32_t m, int32_t n, int32_t ka, int32_t kb) { return ka == kb ? SetOrgShape(m, n, ka) : -1; }
     int32_t EnableBias(bool b = false) { bias_ = b; return 0; }
+    // 0: NORM, 1: MDL (CANN's default, matmul_tiling_base.h): on 310P an MDL tiling sizes the UB transform scratch
+    // (transLength) for stepKa x stepM A tiles, which a NORM Matmul rejects.
+    void SetMatmulConfigParams(int32_t mmConfigType = 1, bool = false) { mmConfigType_ = mmConfigType; }
     int32_t SetBias(bool b = false) { return EnableBias(b); }
     int32_t SetFixSplit(int32_t bm = -1, int32_t bn = -1, int32_t bk = -1) { fixM_ = bm; fixN_ = bn; fixK_ = bk; return 0; }
     int32_t SetBufferSpace(int32_t l1 = -1, int32_t l0c = -1, int32_t ub = -1, int32_t bt = -1) {
@@ -192,10 +196,14 @@ public:
         t.dbL0C = dbC;
         t.shareL1Size = static_cast<int32_t>(depthA * aTile + depthB * bTile + biasBytes);
         t.shareL0CSize = static_cast<int32_t>(static_cast<uint64_t>(baseM) * baseN * 4 * dbC);
-        // UB scratch of the ND -> NZ transforms on 310P: the largest A, B or C tile (GetTransLength's role).
-        t.transLength = static_cast<int32_t>(std::max<int64_t>({static_cast<int64_t>(baseM) * baseK * in,
-                                                                  static_cast<int64_t>(baseK) * baseN * in,
-                                                                  static_cast<int64_t>(baseM) * baseN * 4}));
+        // 310P: UB the Matmul stages ND tiles through and reserves for itself (GetTransLength, GetUsedSize); none on 910B.
+        if (plat_.socVersion == platform_ascendc::SocVersion::ASCEND310P) {
+            const asc_emu::MatmulTypes types{static_cast<uint32_t>(in), static_cast<uint32_t>(Size(bType_)),
+                                             static_cast<uint32_t>(Size(cType_)), static_cast<uint32_t>(Size(biasType_)),
+                                             transB_};
+            t.transLength = static_cast<int32_t>(asc_emu::TransLength310P(t, types, mmConfigType_ == 1));
+            t.shareUbSize = static_cast<int32_t>(asc_emu::ShareUb310P(t, types));
+        }
         return 0;
     }
 
@@ -211,6 +219,6 @@ private:
     bool transA_ = false, transB_ = false, bias_ = false;
     int32_t dim_ = 1, m_ = 0, n_ = 0, k_ = 0, orgM_ = 0, orgN_ = 0, orgK_ = 0;
     int32_t fixM_ = -1, fixN_ = -1, fixK_ = -1, l1Limit_ = -1, l0cLimit_ = -1;
-    int32_t mDim_ = 1, nDim_ = 1;
+    int32_t mDim_ = 1, nDim_ = 1, mmConfigType_ = 1;
 };
 }  // namespace matmul_tiling

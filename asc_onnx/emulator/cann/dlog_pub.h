@@ -1,4 +1,4 @@
-// Test-only stand-in for CANN's logging header (not public): the log levels host_log.h names.
+// Stand-in for CANN's logging header (not public): the log levels host_log.h names.
 #pragma once
 #include <cstdint>
 #define DLOG_DEBUG 0

@@ -1,11 +1,11 @@
-// Test-only definitions CANN's Matmul tiling sources link against, which live in libraries that are not
+// Definitions CANN's open Matmul tiling sources link against, which live in libraries that are not
 // public (logging, platform queries, TilingDef): quiet logging, no platform state. Our code.
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
-#include "../../../../shared/ascend/asc-devkit/impl/adv_api/detail/host_log.h"
+#include "impl/adv_api/detail/host_log.h"
 #include "register/tilingdata_base.h"
 #include "securec.h"
 #include "tiling/platform/platform_ascendc.h"

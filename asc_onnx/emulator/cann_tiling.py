@@ -1,0 +1,170 @@
+"""CANN's own Matmul tiling in the proof: the TCubeTiling that the open ``MultiCoreMatmulTiling``
+(``asc-devkit/impl/adv_api/tiling/matmul``) computes for a generated tiling calc, so that matmul kernels are
+emulated under the tiling the device's host code would hand them, not only under our own.
+
+Enabled by ``ASC_ONNX_CANN_SOURCE``: a folder laid out as the open CANN sources (``asc-devkit/``,
+``metadef/`` and the open-header checker ``check/check.sh``, as ``../shared/ascend`` beside this repository).
+Nothing of those sources is copied: their five tiling files are compiled from that folder into the cache once,
+with ``cann/cann_shim.cpp`` standing in for the libraries that are not public (logging, TilingDef); each
+generated calc is then linked into ``cann/tiling_main.cpp``, one program per calc that takes a list of shapes.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from ..errors import AscOnnxError
+from ..lower import IO_TYPES
+from ..lower.matmul import MatmulKernel
+from ..soc import Soc
+from .harness import cache_dir
+
+ENV = "ASC_ONNX_CANN_SOURCE"
+HERE = Path(__file__).resolve().parent / "cann"
+SOURCES = ("matmul_tiling.cpp", "matmul_tiling_base.cpp", "matmul_tiling_algorithm.cpp", "math_util.cpp",
+           "bmm_tiling.cpp")
+
+
+def source_root() -> Path | None:
+    """The open CANN sources named by ``ASC_ONNX_CANN_SOURCE``, or None when it is unset."""
+    root = os.environ.get(ENV)
+    if not root:
+        return None
+    r = Path(root).resolve()
+    for need in ("asc-devkit/impl/adv_api/tiling/matmul", "metadef/inc", "check/check.sh"):
+        if not (r / need).exists():
+            raise AscOnnxError(f"{ENV}={root}: {need} is missing (expected the open CANN sources' layout)")
+    return r
+
+
+def _flags(root: Path) -> list[str]:
+    gen = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "asc-onnx-check"
+    a, md = root / "asc-devkit", root / "metadef"
+    return ["-std=c++17", "-w", "-I", str(HERE), "-I", str(root / "check" / "stubs"),
+            "-isystem", str(md / "inc" / "external"), "-isystem", str(md / "inc"),
+            "-isystem", str(a / "include" / "utils"), "-isystem", str(a / "include"),
+            "-isystem", str(a / "include" / "adv_api"), "-isystem", str(a), "-isystem", str(gen),
+            "-isystem", str(gen / "asc" / "include"), "-isystem", str(a / "impl"), "-DNO_OPERATOR_IMPL",
+            "-D__NPU_ARCH__=2201"]
+
+
+def _digest(*parts: bytes) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(len(p).to_bytes(8, "little") + p)
+    return h.hexdigest()[:20]
+
+
+def _locked(path: Path):
+    path.mkdir(parents=True, exist_ok=True)
+    f = open(path.with_suffix(".lock"), "w")  # held until the build is done
+    fcntl.flock(f, fcntl.LOCK_EX)
+    return f
+
+
+def _run(cmd: list[str], what: str) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise AscOnnxError(f"building CANN's Matmul tiling ({what}) failed: {proc.stderr[-800:]}")
+
+
+def _objects(root: Path) -> list[Path]:
+    """CANN's tiling objects and the shim, built once per source digest."""
+    srcs = [root / "asc-devkit" / "impl" / "adv_api" / "tiling" / "matmul" / s for s in SOURCES]
+    key = _digest(*(p.read_bytes() for p in srcs), (HERE / "cann_shim.cpp").read_bytes(),
+                  " ".join(_flags(root)).encode())
+    d = cache_dir().parent / "cann-tiling" / key
+    objs = [d / (p.name + ".o") for p in srcs] + [d / "shim.o"]
+    if all(o.exists() for o in objs):
+        return objs
+    with _locked(d):
+        if all(o.exists() for o in objs):
+            return objs
+        # check.sh generates the kernel_tiling.h and include links the headers expect, once.
+        _run(["bash", str(root / "check" / "check.sh"), str(HERE / "empty.cpp")], "check.sh")
+        with tempfile.TemporaryDirectory(dir=d) as tmp:
+            for src, obj in zip([*srcs, HERE / "cann_shim.cpp"], objs):
+                _run(["g++", *_flags(root), "-c", str(src), "-o", os.path.join(tmp, obj.name)], src.name)
+            for obj in objs:
+                os.replace(os.path.join(tmp, obj.name), obj)
+    return objs
+
+
+def _program(root: Path, k: MatmulKernel, files: Mapping[str, str]) -> Path:
+    """The tiling program for one generated calc (cached by the calc's text)."""
+    calc, head = f"op_host/{k.snake}_tiling_calc.h", f"op_kernel/{k.snake}_tiling.h"
+    objs = _objects(root)
+    key = _digest(files[calc].encode(), files[head].encode(), (HERE / "tiling_main.cpp").read_bytes(),
+                  objs[0].parent.name.encode())
+    d = cache_dir().parent / "cann-tiling" / "calc" / key
+    exe = d / "tiling"
+    if exe.exists():
+        return exe
+    with _locked(d):
+        if exe.exists():
+            return exe
+        with tempfile.TemporaryDirectory(dir=d) as tmp:
+            for rel in (calc, head):
+                (Path(tmp) / rel).parent.mkdir(parents=True, exist_ok=True)
+                (Path(tmp) / rel).write_text(files[rel])
+            out = os.path.join(tmp, "tiling")
+            _run(["g++", *_flags(root), f'-DASC_CALC_HEADER="{Path(tmp) / calc}"',
+                  f"-DASC_COMPUTE_TILING={k.op_type}ComputeTiling", f"-DASC_TILING_DATA={k.op_type}TilingData",
+                  str(HERE / "tiling_main.cpp"), *map(str, objs), "-o", out], f"{k.op_type}'s tiling calc")
+            os.replace(out, exe)
+    return exe
+
+
+def platform_line(soc: Soc) -> str:
+    """The platform numbers CANN's tiling is given for ``soc``: coupled l1 l0a l0b l0c ub."""
+    coupled = int(soc.npu_arch == 2002)
+    return f"{coupled} {soc.l1_bytes} {soc.l0ab_bytes} {soc.l0ab_bytes} {soc.l0c_bytes} {soc.ub_bytes}"
+
+
+def cann_tilings(k: MatmulKernel, files: Mapping[str, str], soc: Soc, dtype: int,
+                 shapes: Sequence[tuple[int, int, int]], core_num: int | None = None
+                 ) -> list[dict[str, int] | int]:
+    """CANN's TCubeTiling for each (M, N, K), as ``<op>ComputeTiling`` fills it with CANN's
+    MultiCoreMatmulTiling (so with the generated calc's caps and corrections), or the calc's refusal code."""
+    root = source_root()
+    if root is None:
+        raise AscOnnxError(f"{ENV} is not set: CANN's Matmul tiling needs the open CANN sources")
+    exe = _program(root, k, files)
+    name, size = IO_TYPES[dtype][0], IO_TYPES[dtype][1]
+    lines = "".join(f"{m} {n} {kk} {size} {int(name == 'float')} {int(name == 'bfloat16_t')} "
+                    f"{core_num or soc.vector_cores} {platform_line(soc).split(' ', 1)[0]} "
+                    f"{platform_line(soc).split(' ', 1)[1]}\n" for m, n, kk in shapes)
+    proc = subprocess.run([str(exe)], input=lines, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise AscOnnxError(f"CANN's Matmul tiling for {k.op_type} crashed (exit {proc.returncode}): "
+                           f"{proc.stderr[-500:]}")
+    out: list[dict[str, int] | int] = []
+    for line in proc.stdout.splitlines():
+        words = line.split()
+        rc = int(words[1])
+        out.append(rc if rc else {words[i]: int(words[i + 1]) for i in range(2, len(words), 2)})
+    if len(out) != len(shapes):
+        raise AscOnnxError(f"CANN's Matmul tiling for {k.op_type} answered {len(out)} of {len(shapes)} shapes")
+    return out
+
+
+def for_inputs(ir: object, files: Mapping[str, str], soc: Soc, inputs: Sequence[object],
+               core_num: int | None = None) -> dict[str, int] | int | None:
+    """CANN's tiling for a matmul kernel run on ``inputs`` (x first, y's N from the weight), its refusal code, or
+    None where the kernel is not a matmul kernel or the open CANN sources are not at hand."""
+    if not isinstance(ir, MatmulKernel) or source_root() is None:
+        return None
+    from .harness import _output_shapes, onnx_type
+
+    x = inputs[0]
+    n = _output_shapes(ir, inputs)[0][-1]
+    m = 1
+    for d in x.shape[:-1]:
+        m *= int(d)
+    return cann_tilings(ir, files, soc, onnx_type(x), [(m, n, int(x.shape[-1]))], core_num)[0]
