@@ -96,12 +96,16 @@ def _objects(root: Path) -> list[Path]:
     return objs
 
 
-def _program(root: Path, k: MatmulKernel, files: Mapping[str, str]) -> Path:
-    """The tiling program for one generated calc (cached by the calc's text)."""
+def _program(root: Path | None, k: MatmulKernel, files: Mapping[str, str]) -> Path:
+    """The tiling program for one generated calc (cached by the calc's text): linked with CANN's tiling from
+    ``root``, or, with ``root`` None, compiled against the emulator's own ``tiling/tiling_api.h``."""
+    from . import INCLUDE_DIR
+
     calc, head = f"op_host/{k.snake}_tiling_calc.h", f"op_kernel/{k.snake}_tiling.h"
-    objs = _objects(root)
+    objs = _objects(root) if root is not None else []
+    flags = _flags(root) if root is not None else ["-std=c++17", "-w", "-I", str(INCLUDE_DIR)]
     key = _digest(files[calc].encode(), files[head].encode(), (HERE / "tiling_main.cpp").read_bytes(),
-                  objs[0].parent.name.encode())
+                  (objs[0].parent.name if objs else "own:" + _own_digest()).encode())
     d = cache_dir().parent / "cann-tiling" / "calc" / key
     exe = d / "tiling"
     if exe.exists():
@@ -114,11 +118,17 @@ def _program(root: Path, k: MatmulKernel, files: Mapping[str, str]) -> Path:
                 (Path(tmp) / rel).parent.mkdir(parents=True, exist_ok=True)
                 (Path(tmp) / rel).write_text(files[rel])
             out = os.path.join(tmp, "tiling")
-            _run(["g++", *_flags(root), f'-DASC_CALC_HEADER="{Path(tmp) / calc}"',
+            _run(["g++", *flags, f'-DASC_CALC_HEADER="{Path(tmp) / calc}"',
                   f"-DASC_COMPUTE_TILING={k.op_type}ComputeTiling", f"-DASC_TILING_DATA={k.op_type}TilingData",
                   str(HERE / "tiling_main.cpp"), *map(str, objs), "-o", out], f"{k.op_type}'s tiling calc")
             os.replace(out, exe)
     return exe
+
+
+def _own_digest() -> str:
+    from . import INCLUDE_DIR
+
+    return _digest(*(p.read_bytes() for p in sorted(INCLUDE_DIR.rglob("*.h"))))
 
 
 def platform_line(soc: Soc) -> str:
@@ -128,21 +138,21 @@ def platform_line(soc: Soc) -> str:
 
 
 def cann_tilings(k: MatmulKernel, files: Mapping[str, str], soc: Soc, dtype: int,
-                 shapes: Sequence[tuple[int, int, int]], core_num: int | None = None
+                 shapes: Sequence[tuple[int, int, int]], core_num: int | None = None, own: bool = False
                  ) -> list[dict[str, int] | int]:
     """CANN's TCubeTiling for each (M, N, K), as ``<op>ComputeTiling`` fills it with CANN's
-    MultiCoreMatmulTiling (so with the generated calc's caps and corrections), or the calc's refusal code."""
-    root = source_root()
-    if root is None:
+    MultiCoreMatmulTiling (so with the generated calc's caps and corrections), or the calc's refusal code;
+    ``own``: the same with the emulator's own MultiCoreMatmulTiling, for comparison."""
+    root = None if own else source_root()
+    if root is None and not own:
         raise AscOnnxError(f"{ENV} is not set: CANN's Matmul tiling needs the open CANN sources")
     exe = _program(root, k, files)
     name, size = IO_TYPES[dtype][0], IO_TYPES[dtype][1]
     lines = "".join(f"{m} {n} {kk} {size} {int(name == 'float')} {int(name == 'bfloat16_t')} "
-                    f"{core_num or soc.vector_cores} {platform_line(soc).split(' ', 1)[0]} "
-                    f"{platform_line(soc).split(' ', 1)[1]}\n" for m, n, kk in shapes)
+                    f"{core_num or soc.vector_cores} {platform_line(soc)}\n" for m, n, kk in shapes)
     proc = subprocess.run([str(exe)], input=lines, capture_output=True, text=True)
     if proc.returncode != 0:
-        raise AscOnnxError(f"CANN's Matmul tiling for {k.op_type} crashed (exit {proc.returncode}): "
+        raise AscOnnxError(f"the Matmul tiling of {k.op_type} crashed (exit {proc.returncode}): "
                            f"{proc.stderr[-500:]}")
     out: list[dict[str, int] | int] = []
     for line in proc.stdout.splitlines():
@@ -150,7 +160,7 @@ def cann_tilings(k: MatmulKernel, files: Mapping[str, str], soc: Soc, dtype: int
         rc = int(words[1])
         out.append(rc if rc else {words[i]: int(words[i + 1]) for i in range(2, len(words), 2)})
     if len(out) != len(shapes):
-        raise AscOnnxError(f"CANN's Matmul tiling for {k.op_type} answered {len(out)} of {len(shapes)} shapes")
+        raise AscOnnxError(f"the Matmul tiling of {k.op_type} answered {len(out)} of {len(shapes)} shapes")
     return out
 
 
