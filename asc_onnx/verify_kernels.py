@@ -460,6 +460,7 @@ def table(checks: Sequence[KernelCheck]) -> str:
             f"{'blocks':>6}  verdict"]
     for c in checks:
         verdict = "ok" if c.ok else ("FAULT " + (c.error or "")[:120] if c.error else "MISMATCH")
+        whose = f"  ({c.tiling} Matmul tiling)" if c.tiling else ""
         rows.append(f"{c.op_type[:28]:<28} {c.inputs:<9} {str(list(c.shape))[:20]:<20} {c.dtype:<6} "
-                    f"{c.max_abs:>11.3e} {c.gm_bytes:>10} {c.block_dim:>6}  {verdict}")
+                    f"{c.max_abs:>11.3e} {c.gm_bytes:>10} {c.block_dim:>6}  {verdict}{whose}")
     return "\n".join(rows)
