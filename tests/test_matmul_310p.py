@@ -64,7 +64,7 @@ def test_planted_soc_rules(planted, bad, soc):
 
 # -- generated kernels at real sizes on 310P, under CANN's tiling ----------------------------------------
 
-SHAPES = [(64, 512, 256), (16, 2000, 32), (128, 4864, 896), (512, 11008, 4096)]  # (M, N, K)
+SHAPES = [(64, 512, 256), (16, 2000, 32), (128, 4864, 896), (512, 11008, 4096), (256, 3072, 768)]  # (M, N, K)
 
 
 @needs_cann
