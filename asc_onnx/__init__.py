@@ -14,9 +14,15 @@ install its signal handlers before onnx and onnxruntime load (a Ctrl-C at start-
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Any
 
 __version__ = "0.1.0"
+
+# onnxruntime 1.32 records telemetry when it loads: a session file (.ses) in TMPDIR and a database under
+# ~/.cache/Microsoft. A run of asc-onnx writes nothing outside its output folder and its own cache, so it asks
+# onnxruntime not to (set ORT_DISABLE_TELEMETRY=0 to let it); this must happen before onnxruntime loads.
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 _WHERE = {
     "fuse": "api", "inspect": "api", "validate": "api", "validate_kernels": "api", "FuseResult": "api",

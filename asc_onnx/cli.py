@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -296,6 +297,12 @@ COMMANDS = {"fuse": _cmd_fuse, "validate": _cmd_validate, "inspect": _cmd_inspec
             "emulate": _cmd_emulate, "build": _cmd_build, "convert": _cmd_convert}
 
 
+def _stopped() -> int:
+    """The one line and exit code of a run a signal stopped: 130 for SIGINT, 143 for SIGTERM."""
+    print("asc-onnx: interrupted" if STOPPING_SIGNAL[0] == signal.SIGINT else "asc-onnx: terminated", file=sys.stderr)
+    return 128 + STOPPING_SIGNAL[0]
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` and run the command; every failure is one line on stderr and an exit code."""
     a = parser().parse_args(argv)
@@ -303,8 +310,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         return COMMANDS[a.cmd](a)
     except AscOnnxError as exc:
         if STOPPING_SIGNAL[0]:  # a wrapper of ours turned the interrupted import into an error message
-            print("asc-onnx: terminated", file=sys.stderr)
-            return 128 + STOPPING_SIGNAL[0]
+            return _stopped()
         print(f"asc-onnx: error: {exc}", file=sys.stderr)
         return 2
     except subprocess.CalledProcessError as exc:
@@ -319,9 +325,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         print(f"asc-onnx: error: cannot access{where}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     except Exception as exc:  # noqa: BLE001 - one line for users, the traceback with -v
-        if STOPPING_SIGNAL[0]:  # SIGTERM inside an import arrives as ImportError("initialization failed")
-            print("asc-onnx: terminated", file=sys.stderr)
-            return 128 + STOPPING_SIGNAL[0]
+        if STOPPING_SIGNAL[0]:  # a signal inside an import arrives as ImportError("initialization failed")
+            return _stopped()
         if a.verbose:
             raise
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""

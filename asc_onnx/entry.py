@@ -20,9 +20,16 @@ def _on_sigterm(signum: int, frame: object) -> None:
     raise Terminated()
 
 
+def _on_sigint(signum: int, frame: object) -> None:
+    # Recorded as well: a Ctrl-C inside an import arrives as ImportError("initialization failed").
+    STOPPING_SIGNAL[0] = signum
+    raise KeyboardInterrupt()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``asc-onnx`` console script."""
     signal.signal(signal.SIGTERM, _on_sigterm)
+    signal.signal(signal.SIGINT, _on_sigint)
     try:
         from .cli import run
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+
 
 class AscOnnxError(Exception):
     """Bad input or an impossible request. ``str(err)`` is the whole message a user needs."""
@@ -25,4 +27,4 @@ def stop_if_signalled() -> None:
     """Raise :class:`Terminated` if a SIGTERM arrived: called between stages and before the output folder is
     swapped in, so a signal whose first exception was lost still stops the run and leaves nothing behind."""
     if STOPPING_SIGNAL[0]:
-        raise Terminated()
+        raise KeyboardInterrupt() if STOPPING_SIGNAL[0] == signal.SIGINT else Terminated()

@@ -148,12 +148,19 @@ def _symbolic_in_process(model: ModelProto) -> ModelProto | None:
     except ImportError:  # sympy missing: onnx's own inference alone
         return None
     logging.getLogger("onnxruntime.tools.symbolic_shape_infer").setLevel(logging.CRITICAL)
+    # Where it gives up, onnxruntime saves a debugging copy of the model, weights included, as
+    # sym_shape_infer_temp.onnx and <uuid>.data files in the working directory: nothing of a run may land
+    # there, so its onnx.save_model does nothing while it runs (this process is single-threaded here).
+    save = onnx.save_model
+    onnx.save_model = lambda *args, **kwargs: None
     try:
         with contextlib.redirect_stdout(sys.stderr):
             return SymbolicShapeInference.infer_shapes(model, int_max=2**31 - 1, auto_merge=True,
                                                        guess_output_rank=False, verbose=0)
     except Exception:  # noqa: BLE001 - an op it does not know: keep onnx's shapes
         return None
+    finally:
+        onnx.save_model = save
 
 
 def _symbolic(model: ModelProto, seconds: float = SYMBOLIC_SECONDS) -> ModelProto | None:

@@ -7,8 +7,10 @@ failed or interrupted run leaves nothing half-written. The rules that keep a use
   current folder or one of its parents (it is renamed away when replaced);
 - an existing folder is replaced only with ``force``, and only if asc-onnx wrote it (it holds
   :data:`MARKER`); an empty folder is used as if it did not exist;
-- a lock beside it (``.NAME.asc-onnx.lock``, an ``flock`` the kernel drops when the process dies) is
-  held over the whole run, so a second run into the same folder fails at once instead of racing the first;
+- a lock (an ``flock`` the kernel drops when the process dies) on a file in the cache folder named by a hash
+  of the output's real path is held over the whole run, so a second run into the same folder fails at once
+  instead of racing the first; nothing is left beside the output (the lock files stay in the cache, never
+  deleted: deleting a lock file races with the next taker);
 - the temporary sibling is removed on any exception, including KeyboardInterrupt and the CLI's SIGTERM
   exit; SIGINT and SIGTERM wait during the final swap, which puts the previous folder back if it fails.
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -30,6 +33,7 @@ from pathlib import Path
 import onnx
 from onnx import ModelProto
 
+from .cache import cache_root
 from .errors import AscOnnxError, stop_if_signalled
 
 #: The file that marks a folder as written by asc-onnx (``--force`` replaces nothing else).
@@ -73,13 +77,22 @@ def check_target(out_dir: str | os.PathLike, force: bool, protected: Sequence[Pa
     return out
 
 
+def lock_path(out: Path) -> Path:
+    """The lock file of output folder ``out``: in the cache, named by a hash of its real path (two spellings
+    of one folder share it)."""
+    key = hashlib.sha256(os.path.realpath(out).encode()).hexdigest()[:32]
+    return cache_root() / "locks" / f"{key}.lock"
+
+
 def _lock(lock: Path, out: Path):  # noqa: ANN202 - an open file object
     """Hold an exclusive ``flock`` on ``lock`` (created if missing, never deleted: deleting a lock file races
     with the next taker). The kernel drops it when the process dies, so a SIGKILL leaves no stale lock."""
     try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
         f = open(lock, "a+")  # noqa: SIM115 - held until the run ends
     except OSError as exc:
-        raise AscOnnxError(f"cannot create the lock {lock} next to the output folder: {exc.strerror}") from None
+        raise AscOnnxError(f"cannot create the lock {lock} in the asc-onnx cache (ASC_ONNX_CACHE): "
+                           f"{exc.strerror}") from None
     try:
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -112,7 +125,7 @@ def _signals_blocked() -> Iterator[None]:
 def staged(out_dir: str | os.PathLike, force: bool, protected: Sequence[Path] = ()) -> Iterator[Path]:
     """Yield a fresh temporary folder; on normal exit it replaces ``out_dir``, on any exception it is removed.
 
-    Hold it over the whole run: the lock beside it (``.NAME.asc-onnx.lock``) keeps two runs out of one folder.
+    Hold it over the whole run: its lock (:func:`lock_path`) keeps two runs out of one folder.
     """
     out = check_target(out_dir, force, protected)
     parent = out.parent
@@ -122,7 +135,7 @@ def staged(out_dir: str | os.PathLike, force: bool, protected: Sequence[Path] = 
         raise AscOnnxError(f"cannot create {parent}: {exc.strerror}") from None
     if not os.access(parent, os.W_OK | os.X_OK):
         raise AscOnnxError(f"cannot write the output folder: {parent} is not writable")
-    held = _lock(parent / f".{out.name}.asc-onnx.lock", out)
+    held = _lock(lock_path(out), out)
     tmp = parent / f".{out.name}.asc-onnx-tmp"
     old = parent / f".{out.name}.asc-onnx-old"
     try:

@@ -16,6 +16,8 @@ import pytest
 from conftest import F32, MODELS, const, model
 from onnx import helper
 
+from asc_onnx.output import lock_path
+
 NODE = helper.make_node
 
 
@@ -30,8 +32,7 @@ def assert_clean_error(proc: subprocess.CompletedProcess, needle: str, out: Path
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert needle in lines[0], lines[0]
     assert not out.exists()
-    assert not any(p.name.startswith(f".{out.name}.asc-onnx") and not p.name.endswith(".lock")
-                   for p in out.parent.iterdir())
+    assert not any(p.name.startswith(f".{out.name}.asc-onnx") for p in out.parent.iterdir())
 
 
 def _digest(p: Path) -> str:
@@ -171,7 +172,8 @@ def test_output_that_is_the_current_folder_is_refused(tmp_path):
 
 def test_a_second_run_into_the_same_folder_fails_while_the_first_writes(tmp_path):
     out = tmp_path / "o"
-    lock = tmp_path / ".o.asc-onnx.lock"
+    lock = lock_path(out)  # in the cache, named by the output's real path
+    lock.parent.mkdir(parents=True, exist_ok=True)
     holder = subprocess.Popen([sys.executable, "-c", (
         "import fcntl, os, sys, time\n"
         f"f = open({str(lock)!r}, 'a+'); fcntl.flock(f, fcntl.LOCK_EX); f.truncate(0); f.write(str(os.getpid()))\n"
@@ -188,7 +190,7 @@ def test_a_second_run_into_the_same_folder_fails_while_the_first_writes(tmp_path
     (tmp_path / ".o.asc-onnx-tmp").mkdir()
     (tmp_path / ".o.asc-onnx-tmp" / "half.bin").write_bytes(b"\0" * 64)
     assert run_cli("fuse", str(MODELS / "cnn_silu_legacy.onnx"), "-o", str(out), "--no-emulate").returncode == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".o.asc-onnx.lock", "o"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o"]
     assert (out / "model.asc.onnx").is_file() and not (out / "half.bin").exists()
 
 
@@ -205,7 +207,7 @@ def test_sigterm_during_a_run_leaves_no_temporary_folder(tmp_path):
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 143 and err.strip() == "asc-onnx: terminated", (proc.returncode, err)
-    assert [p.name for p in tmp_path.iterdir()] in ([], [".o.asc-onnx.lock"])  # the lock file stays, empty of use
+    assert [p.name for p in tmp_path.iterdir()] == []  # nothing beside it (the lock lives in the cache)
 
 
 def test_ctrl_c_at_start_up_is_one_line(tmp_path):
@@ -261,4 +263,4 @@ def test_an_empty_output_folder_is_filled_in_place(tmp_path):
     inode = out.stat().st_ino
     assert run_cli("fuse", str(MODELS / "cnn_silu_legacy.onnx"), "-o", str(out), "--no-emulate").returncode == 0
     assert out.stat().st_ino == inode and (out / "model.asc.onnx").is_file() and (out / ".asc-onnx").is_file()
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".vol.asc-onnx.lock", "vol"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["vol"]

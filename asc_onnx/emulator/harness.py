@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 from onnx import TensorProto
 
+from ..cache import cache_root
 from ..errors import AscOnnxError
 from ..lower import IO_TYPES, PointwiseKernel, RowKernel
 from ..lower.matmul import MatmulKernel
@@ -50,8 +51,7 @@ class EmuResult:
 
 def cache_dir() -> Path:
     """Where compiled emulator programs are kept (``ASC_ONNX_CACHE`` or ~/.cache/asc-onnx)."""
-    root = os.environ.get("ASC_ONNX_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "asc-onnx")
-    return Path(root).resolve() / "emu"  # absolute: batch entries name their program by path
+    return cache_root() / "emu"  # absolute: batch entries name their program by path
 
 
 #: C++ helpers every emulator driver starts with: GM buffers from files, the counters' sum, one-line JSON errors.
