@@ -274,10 +274,8 @@ def _raise_failures(result: FuseResult, rejected: dict[str, str], out: Path | No
         bad = [o.name for o in result.validation.outputs if not o.ok]
         raise ValidationError(f"validation failed: outputs {', '.join(bad)} differ beyond tolerance (see {where})")
     if result.deployed is not None and not result.deployed.ok:
-        why = result.deployed.error or "outputs " + ", ".join(o.name for o in result.deployed.outputs if not o.ok) \
-            + " differ beyond tolerance"
-        raise ValidationError(f"the deployed model with its emulated kernels does not match the original: {why} "
-                              f"(see {where})")
+        raise ValidationError(f"the deployed model with its emulated kernels does not match the original: "
+                              f"{result.deployed.why()} (see {where})")
     if rejected and options.strict:
         raise ValidationError(f"--strict: kernels failed in the emulator and were not shipped: "
                               f"{', '.join(sorted(rejected))} (see {where})")
@@ -301,7 +299,7 @@ def _report(name: str, p: Planned, r: RewriteResult, pkg: PackageResult, options
     }
     d = state["deployed"]
     report["deployed"] = None if d is None else {
-        "ok": d.ok, "emulated_nodes": d.emulated_nodes, "error": d.error, "in_bodies": d.in_bodies,
+        "ok": d.ok, "emulated_nodes": d.emulated_nodes, "error": d.error, "in_bodies": d.in_bodies, "blame": d.blame,
         "outputs": [asdict(o) for o in d.outputs]}
     report["atc"]["renamed_inputs"] = dict(pkg.atc_inputs)
     return report

@@ -168,12 +168,12 @@ def _cmd_fuse(a: argparse.Namespace) -> int:
                   f"{rej['reason'][:300]}", file=sys.stderr)
         dep = report.get("deployed")
         if dep:
-            err = max((float(o["max_abs"]) for o in dep["outputs"]), default=0.0)
+            dep_err = max((float(o["max_abs"]) for o in dep["outputs"]), default=0.0)
             print(f"deployed model ({'ok' if dep['ok'] else 'FAILED'}): model.atc.onnx with {dep['emulated_nodes']} "
                   f"fused nodes run by their emulated kernels"
                   + (f" ({dep['in_bodies']} inside control-flow bodies ran as their function bodies)"
                      if dep.get("in_bodies") else "") + f", {len(dep['outputs'])} outputs compared, "
-                  f"max abs error {err:.3e}" + (f": {dep['error']}" if dep["error"] else ""))
+                  f"max abs error {dep_err:.3e}" + (f": {dep['error']}" if dep["error"] else ""))
         val = report.get("validation")
         if val:
             print(f"validation ({'ok' if val['ok'] else 'FAILED'}): {len(val['outputs'])} outputs compared, "

@@ -15,7 +15,7 @@ proven by the kernel rung alone.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,6 +41,15 @@ class DeployedReport:
     emulated_nodes: int
     error: str | None = None
     in_bodies: int = 0  # fused nodes inside control-flow bodies, run as their function bodies
+    blame: str | None = None  # a failed check: the first fused op whose kernel alone makes an output fail
+
+    def why(self) -> str:
+        """One line on what failed: a fault, or each failing output with its error and tolerance, and the op."""
+        if self.error:
+            return self.error
+        bad = "; ".join(f"{o.name}: max abs error {o.max_abs:.3e} beyond the {o.dtype} tolerance (rtol {o.rtol:g}, "
+                        f"atol {o.atol:g})" for o in self.outputs if not o.ok)
+        return bad + (f"; {self.blame}" if self.blame else "")
 
     @property
     def ok(self) -> bool:
@@ -100,15 +109,18 @@ def _segment(model: ModelProto, nodes: list[int], targets: Sequence[str], values
     return {t: values[t] if t in values else out[t] for t in targets}
 
 
-def _bodies_as_functions(atc: ModelProto, kernels: Sequence[Kernel]) -> tuple[ModelProto, int]:
-    """The ATC model with its fused nodes inside control-flow bodies calling their ONNX functions (domain,
-    parameters as tensors, the functions attached), so that onnxruntime can run those bodies; and their count."""
+def _bodies_as_functions(atc: ModelProto, kernels: Sequence[Kernel],
+                         top: Sequence[str] = ()) -> tuple[ModelProto, int]:
+    """The ATC model with its fused nodes inside control-flow bodies, and those of the op types ``top`` in the
+    main graph, calling their ONNX functions (domain, parameters as tensors, the functions attached), so that
+    onnxruntime runs them as their bodies; and how many inside bodies."""
     ops = {k.op.op_type: k.op for k in kernels}
     work = ModelProto()
     work.CopyFrom(atc)
     count, used = 0, set()
-    inside = (inner for node in work.graph.node for sub in body_graphs(node) for inner in all_nodes(sub))
-    for inner in inside:
+    inside = [inner for node in work.graph.node for sub in body_graphs(node) for inner in all_nodes(sub)]
+    outside = [node for node in work.graph.node if node.op_type in top]
+    for inner in inside + outside:
         op = ops.get(inner.op_type)
         if op is None:
             continue
@@ -118,9 +130,9 @@ def _bodies_as_functions(atc: ModelProto, kernels: Sequence[Kernel]) -> tuple[Mo
         inner.attribute.extend(keep)
         inner.attribute.extend(param_attributes(op, values))
         inner.domain = DOMAIN
-        count += 1
+        count += inner not in outside
         used.add(op.op_type)
-    if count:
+    if used:
         work.functions.extend(ops[t].function for t in sorted(used))
         if all(o.domain != DOMAIN for o in work.opset_import):
             work.opset_import.append(helper.make_opsetid(DOMAIN, 1))
@@ -132,7 +144,8 @@ def _bodies_as_functions(atc: ModelProto, kernels: Sequence[Kernel]) -> tuple[Mo
 _PRECISION = (onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16)
 
 
-def _narrowest_after_kernels(atc: ModelProto, kernels: Sequence[Kernel], types: Mapping[str, int]) -> dict[str, int]:
+def _narrowest_after_kernels(atc: ModelProto, kernels: Sequence[Kernel], types: Mapping[str, int],
+                             original_types: Mapping[str, int] | None = None) -> dict[str, int]:
     """Per graph output, the narrowest float type a value passes through on its way from an emulated kernel.
 
     A kernel's fp32 result that is cast to fp16 and back (mixed precision) may land one fp16 step away from
@@ -141,16 +154,18 @@ def _narrowest_after_kernels(atc: ModelProto, kernels: Sequence[Kernel], types: 
     inferred = onnx.shape_inference.infer_shapes(atc)
     elem = {vi.name: vi.type.tensor_type.elem_type for vi in list(inferred.graph.value_info)
             + list(inferred.graph.output) + list(inferred.graph.input)}
+    # onnx cannot type a fused node's outputs (an Asc* op it does not know); its tensors keep their original
+    # names, so the original model's types are theirs: an fp16 kernel that feeds fp32 ops counts as fp16.
+    for name, t in (original_types or {}).items():
+        if not elem.get(name):
+            elem[name] = t
     fused = {k.op.op_type for k in kernels}
     reach: dict[str, int] = {}  # tensor -> narrowest type since a kernel
     for node in atc.graph.node:  # topological order
-        if node.op_type in fused:
-            seen = [elem.get(o, 0) for o in node.output]
-        else:
-            seen = [reach[i] for i in node.input if i in reach]
-            if not seen:
-                continue
-            seen += [elem.get(o, 0) for o in node.output]
+        seen = [reach[i] for i in node.input if i in reach]  # paths from earlier kernels run on through this node
+        if node.op_type not in fused and not seen:
+            continue
+        seen += [elem.get(o, 0) for o in node.output]
         narrow = max((t for t in seen if t in _PRECISION), key=_PRECISION.index, default=0)
         for o in node.output:
             reach[o] = narrow
@@ -215,20 +230,57 @@ def verify_deployed(original: str | os.PathLike | ModelProto, atc: str | os.Path
     original_name = dict(atc_inputs or {})  # ATC name -> original (an input that is also an output too)
     atc_name = {old: new for new, old in original_name.items()}
     types = {o.name: o.type.tensor_type.elem_type for o in proto.graph.output}
-    loosest = _narrowest_after_kernels(deployed, kernels, types)
+    loosest = _narrowest_after_kernels(deployed, kernels, types, _value_types(proto))
     runnable, in_bodies = _bodies_as_functions(deployed, kernels)
+    atc_feeds = {atc_name.get(k, k): a for k, a in feeds.items()}
     try:
-        got, n = _run_prepared(runnable, kernels, {atc_name.get(k, k): a for k, a in feeds.items()}, soc)
+        got, n = _run_prepared(runnable, kernels, atc_feeds, soc)
     except EmulatorFaultError as exc:
         return DeployedReport((), 0, str(exc), in_bodies)
-    got = {original_name.get(k, k): v for k, v in got.items()}
-    checks = []
-    for name, r in ref.items():
-        if name not in got:
-            checks.append(OutputCheck(name, "?", tuple(r.shape), float("inf"), float("inf"), 0, 0, False))
-        else:
-            checks.append(compare_arrays(name, r, got[name], loosest.get(name, types.get(name, 0))))
-    return DeployedReport(tuple(checks), n, None, in_bodies)
+
+    def compare(got: Mapping[str, np.ndarray]) -> list[OutputCheck]:
+        got = {original_name.get(k, k): v for k, v in got.items()}
+        checks = []
+        for name, r in ref.items():
+            if name not in got:
+                checks.append(OutputCheck(name, "?", tuple(r.shape), float("inf"), float("inf"), 0, 0, False))
+            else:
+                checks.append(compare_arrays(name, r, got[name], loosest.get(name, types.get(name, 0))))
+        return checks
+
+    checks = compare(got)
+    blame = None
+    if not all(c.ok for c in checks):
+        blame = _blame(deployed, kernels, atc_feeds, soc, compare, {c.name for c in checks if not c.ok})
+    return DeployedReport(tuple(checks), n, None, in_bodies, blame)
+
+
+def _value_types(model: ModelProto) -> dict[str, int]:
+    """Element types of the main graph's tensors, by onnx's shape inference (weights are not needed)."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # noqa: BLE001 - a model onnx cannot infer: no types beyond what it declares
+        inferred = model
+    return {vi.name: vi.type.tensor_type.elem_type for vi in list(inferred.graph.value_info)
+            + list(inferred.graph.output) + list(inferred.graph.input) if vi.type.tensor_type.elem_type}
+
+
+def _blame(atc: ModelProto, kernels: Sequence[Kernel], feeds: Mapping[str, np.ndarray], soc: Soc,
+           compare: Callable[[Mapping[str, np.ndarray]], list[OutputCheck]], failed: set[str]) -> str:
+    """The deployed model again with one op type's kernel at a time (every other fused node as its function
+    body on onnxruntime): the first op, in graph order, whose kernel alone makes a failed output fail."""
+    order = list(dict.fromkeys(n.op_type for n in all_nodes(atc.graph)))
+    by_type = {k.op.op_type: k for k in kernels}
+    for op_type in (t for t in order if t in by_type):
+        others = [t for t in by_type if t != op_type]
+        runnable, _ = _bodies_as_functions(atc, kernels, others)
+        try:
+            got, _ = _run_prepared(runnable, [by_type[op_type]], feeds, soc)
+        except EmulatorFaultError as exc:
+            return f"{op_type}'s kernel alone faults: {exc}"
+        if any(not c.ok for c in compare(got) if c.name in failed):
+            return f"{op_type}'s kernel alone makes it fail (the other fused ops run as their bodies)"
+    return "no fused op's kernel alone makes it fail: their errors add up"
 
 
 __all__ = ["verify_deployed", "run_deployed", "DeployedReport"]
