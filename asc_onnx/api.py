@@ -25,7 +25,7 @@ from .graph import main_opset, to_gs
 from .load import LoadedModel, load
 from .match import MatchResult, NearMiss, match
 from .options import FuseOptions
-from .output import check_target, copy_external, save_model, staged, write_files
+from .output import check_target, place_external, save_model, staged, write_files
 from .package import Kernel, PackageResult, lower, package
 from .registry import load_rules, split_generic
 from .report import build_report, to_json
@@ -219,7 +219,7 @@ def _fuse_planned(p: Planned, model: str | os.PathLike | ModelProto, out: Path |
     else:
         options.report("writing", 0, 0, str(out))
         if p.loaded.external_files:
-            copy_external(p.loaded.external_files, p.loaded.base_dir, tmp)
+            state["weights"] = place_external(p.loaded.external_files, p.loaded.base_dir, tmp, options.link_weights)
         save_model(rewritten.asc_model, tmp / ASC_MODEL)
         if pkg.atc_model is not None:
             save_model(pkg.atc_model, tmp / ATC_MODEL)
@@ -288,6 +288,7 @@ def _report(name: str, p: Planned, r: RewriteResult, pkg: PackageResult, options
     report = build_report(name, p.nodes_before, len(r.asc_model.graph.node), r.ops, p.near_misses,
                           asdict(p.canon), atc, state["validation"])
     report["source"] = str(p.loaded.source.resolve()) if p.loaded.source is not None else None
+    report["weights"] = state.get("weights")  # how external-data files reached the output (reflink, copy, ...)
     report["control_flow_bodies"] = list(p.subgraphs)
     report["kernels"] = {
         "generated": [{"op_type": k.op.op_type, "entry": k.ir.snake, "files": sorted(k.files),

@@ -91,6 +91,9 @@ def parser() -> argparse.ArgumentParser:
     f.add_argument("--seed", type=int, default=0, help="seed of the validation inputs")
     f.add_argument("--soc", default="Ascend910B", help="target SoC: Ascend910B (default) or Ascend310P")
     f.add_argument("--no-emulate", action="store_true", help="skip running the generated kernels in the emulator")
+    f.add_argument("--link-weights", action="store_true",
+                   help="hard-link the model's external-data files into OUT (OUT then shares the input's weight "
+                        "files: writing one writes the other) instead of reflinking or copying them")
     f.add_argument("--strict", action="store_true",
                    help="exit 1 when a kernel fails in the emulator (it is never shipped either way)")
     _select(f)
@@ -131,7 +134,7 @@ def _options(a: argparse.Namespace) -> FuseOptions:
         input_values=tuple(getattr(a, "input_value", [])),
         atc_domain_mode=getattr(a, "atc_domain", "compat"), generic=not getattr(a, "no_generic", False),
         seed=getattr(a, "seed", 0), soc=getattr(a, "soc", "Ascend910B"), emulate=not getattr(a, "no_emulate", False),
-        strict=getattr(a, "strict", False))
+        strict=getattr(a, "strict", False), link_weights=getattr(a, "link_weights", False))
 
 
 def _cmd_fuse(a: argparse.Namespace) -> int:
@@ -163,6 +166,10 @@ def _cmd_fuse(a: argparse.Namespace) -> int:
                          f"{m['staging']}, {m['cube_macs']} cube MACs" if m.get("tiling_min") else ""))
         for miss in kern.get("not_generated", []):
             print(f"  no kernel for {miss['op_type']}: {miss['reason']} (kept as original nodes in model.atc.onnx)")
+        if "hard link" in (report.get("weights") or {}).get("method", ""):
+            print("asc-onnx: warning: the output's weight files are hard links of the input's (--link-weights): "
+                  "onnx.load and onnx.checker refuse external data with more than one link ('potential hardlink "
+                  "attack') until one side is deleted; onnxruntime reads them", file=sys.stderr)
         for rej in kern.get("rejected", []):
             print(f"asc-onnx: warning: {rej['op_type']} not shipped: its kernel failed in the emulator: "
                   f"{rej['reason'][:300]}", file=sys.stderr)

@@ -14,8 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import onnx
-from onnx import ModelProto, TensorProto
+from onnx import ModelProto, TensorProto, helper, numpy_helper
 from onnx.external_data_helper import ExternalDataInfo, uses_external_data
 
 from .errors import AscOnnxError
@@ -78,6 +79,23 @@ def _check_external(model: ModelProto, base_dir: Path | None) -> tuple[str, ...]
         if loc not in files:
             files.append(loc)
     return tuple(files)
+
+
+def read_tensor(t: onnx.TensorProto, base_dir: Path | None) -> np.ndarray:
+    """One initializer's values, read from its external-data file region where it has one (onnx's own loader
+    refuses a file with more than one hard link, which ``--link-weights`` makes, and loads the whole model)."""
+    if t.data_location != onnx.TensorProto.EXTERNAL:
+        return numpy_helper.to_array(t)
+    info = {e.key: e.value for e in t.external_data}
+    if base_dir is None or "location" not in info:
+        raise AscOnnxError(f"initializer {t.name!r} has external data but no model folder to read it from")
+    dtype = np.dtype(helper.tensor_dtype_to_np_dtype(t.data_type))
+    count = int(np.prod(t.dims)) if len(t.dims) else 1
+    offset = int(info.get("offset", 0))
+    raw = np.fromfile(base_dir / info["location"], dtype=np.uint8, count=count * dtype.itemsize, offset=offset)
+    if raw.size != count * dtype.itemsize:
+        raise AscOnnxError(f"initializer {t.name!r}: {info['location']} is shorter than its data")
+    return raw.view(dtype).reshape(tuple(t.dims))
 
 
 def _check_dtypes(model: ModelProto) -> None:

@@ -30,6 +30,8 @@ class FuseOptions:
             ATC model with those kernels end to end.
         strict: a kernel the emulator rejects fails the run (exit 1) instead of a warning; either way
             it is not shipped.
+        link_weights: hard-link external-data files into the output (it then shares the input's files)
+            instead of reflinking or copying them.
         progress: called as ``progress(stage, done, total, detail)`` while the run works
             (:class:`asc_onnx.progress.Progress` draws it on a terminal); None for silence.
     """
@@ -46,6 +48,7 @@ class FuseOptions:
     soc: str = "Ascend910B"
     emulate: bool = True
     strict: bool = False
+    link_weights: bool = False
     progress: Callable[..., None] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:

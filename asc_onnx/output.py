@@ -14,7 +14,8 @@ failed or interrupted run leaves nothing half-written. The rules that keep a use
 - the temporary sibling is removed on any exception, including KeyboardInterrupt and the CLI's SIGTERM
   exit; SIGINT and SIGTERM wait during the final swap, which puts the previous folder back if it fails.
 
-External weight files are stream-copied, never read into memory.
+External weight files are reflinked where the file system clones, else stream-copied, or hard-linked with
+``link``; never read into memory.
 """
 
 from __future__ import annotations
@@ -178,18 +179,57 @@ def _drop_old(old: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def copy_external(files: Sequence[str], src_dir: Path, dst_dir: Path) -> None:
-    """Stream-copy external-data files, keeping their relative locations."""
+#: ioctl(FICLONE): the destination file shares the source's blocks until either is written (Btrfs, XFS, ...).
+FICLONE = 0x40049409
+
+
+def _reflink(src: Path, dst: Path) -> bool:
+    """Clone ``src`` into a new ``dst`` where the file system can; False (and no ``dst``) where it cannot."""
+    if not hasattr(fcntl, "ioctl") or os.uname().sysname != "Linux":
+        return False
+    with open(src, "rb") as s, open(dst, "wb") as d:
+        try:
+            fcntl.ioctl(d.fileno(), FICLONE, s.fileno())
+            return True
+        except OSError:
+            pass
+    dst.unlink()
+    return False
+
+
+def place_external(files: Sequence[str], src_dir: Path, dst_dir: Path, link: bool = False) -> dict[str, object]:
+    """Put the model's external-data files into the output, keeping their relative locations, without reading
+    them: a reflink where the file system clones (a separate file that shares blocks until written; the input
+    is never touched), else a stream copy; with ``link``, a hard link (the output then shares the input's
+    files: writing one writes the other), else the same as without. Returns how: ``{"files", "bytes",
+    "method"}``, method one of reflink, copy, hard link, or several joined by ``+``."""
+    methods: list[str] = []
+    total = 0
     for rel in files:
-        dst = dst_dir / rel
+        src, dst = src_dir / rel, dst_dir / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
-        if not dst.exists():
-            try:
-                shutil.copyfile(src_dir / rel, dst)
-            except OSError as exc:
-                if exc.errno == errno.ENOSPC:
-                    raise AscOnnxError(f"no space left writing {dst.name} into {dst_dir.parent}") from None
-                raise
+        if dst.exists():
+            continue
+        total += src.stat().st_size
+        try:
+            if link:
+                try:
+                    os.link(src, dst)
+                    methods.append("hard link")
+                    continue
+                except OSError as exc:
+                    if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
+                        raise
+            if _reflink(src, dst):
+                methods.append("reflink")
+            else:
+                shutil.copyfile(src, dst)
+                methods.append("copy")
+        except OSError as exc:
+            if exc.errno == errno.ENOSPC:
+                raise AscOnnxError(f"no space left writing {dst.name} into {dst_dir.parent}") from None
+            raise
+    return {"files": len(files), "bytes": total, "method": "+".join(dict.fromkeys(methods)) or "none"}
 
 
 def write_files(root: Path, files: dict[str, str]) -> None:

@@ -98,4 +98,7 @@ def summary(report: dict[str, Any], verbose: bool = False) -> str:
                      f"{sub['fusions']} fused (the fused nodes stay inside it)")
     for note in report.get("atc", {}).get("notes", []):
         lines.append(f"atc: {note}")
+    w = report.get("weights")
+    if w:
+        lines.append(f"weights: {w['files']} external-data file(s), {w['bytes'] / 2**20:.1f} MiB, by {w['method']}")
     return "\n".join(lines)

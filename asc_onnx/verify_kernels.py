@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -17,6 +18,7 @@ from onnx import ModelProto, TensorProto, helper
 from .emulator import cann_tiling
 from .emulator.harness import EmulatorFaultError, prebuild, run
 from .errors import AscOnnxError
+from .load import read_tensor
 from .lower import IO_TYPES
 from .lower.matmul import MatmulKernel
 from .package import Kernel
@@ -241,7 +243,7 @@ def capture(model: str | os.PathLike | ModelProto, names: Sequence[str],
     """Values of intermediate tensors ``names`` from an onnxruntime run of the original model."""
     import onnxruntime as ort
 
-    proto = model if isinstance(model, ModelProto) else onnx.load(str(model))
+    proto = model if isinstance(model, ModelProto) else onnx.load(str(model), load_external_data=False)
     work = ModelProto()
     work.CopyFrom(proto)
     have = {o.name for o in work.graph.output} | {i.name for i in work.graph.input}
@@ -252,6 +254,9 @@ def capture(model: str | os.PathLike | ModelProto, names: Sequence[str],
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     so.log_severity_level = 3
+    if not isinstance(model, ModelProto):  # external weights stay on disk: onnxruntime reads them from there
+        so.add_session_config_entry("session.model_external_initializers_file_folder_path",
+                                    os.path.dirname(os.path.abspath(model)))
     try:
         sess = ort.InferenceSession(work.SerializeToString(), so, providers=["CPUExecutionProvider"])
         outs = sess.run(list(names), dict(feeds))
@@ -323,10 +328,11 @@ def _captured_inputs(kernels: Sequence[Kernel], original: str | os.PathLike | Mo
     """Real activations for the first instance of every kernel (initializers read from the model)."""
     if not kernels:
         return {}
-    proto = original if isinstance(original, ModelProto) else onnx.load(str(original))
+    proto = original if isinstance(original, ModelProto) else onnx.load(str(original), load_external_data=False)
+    base = None if isinstance(original, ModelProto) else Path(os.path.abspath(original)).parent
     inits = {i.name: i for i in proto.graph.initializer}
     wanted = [n for k in kernels for n in k.op.instances[0].inputs]
-    values = {n: onnx.numpy_helper.to_array(inits[n]) for n in wanted if n in inits}
+    values = {n: read_tensor(inits[n], base) for n in wanted if n in inits}
     values.update({n: feeds[n] for n in wanted if n in feeds})
     # Only tensors the original computes: a constant that canonicalization folded (``t0__folded``) has no
     # node there, and its kernel's captured run is skipped (its random runs cover it).

@@ -78,3 +78,69 @@ def test_peak_memory_does_not_grow_with_weight_bytes(tmp_path):
     assert got["rules"] == ["SwiGLU"]
     assert got["rss_kb"] * 1024 < big // 2, f"peak RSS {got['rss_kb'] / 1024:.0f} MiB for a 1 GiB weight file"
     assert (tmp_path / "out" / "weights" / "big.bin").stat().st_size == big
+
+
+def _inode(p):
+    return p.stat().st_ino
+
+
+def test_weights_are_cloned_or_copied_never_shared_by_default(tmp_path):
+    src = _save_external(tmp_path)
+    res = asc_onnx.fuse(src, tmp_path / "out", validate=False)
+    w = res.report["weights"]
+    assert w["files"] == 1 and w["bytes"] == (src.parent / "weights" / "m.bin").stat().st_size
+    assert w["method"] in ("reflink", "copy")  # what this file system allows
+    assert _inode(tmp_path / "out" / "weights" / "m.bin") != _inode(src.parent / "weights" / "m.bin")
+
+
+def test_link_weights_hard_links_and_a_replaced_output_leaves_the_input(tmp_path):
+    src = _save_external(tmp_path)
+    before = (src.parent / "weights" / "m.bin").read_bytes()
+    proc = subprocess.run([sys.executable, "-m", "asc_onnx", "fuse", str(src), "-o", str(tmp_path / "out"),
+                           "--link-weights", "--no-emulate"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "by hard link" in proc.stdout
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["weights"]["method"] == "hard link"
+    assert _inode(tmp_path / "out" / "weights" / "m.bin") == _inode(src.parent / "weights" / "m.bin")
+    res = asc_onnx.fuse(src, tmp_path / "out", force=True, validate=False)  # replaces the linked folder
+    assert res.report["weights"]["method"] in ("reflink", "copy")
+    assert (src.parent / "weights" / "m.bin").read_bytes() == before
+
+
+def test_weights_are_reflinked_where_the_file_system_clones(tmp_path):
+    """On an XFS loop mount with reflinks (root and mkfs.xfs needed, else skipped): the output's weight file is
+    a clone, its own file, and the file system's free space does not drop by its size."""
+    import os
+    import shutil
+
+    import pytest
+
+    if os.geteuid() != 0 or shutil.which("mkfs.xfs") is None:
+        pytest.skip("needs root and mkfs.xfs for an XFS loop mount")
+    img, mnt = tmp_path / "xfs.img", tmp_path / "mnt"
+    mnt.mkdir()
+    with open(img, "wb") as f:
+        f.truncate(600 << 20)
+    if subprocess.run(["mkfs.xfs", "-q", "-m", "reflink=1", str(img)], capture_output=True).returncode or \
+            subprocess.run(["mount", "-o", "loop", str(img), str(mnt)], capture_output=True).returncode:
+        pytest.skip("cannot make or mount an XFS loop file system here")
+    try:
+        src = _save_external(mnt, rows=64)
+        data = src.parent / "weights" / "m.bin"
+        raw = onnx.load(src, load_external_data=False)
+        big = 256 << 20  # real bytes, so that a copy would show in the free space
+        with open(data, "r+b") as f:
+            f.seek(0, 2)
+            f.write(np.random.default_rng(0).bytes(big))
+        os.sync()
+        free = shutil.disk_usage(mnt).free
+        res = asc_onnx.fuse(src, mnt / "out", validate=False)
+        os.sync()
+        assert res.report["weights"]["method"] == "reflink"
+        out = mnt / "out" / "weights" / "m.bin"
+        assert _inode(out) != _inode(data) and out.stat().st_size == data.stat().st_size
+        assert free - shutil.disk_usage(mnt).free < big // 4, "the weights were copied, not cloned"
+        del raw
+    finally:
+        subprocess.run(["umount", str(mnt)], capture_output=True)
