@@ -50,3 +50,13 @@ def rules_of(result) -> dict[str, int]:
 @pytest.fixture
 def models_dir() -> Path:
     return MODELS
+
+
+def wait_for_staging(proc, stage: Path, seconds: float = 120.0) -> None:
+    """Wait until a running ``asc-onnx fuse`` has created its staging folder (the model is planned and the
+    output folder held), or has ended; the caller checks which."""
+    import time
+
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and not stage.exists() and proc.poll() is None:
+        time.sleep(0.01)

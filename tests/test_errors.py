@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from conftest import F32, MODELS, const, model
+from conftest import F32, MODELS, const, model, wait_for_staging
 from onnx import helper
 
 from asc_onnx.output import lock_path
@@ -198,11 +198,7 @@ def test_sigterm_during_a_run_leaves_no_temporary_folder(tmp_path):
     out = tmp_path / "o"
     proc = subprocess.Popen([sys.executable, "-m", "asc_onnx", "fuse", str(MODELS / "llama_tiny_dynamo.onnx"),
                              "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    stage = tmp_path / ".o.asc-onnx-tmp"
-    for _ in range(1200):  # the staging folder appears once the model is planned
-        if stage.exists() or proc.poll() is not None:
-            break
-        time.sleep(0.05)
+    wait_for_staging(proc, tmp_path / ".o.asc-onnx-tmp")
     assert proc.poll() is None, "the run ended before it could be interrupted"
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=120)

@@ -8,11 +8,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import onnx
-from conftest import MODELS
+from conftest import MODELS, wait_for_staging
 from onnx import TensorProto, helper
 
 from asc_onnx.output import lock_path
@@ -70,11 +69,7 @@ def test_failure_leaves_nothing(tmp_path):
 def test_sigint_leaves_nothing(tmp_path):
     work, tmpd, outs = _dirs(tmp_path)
     proc = _cli(["fuse", str(MODELS / "llama_tiny_dynamo.onnx"), "-o", str(outs / "o")], work, tmpd)
-    stage = outs / ".o.asc-onnx-tmp"
-    for _ in range(2400):  # the staging folder appears once the model is planned
-        if stage.exists() or proc.poll() is not None:
-            break
-        time.sleep(0.05)
+    wait_for_staging(proc, outs / ".o.asc-onnx-tmp")
     assert proc.poll() is None, "the run ended before it could be interrupted"
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=300)
@@ -87,10 +82,7 @@ def test_two_runs_into_one_folder_and_into_siblings(tmp_path):
     work, tmpd, outs = _dirs(tmp_path)
     model = str(MODELS / "llama_tiny_dynamo.onnx")
     first = _cli(["fuse", model, "-o", str(outs / "o")], work, tmpd)
-    for _ in range(2400):
-        if (outs / ".o.asc-onnx-tmp").exists() or first.poll() is not None:
-            break
-        time.sleep(0.01)
+    wait_for_staging(first, outs / ".o.asc-onnx-tmp")
     first.send_signal(signal.SIGSTOP)
     try:
         assert first.poll() is None, "the first run ended before the second could meet it"
