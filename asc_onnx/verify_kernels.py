@@ -222,9 +222,7 @@ def check(k: Kernel, inputs: Sequence[np.ndarray], soc: Soc, label: str, core_nu
         if got is not None:
             whose = "CANN"
             if isinstance(got, int):
-                return KernelCheck(k.op.op_type, label, shape, name, float("inf"), float("inf"), 0, 0, False,
-                                   f"{k.op.op_type} on {soc.name}: tiling: the host tiling refused the shape under "
-                                   f"CANN's Matmul tiling, reason {got}", tiling=whose)
+                return _refused(k, label, shape, name, soc, "the shape", got)
             cube_tiling = got
     try:
         res = run(k.ir, k.files, f"{k.op.op_type}TilingData", inputs, soc, core_num, cube_tiling, params)
@@ -236,6 +234,14 @@ def check(k: Kernel, inputs: Sequence[np.ndarray], soc: Soc, label: str, core_nu
     return KernelCheck(k.op.op_type, label, shape, name, max(c.max_abs for c in cmps), max(c.max_rel for c in cmps),
                        res.gm_read_bytes + res.gm_write_bytes, res.block_dim, all(c.ok for c in cmps), None,
                        res.vec_elems, res.cube, whose)
+
+
+def _refused(k: Kernel, label: str, shape: tuple[int, ...], dtype: str, soc: Soc, what: str, reason: int
+             ) -> KernelCheck:
+    """The failed check of a matmul kernel whose host tiling refuses ``what`` under CANN's Matmul tiling."""
+    return KernelCheck(k.op.op_type, label, shape, dtype, float("inf"), float("inf"), 0, 0, False,
+                       f"{k.op.op_type} on {soc.name}: tiling: the host tiling refused {what} under CANN's Matmul "
+                       f"tiling, reason {reason}", tiling="CANN")
 
 
 def capture(model: str | os.PathLike | ModelProto, names: Sequence[str],
@@ -432,10 +438,8 @@ def verify_kernels(kernels: Sequence[Kernel], original: str | os.PathLike | Mode
                     if cann_tiling.source_root() is not None:  # CANN's choice at the real size, cut down
                         got = cann_tiling.cann_tilings(k.ir, k.files, soc, dtype, [(m, n, kk)])[0]
                         if isinstance(got, int):
-                            checks.append(KernelCheck(k.op.op_type, label, shape, IO_TYPES[dtype][0], float("inf"),
-                                                      float("inf"), 0, 0, False, f"{k.op.op_type} on {soc.name}: "
-                                                      f"tiling: the host tiling refused M={m} K={kk} N={n} under "
-                                                      f"CANN's Matmul tiling, reason {got}", tiling="CANN"))
+                            checks.append(_refused(k, label, shape, IO_TYPES[dtype][0], soc, f"M={m} K={kk} N={n}",
+                                                   got))
                             continue
                         tiling, m2, n2, k2 = reduced_tiling(got, m, n, kk, 2 if k.ir.split and not k.ir.trans_b else 1)
                         lead = (1,) * (len(shape) - 2) + (m2,)

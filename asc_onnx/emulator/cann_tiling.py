@@ -12,6 +12,7 @@ generated calc is then linked into ``cann/tiling_main.cpp``, one program per cal
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import os
 import subprocess
@@ -23,7 +24,7 @@ from ..errors import AscOnnxError
 from ..lower import IO_TYPES
 from ..lower.matmul import MatmulKernel
 from ..soc import Soc
-from .harness import cache_dir
+from .harness import _headers_digest, cache_dir
 
 ENV = "ASC_ONNX_CANN_SOURCE"
 HERE = Path(__file__).resolve().parent / "cann"
@@ -74,8 +75,10 @@ def _run(cmd: list[str], what: str) -> None:
         raise AscOnnxError(f"building CANN's Matmul tiling ({what}) failed: {proc.stderr[-800:]}")
 
 
+@functools.lru_cache(maxsize=2)
 def _objects(root: Path) -> list[Path]:
-    """CANN's tiling objects and the shim, built once per source digest."""
+    """CANN's tiling objects and the shim, built once per source digest (and the sources hashed once per
+    process: every tiling call asks for them)."""
     srcs = [root / "asc-devkit" / "impl" / "adv_api" / "tiling" / "matmul" / s for s in SOURCES]
     key = _digest(*(p.read_bytes() for p in srcs), (HERE / "cann_shim.cpp").read_bytes(),
                   " ".join(_flags(root)).encode())
@@ -105,7 +108,7 @@ def _program(root: Path | None, k: MatmulKernel, files: Mapping[str, str]) -> Pa
     objs = _objects(root) if root is not None else []
     flags = _flags(root) if root is not None else ["-std=c++17", "-w", "-I", str(INCLUDE_DIR)]
     key = _digest(files[calc].encode(), files[head].encode(), (HERE / "tiling_main.cpp").read_bytes(),
-                  (objs[0].parent.name if objs else "own:" + _own_digest()).encode())
+                  (objs[0].parent.name if objs else "own:" + _headers_digest()).encode())
     d = cache_dir().parent / "cann-tiling" / "calc" / key
     exe = d / "tiling"
     if exe.exists():
@@ -123,12 +126,6 @@ def _program(root: Path | None, k: MatmulKernel, files: Mapping[str, str]) -> Pa
                   str(HERE / "tiling_main.cpp"), *map(str, objs), "-o", out], f"{k.op_type}'s tiling calc")
             os.replace(out, exe)
     return exe
-
-
-def _own_digest() -> str:
-    from . import INCLUDE_DIR
-
-    return _digest(*(p.read_bytes() for p in sorted(INCLUDE_DIR.rglob("*.h"))))
 
 
 def platform_line(soc: Soc) -> str:
