@@ -191,13 +191,10 @@ def _fuse_planned(p: Planned, model: str | os.PathLike | ModelProto, out: Path |
         # The kernel rung runs before anything is written: a kernel the emulator rejects never ships.
         state["checks"], state["moves"] = verify_kernels(pkg.kernels, original, feeds, soc, options.default_dim,
                                                          options.report)
-        rejected = {c.op_type: c.error or f"max abs error {c.max_abs:.3e} beyond the {c.dtype} tolerance"
-                    for c in state["checks"] if not c.ok}
+        rejected = {c.op_type: _not_shipped(c) for c in state["checks"] if not c.ok}
         if rejected:
             state["rejected"] = rejected
-            pkg = package(rewritten, soc, options.atc_domain_mode, options.shape_map,
-                          {t: f"its kernel failed in the emulator ({why})" for t, why in rejected.items()},
-                          p.loaded.symbolic)
+            pkg = package(rewritten, soc, options.atc_domain_mode, options.shape_map, rejected, p.loaded.symbolic)
 
     def finish(folder: Path | None) -> dict[str, Any]:
         if validate:
@@ -231,6 +228,15 @@ def _fuse_planned(p: Planned, model: str | os.PathLike | ModelProto, out: Path |
     result = FuseResult(out, rewritten.asc_model, pkg.atc_model, rewritten.ops, p.near_misses,
                         state["validation"], report, pkg.kernels, state["checks"], state["deployed"])
     return result, state["rejected"]
+
+
+def _not_shipped(c: KernelCheck) -> str:
+    """Why a kernel does not ship, from its first failed check: its host tiling refused a shape the model
+    has (a stated limit), or the kernel failed in the emulator (a fault, or an error beyond tolerance)."""
+    if c.refused:
+        return f"its host tiling refuses {list(c.shape)} {c.dtype} ({c.error})"
+    return "its kernel failed in the emulator (" + (
+        c.error or f"max abs error {c.max_abs:.3e} beyond the {c.dtype} tolerance") + ")"
 
 
 #: Dynamic dims tried, in order, after ``FuseOptions.default_dim``: small dims keep the checks fast, but a
@@ -277,7 +283,8 @@ def _raise_failures(result: FuseResult, rejected: dict[str, str], out: Path | No
         raise ValidationError(f"the deployed model with its emulated kernels does not match the original: "
                               f"{result.deployed.why()} (see {where})")
     if rejected and options.strict:
-        raise ValidationError(f"--strict: kernels failed in the emulator and were not shipped: "
+        raise ValidationError(f"--strict: kernels failed in the emulator or were refused by their tiling, and "
+                              "were not shipped: "
                               f"{', '.join(sorted(rejected))} (see {where})")
 
 

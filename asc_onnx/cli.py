@@ -171,8 +171,7 @@ def _cmd_fuse(a: argparse.Namespace) -> int:
                   "onnx.load and onnx.checker refuse external data with more than one link ('potential hardlink "
                   "attack') until one side is deleted; onnxruntime reads them", file=sys.stderr)
         for rej in kern.get("rejected", []):
-            print(f"asc-onnx: warning: {rej['op_type']} not shipped: its kernel failed in the emulator: "
-                  f"{rej['reason'][:300]}", file=sys.stderr)
+            print(f"asc-onnx: warning: {rej['op_type']} not shipped: {rej['reason'][:300]}", file=sys.stderr)
         dep = report.get("deployed")
         if dep:
             dep_err = max((float(o["max_abs"]) for o in dep["outputs"]), default=0.0)

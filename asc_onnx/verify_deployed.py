@@ -23,7 +23,7 @@ import onnx
 from onnx import ModelProto, helper, numpy_helper
 
 from .emulator import cann_tiling
-from .emulator.harness import EmulatorFaultError, run
+from .emulator.harness import EmulatorFaultError, TilingRefusedError, refusal_text, run
 from .errors import AscOnnxError
 from .graph import all_nodes, body_graphs
 from .package import Kernel
@@ -201,8 +201,7 @@ def _run_prepared(atc: ModelProto, kernels: Sequence[Kernel], feeds: Mapping[str
             # A matmul kernel runs under CANN's own tiling where its open sources are at hand.
             tiling = cann_tiling.for_inputs(k.ir, k.files, soc, args)
             if isinstance(tiling, int):
-                raise EmulatorFaultError("the host tiling refused the shape under CANN's Matmul tiling, "
-                                         f"reason {tiling}")
+                raise TilingRefusedError(f"{refusal_text(k.ir, tiling)} (under CANN's Matmul tiling)")
             # Each node's own parameters, from its INT attributes: what the host tiling hands its kernel.
             res = run(k.ir, k.files, f"{k.op.op_type}TilingData", args, soc, cube_tiling=tiling,
                       params=param_bits_to_values(node, k.op.params))

@@ -16,7 +16,7 @@ import onnx
 from onnx import ModelProto, TensorProto, helper
 
 from .emulator import cann_tiling
-from .emulator.harness import EmulatorFaultError, prebuild, run
+from .emulator.harness import EmulatorFaultError, TilingRefusedError, prebuild, refusal_text, run
 from .errors import AscOnnxError
 from .load import read_tensor
 from .lower import IO_TYPES
@@ -46,6 +46,7 @@ class KernelCheck:
     vec_elems: int = 0  # elements processed by every vector instruction
     cube: Mapping[str, int] | None = None  # matmul kernels: cube counters and the tiling used
     tiling: str = ""  # matmul kernels: whose Matmul tiling the run used ("CANN" or "asc-onnx")
+    refused: bool = False  # the host tiling refused the shape (the kernel never ran): ``error`` says why
 
 
 @dataclass(frozen=True)
@@ -228,7 +229,7 @@ def check(k: Kernel, inputs: Sequence[np.ndarray], soc: Soc, label: str, core_nu
         res = run(k.ir, k.files, f"{k.op.op_type}TilingData", inputs, soc, core_num, cube_tiling, params)
     except EmulatorFaultError as exc:
         return KernelCheck(k.op.op_type, label, shape, name, float("inf"), float("inf"), 0, 0, False, str(exc),
-                           tiling=whose)
+                           tiling=whose, refused=isinstance(exc, TilingRefusedError))
     refs = reference(k.op, inputs, params)
     cmps = [compare_arrays(n, r, g, dtype) for n, r, g in zip(k.op.output_names, refs, res.outputs)]
     return KernelCheck(k.op.op_type, label, shape, name, max(c.max_abs for c in cmps), max(c.max_rel for c in cmps),
@@ -240,8 +241,8 @@ def _refused(k: Kernel, label: str, shape: tuple[int, ...], dtype: str, soc: Soc
              ) -> KernelCheck:
     """The failed check of a matmul kernel whose host tiling refuses ``what`` under CANN's Matmul tiling."""
     return KernelCheck(k.op.op_type, label, shape, dtype, float("inf"), float("inf"), 0, 0, False,
-                       f"{k.op.op_type} on {soc.name}: tiling: the host tiling refused {what} under CANN's Matmul "
-                       f"tiling, reason {reason}", tiling="CANN")
+                       f"{k.op.op_type} on {soc.name}: {refusal_text(k.ir, reason)} ({what} under CANN's Matmul "
+                       "tiling)", tiling="CANN", refused=True)
 
 
 def capture(model: str | os.PathLike | ModelProto, names: Sequence[str],

@@ -12,7 +12,7 @@ from onnx import TensorProto
 
 import asc_onnx
 from asc_onnx import FuseOptions
-from asc_onnx.emulator.harness import EmulatorFaultError, run
+from asc_onnx.emulator.harness import run
 from asc_onnx.soc import SOCS
 from asc_onnx.validate import compare_arrays
 
@@ -84,10 +84,6 @@ def test_expanded_body_is_one_fused_op_reproducing_expected_outputs(case):
 def test_expanded_cases_on_310p(case):
     k = _fused(case).kernels[0]
     feed = _feed(case, k)
-    try:
-        out = run(k.ir, k.files, f"{k.op.op_type}TilingData", feed, SOCS["Ascend310P"]).outputs[0]
-    except EmulatorFaultError as exc:
-        # 310P has no DataCopyPad: a broadcast input needs an aligned element count (documented limit)
-        assert k.ir.broadcast_inputs and "reason 3" in str(exc)
-        return
+    # 310P has no DataCopyPad: ragged tails and broadcasts take the window path, nothing is refused.
+    out = run(k.ir, k.files, f"{k.op.op_type}TilingData", feed, SOCS["Ascend310P"]).outputs[0]
     _compare(case, out, TensorProto.FLOAT if feed[0].dtype == np.float32 else TensorProto.FLOAT16)

@@ -163,6 +163,37 @@ def test_aligned_rows_on_310p(d, dtype):
     _check(_one_kernel(_softmax_model(4, d, dtype)), [x], "Ascend310P", dtype)
 
 
+@pytest.mark.parametrize("d", [31, 77, 100003])
+@pytest.mark.parametrize("dtype", [TensorProto.FLOAT, TensorProto.FLOAT16])
+def test_ragged_rows_on_310p(d, dtype):
+    """Rows that end inside a 32-byte block on 310P (no DataCopyPad): loaded rounded up to whole blocks (the last
+    row of the tensor as blocks plus a window), stored as whole blocks plus a 32-byte window per row; 100,003
+    elements run in split mode, whose last chunk must stay at least 32 bytes long."""
+    np_t = np.float32 if dtype == TensorProto.FLOAT else np.float16
+    rows = 3 if d > 10000 else 77
+    rng = np.random.default_rng(d + dtype)
+    x = (rng.standard_normal((rows, d)) * 2).astype(np_t)
+    w = rng.uniform(0.5, 1.5, d).astype(np_t)
+    k = _one_kernel(_rmsnorm_model(rows, d, dtype))
+    res = run(k.ir, k.files, f"{k.op.op_type}TilingData", [x, w], SOCS["Ascend310P"])
+    c = compare_arrays("y", reference(k.op, [x, w])[0], res.outputs[0], dtype)
+    assert c.ok, c
+    assert res.scalar_instr > 0  # the windows are staged by the scalar unit
+    _check(_one_kernel(_softmax_model(rows, d, dtype)), [x], "Ascend310P", dtype)
+
+
+def test_ragged_masked_softmax_on_310p():
+    """CLIP's text tower: a 77 x 77 causal softmax over 8 heads, the mask streamed and (two cores) resident."""
+    rng = np.random.default_rng(77)
+    x = rng.standard_normal((1, 8, 77, 77)).astype(np.float32) * 4
+    causal = np.triu(np.full((77, 77), -1e4, np.float32), 1)[None, None]
+    k = _one_kernel(_mask_softmax_model(1, 8, 77))
+    for cores in (None, 2):
+        res = run(k.ir, k.files, f"{k.op.op_type}TilingData", [x, causal], SOCS["Ascend310P"], core_num=cores)
+        c = compare_arrays("y", reference(k.op, [x, causal])[0], res.outputs[0], TensorProto.FLOAT)
+        assert c.ok, (cores, c)
+
+
 def test_split_mode_reads_the_row_once_per_pass():
     """A 100,003-float row does not fit the unified buffer: RMSNorm walks it twice (sum of squares, then
     the output), softmax three times (max, sum, output). Weights are read once per row and pass."""

@@ -29,6 +29,14 @@ from .text import Lines, comment, f32
 
 BUFFER_NUM = 2
 
+#: What each non-zero return of ``<op>ComputeTiling`` means (the report's words for a refused shape).
+REFUSALS = {
+    1: "bad sizes",
+    2: "no tiling fits",
+    3: "N not a multiple of 16 on 310P (no DataCopyPad: y's rows must be whole 32-byte blocks)",
+    4: "float inputs on 310P (its cube takes half)",
+}
+
 
 def struct_name(k: MatmulKernel) -> str:
     return f"{k.op_type}TilingData"
@@ -107,8 +115,8 @@ def tiling_calc(k: MatmulKernel) -> str:
         "    return p * 3u / 2u < l0c ? p * 3u / 2u : p;",
         "}",
         "",
-        "// Returns 0, or why the shape is refused: 1 bad sizes, 2 no tiling fits, 3 N not 16-aligned on 310P,",
-        "// 4 float inputs on 310P (its cube takes half).",
+        "// Returns 0, or why the shape is refused:",
+        *(f"// {code} {why}," if code < max(REFUSALS) else f"// {code} {why}." for code, why in REFUSALS.items()),
         f"inline int {fn}(uint32_t m, uint32_t n, uint32_t k, uint32_t dtypeSize, bool isFloat, bool isBf16,",
         "        uint32_t coreNum, const matmul_tiling::PlatformInfo& platform, bool coupled,",
         f"        const AscendC::tiling::TCubeTiling* forced, {struct_name(k)}* tiling)",

@@ -13,7 +13,8 @@ the emulator compile):
   the long inputs once per chunk;
 * copy paths are chosen at compile time by ``__NPU_ARCH__``: byte-exact ``DataCopyPad`` on 910B;
   on 310P (``DataCopyPad`` compiles there and does nothing) mode 1 is 32-byte ``DataCopy`` with a
-  ragged last tile done as its aligned head plus one 32-byte window ending at the tensor's end
+  ragged last tile done as its aligned head plus one 32-byte window ending at the tensor's end, broadcast
+  inputs rotated to the window's phase
   (a ``PipeBarrier<PIPE_MTE3>`` between the two overlapping stores), mode 2 (under 32 bytes) scalar
   copies cleaned out of the data cache.
 
@@ -43,6 +44,14 @@ from .text import Lines, comment, f32
 BUFFER_NUM = 2
 ALIGN_ELEMS = 16  # 32 bytes of fp16/bf16, two blocks of fp32
 MIN_CORE_BYTES = 16384  # GM transfers are efficient from 16 KB per burst (cann_facts.md §7)
+
+#: What each non-zero return of ``<op>ComputeTiling`` means (the report's words for a refused shape).
+REFUSALS = {
+    1: "empty output",
+    2: "a broadcast period too large for the unified buffer",
+    3: "a period too long for one tile that is not whole 32-byte blocks, on a SoC without DataCopyPad",
+    4: "periods that do not divide each other or the output",
+}
 
 
 def struct_name(k: PointwiseKernel) -> str:
@@ -91,9 +100,8 @@ def tiling_calc(k: PointwiseKernel) -> str:
       "    return a / x * b;",
       "}",
       "",
-      "// Returns 0 and fills t, or a non-zero reason: 1 empty output, 2 a broadcast period too large for the",
-      "// unified buffer, 3 a broadcast input with an unaligned tail on a SoC without DataCopyPad, 4 periods that",
-      "// do not divide each other or the output.",
+      "// Returns 0 and fills t, or a non-zero reason:",
+      *(f"// {code} {why}," if code < max(REFUSALS) else f"// {code} {why}." for code, why in REFUSALS.items()),
       f"inline int {fn}(uint64_t totalLength, const uint64_t* periods, uint32_t dtypeSize, uint32_t coreNum,",
       f"{' ' * (len(fn) + 12)}uint64_t ubBytes, bool hasDataCopyPad, {struct_name(k)}* t)",
       "{")
@@ -174,7 +182,6 @@ def tiling_calc(k: PointwiseKernel) -> str:
           "} else if (totalLength * dtypeSize < 32) {",
           "    t->copyMode = 2;",
           "} else {",
-          f"    if ({nb} > 0 && totalLength % alignElems != 0) return 3;",
           "    t->copyMode = 1;",
           "}",
           "return 0;")
@@ -262,6 +269,19 @@ __aicore__ inline void Store(const AscendC::GlobalTensor<U>& dst, const AscendC:
     AscendC::DataCopyExtParams params{1, static_cast<uint32_t>(count * sizeof(U)), 0, 0, 0};
     AscendC::DataCopyPad(dst, src, params);
 #endif
+}
+"""
+
+_PHASE = r"""// The window tile starts inside a period: rotate the broadcast's first 32 bytes to its phase there (the
+// window is this core's last tile: the rest of the buffer is not read again).
+__aicore__ inline void PhaseBroadcast(const AscendC::LocalTensor<float>& dst, uint64_t period, uint64_t at)
+{
+    constexpr uint32_t window = 32 / sizeof(T);
+    const uint64_t phase = at % period;
+    if (phase == 0) return;
+    float values[window];
+    for (uint32_t i = 0; i < window; ++i) values[i] = dst.GetValue(static_cast<uint32_t>((phase + i) % period));
+    for (uint32_t i = 0; i < window; ++i) dst.SetValue(i, values[i]);
 }
 """
 
@@ -363,6 +383,8 @@ def kernel_source(k: PointwiseKernel, rule: str, body_ops: list[str], sources: l
         if bc:
             out(*_BROADCAST.splitlines())
             out("")
+            out(*_PHASE.splitlines())
+            out("")
             out(*_CHUNK.splitlines())
             out("")
         _copy_in(out, ins, inq)
@@ -423,6 +445,8 @@ def _process(out: Lines, ins, bc) -> None:
                 "    const uint64_t head = len / alignElems * alignElems;",
                 "    if (head > 0) Tile(offset, head);",
                 "    AscendC::PipeBarrier<PIPE_MTE3>();  // the window's store overlaps the head's",
+                *[f"    PhaseBroadcast(bcastBuf{j}.Get<float>(), td.period[{j}], end - alignElems);"
+                  for j in range(len(bc))],
                 "    Tile(end - alignElems, alignElems);",
                 "    break;",
                 "}",

@@ -11,8 +11,10 @@ Schedule (decided by ``<op>ComputeTiling``, compiled by the CANN host file and t
 * statistics are fp32 slots of 64 bytes per row: a reduction writes slot r, a per-row scalar op reads it
   back with ``GetValue`` (ordered after the vector write by the compiler's auto-sync).
 
-310P has no ``DataCopyPad``: rows there must be whole 32-byte blocks (the tiling refuses others), so a
-tile is contiguous and moves with one ``DataCopy``; per-row statistics cannot be written there.
+310P has no ``DataCopyPad``: rows of whole 32-byte blocks move as one contiguous ``DataCopy`` per tile; other
+rows move one at a time, loaded rounded up to whole blocks (their last row, where that would read past the
+tensor, as whole blocks plus a window) and stored as whole blocks plus a 32-byte window ending at the row's end,
+staged by the scalar unit in ``edgeBuf``. Rows shorter than 32 bytes and per-row statistics are refused there.
 """
 
 from __future__ import annotations
@@ -36,6 +38,15 @@ from .text import Lines, comment, f32
 BUFFER_NUM = 2
 MIN_CORE_BYTES = 16384
 MAX_TILE_ROWS = 4095  # DataCopyPad blockCount
+
+#: What each non-zero return of ``<op>ComputeTiling`` means (the report's words for a refused shape).
+REFUSALS = {
+    1: "empty data",
+    2: "a chunk of one row does not fit the unified buffer",
+    3: "rows shorter than 32 bytes (or a split row whose last chunk is) on a SoC without DataCopyPad",
+    4: "per-row statistics as outputs on a SoC without DataCopyPad",
+    5: "too many leading axes",
+}
 
 
 def struct_name(k: RowKernel) -> str:
@@ -62,6 +73,7 @@ def tiling_header(k: RowKernel) -> str:
         f"uint64_t leadDims[{MAX_LEAD}];     // leading dims of the data, innermost last (mask row mapping)",
         f"uint64_t bcastStride[{_nb(k)}][{MAX_LEAD}];  // per mask input: its row step along each leading axis",
         f"uint64_t residentRows[{_nb(k)}];  // per mask input: rows kept in UB for the whole core (0: streamed)",
+        f"uint64_t bcastRows[{_nb(k)}];     // per mask input: its rows (where its reads must stop)",
         "uint32_t leadCount;     // leading axes used",
         "uint32_t blockDim;      // cores launched",
         "float invLength;        // 1 / rowLength, for means",
@@ -86,9 +98,8 @@ def tiling_calc(k: RowKernel) -> str:
         "// A plain function of shapes and platform numbers: the CANN host tiling and the asc-onnx emulator",
         "// compile this same code.", "#pragma once", "#include <cstdint>", "",
         f'#include "../op_kernel/{k.snake}_tiling.h"', "",
-        "// Returns 0 and fills t, or a non-zero reason: 1 empty data, 2 a chunk of one row does not fit the unified",
-        "// buffer, 3 rows that are not whole 32-byte blocks on a SoC without DataCopyPad, 4 per-row statistics as",
-        "// outputs on a SoC without DataCopyPad, 5 too many leading axes.",
+        "// Returns 0 and fills t, or a non-zero reason:",
+        *(f"// {code} {why}," if code < max(REFUSALS) else f"// {code} {why}." for code, why in REFUSALS.items()),
         "// rowDims: trailing dims of the data that form one row (the op's normalized axes).",
         f"inline int {fn}(const uint64_t* dims, uint32_t rank, uint32_t rowDims, const uint64_t* const* bcastDims,",
         f"{' ' * (len(fn) + 12)}const uint32_t* bcastRanks, uint32_t dtypeSize, uint32_t coreNum, uint64_t ubBytes,",
@@ -101,7 +112,10 @@ def tiling_calc(k: RowKernel) -> str:
             "for (uint32_t i = 0; i < rank - rowDims; ++i) rows *= dims[i];",
             "if (rowLength == 0 || rows == 0) return 1;",
             "const uint64_t alignElems = 32 / dtypeSize;",
-            "if (!hasDataCopyPad && rowLength % alignElems != 0) return 3;",
+            "if (!hasDataCopyPad && rowLength < alignElems) return 3;",
+            "// 310P rows that end inside a 32-byte block store their last 32 bytes through edgeBuf, one window",
+            "// per tile row and one for a load.",
+            "const uint64_t edge = !hasDataCopyPad && rowLength % alignElems != 0 ? 32 : 0;",
             *(["if (!hasDataCopyPad) return 4;"] if c["statout"] else []),
             f"if (rank - rowDims > {MAX_LEAD}) return 5;",
             "t->leadCount = rank - rowDims;",
@@ -136,13 +150,14 @@ def tiling_calc(k: RowKernel) -> str:
             f"// stat outputs of {STAT_SLOT}.",
             f"const uint64_t perRow = {BUFFER_NUM}ull * {c['io']} * t->rowStride * dtypeSize + 4ull * {c['row']} * "
             f"t->rowStride + 4ull * {STAT_SLOT} * {c['stat'] + 1} + {BUFFER_NUM}ull * {STAT_SLOT} * {c['statout']} * "
-            "dtypeSize;",
+            "dtypeSize + edge;",
             "const uint64_t vecRow = (t->rowStride + 63) / 64 * 64;",
             "const uint64_t tmpElems = (2 * ((t->rowLength + 63) / 64) + 7) / 8 * 8;",
             f"// Per tile: register round-up to 64 elements, the reduction scratch, {c['vec']} fp32 weight rows",
             f"// ({c['vec_in']} staged in T), 32-byte padding of every buffer.",
             f"const uint64_t fixed = 256ull * {c['row'] + c['stat'] + 1} + 4 * tmpElems + 4ull * {c['vec']} * vecRow"
-            f" + {c['vec_in']}ull * vecRow * dtypeSize + 32ull * {2 * (c['io'] + c['statout']) + 4 + c['vec_in']};",
+            f" + {c['vec_in']}ull * vecRow * dtypeSize + 32ull * {2 * (c['io'] + c['statout']) + 4 + c['vec_in']}"
+            " + 2 * edge;",
             "// A mask input with fewer rows than a core reads (one per data row: a position embedding over a",
             "// batch, a mask over heads) that fits a third of the UB is loaded whole once per core and its rows",
             "// gathered from UB; others stream one mapped row per data row.",
@@ -152,6 +167,7 @@ def tiling_calc(k: RowKernel) -> str:
             "    for (uint32_t i = 0; i < bcastRanks[j]; ++i) maskElems *= bcastDims[j][i];",
             "    const uint64_t maskRows = maskElems / rowLength;",
             "    const uint64_t bytes = (maskRows * t->rowStride * dtypeSize + 31) / 32 * 32;",
+            "    t->bcastRows[j] = maskRows;",
             "    t->residentRows[j] = 0;",
             "    if (maskRows < coreRows && residentBytes + bytes <= ubBytes / 3) {",
             "        t->residentRows[j] = maskRows;",
@@ -177,10 +193,14 @@ def tiling_calc(k: RowKernel) -> str:
             f"    const uint64_t perElem = {BUFFER_NUM}ull * {c['io']} * dtypeSize + 4ull * {c['row']} + 4ull * "
             f"{c['vec']} + {c['vec_in']}ull * dtypeSize + 4ull * 2 / 64 + 1;  // + the scratch's share",
             f"    const uint64_t splitFixed = 1024 + 4ull * 64 * {c['stat'] + 1} + {BUFFER_NUM}ull * {STAT_SLOT} * "
-            f"{c['statout']} * dtypeSize + 32ull * {2 * (c['io'] + c['statout']) + 4 + c['vec_in']};",
+            f"{c['statout']} * dtypeSize + 32ull * {2 * (c['io'] + c['statout']) + 4 + c['vec_in']} + 3 * edge;",
             "    if (ubBytes <= splitFixed) return 2;",
-            "    const uint64_t chunk = (ubBytes - splitFixed) / perElem / 64 * 64;",
+            "    uint64_t chunk = (ubBytes - splitFixed) / perElem / 64 * 64;",
             "    if (chunk < 64) return 2;",
+            "    // A ragged row end is stored as a 32-byte window inside the row's last chunk: keep it that long.",
+            "    const auto shortEnd = [&](uint64_t c) { return rowLength % c != 0 && rowLength % c < alignElems; };",
+            "    while (edge != 0 && chunk > 64 && shortEnd(chunk)) chunk -= 64;",
+            "    if (edge != 0 && shortEnd(chunk)) return 3;",
             "    t->tileRows = 1;",
             "    t->chunkLength = chunk;",
             "    t->tileStride = chunk;",
@@ -199,28 +219,68 @@ def _roles(k: RowKernel) -> tuple[list[str], list[str]]:
     return [role(x.name) for x in k.inputs], [role(o) for o in k.outputs]
 
 
-_COPIES = r"""// Rows of T between GM and UB. 910B: DataCopyPad, each UB row padded to rowStride (32 bytes); 310P: rows
-// are whole 32-byte blocks (the tiling checks it), so a run of rows is contiguous in UB too.
+_COPIES = r"""// Rows of T between GM and UB, row r at r * pitch in UB (pitch: rowStride, 32 bytes of T).
+// 910B: DataCopyPad, each UB row padded to 32 bytes. 310P has no DataCopyPad and DataCopy moves whole 32-byte
+// blocks: rows that are whole blocks move as one run; other rows one at a time, rounded up to whole blocks
+// (the extra elements land in the row's UB padding) where that stays inside the tensor (`avail` elements from
+// src), else as the row's whole blocks plus a 32-byte window ending at the row's end, placed by the scalar unit.
 template <typename U>
 __aicore__ inline void LoadRows(const AscendC::LocalTensor<U>& dst, const AscendC::GlobalTensor<U>& src,
-                                uint32_t rows, uint32_t len)
+                                uint32_t rows, uint32_t len, uint32_t pitch, uint64_t avail)
 {
 #if __NPU_ARCH__ == 2002
-    AscendC::DataCopy(dst, src, rows * len);
+    constexpr uint32_t block = 32 / sizeof(U);
+    if (len % block == 0) {
+        AscendC::DataCopy(dst, src, rows * len);  // pitch == len: one contiguous run
+        return;
+    }
+    const uint32_t up = (len + block - 1) / block * block;
+    const uint32_t tail = len % block;
+    for (uint32_t r = 0; r < rows; ++r) {
+        const uint64_t at = static_cast<uint64_t>(r) * len;
+        if (at + up <= avail) {
+            AscendC::DataCopy(dst[r * pitch], src[at], up);
+            continue;
+        }
+        const AscendC::LocalTensor<U> window = edgeBuf.Get<U>()[td.tileRows * block];
+        AscendC::DataCopy(dst[r * pitch], src[at], len);  // the whole blocks (DataCopy rounds down)
+        AscendC::DataCopy(window, src[at + len - block], block);
+        for (uint32_t i = 0; i < tail; ++i) {
+            dst.SetValue(r * pitch + len - tail + i, window.GetValue(block - tail + i));
+        }
+    }
 #else
+    (void)pitch;
+    (void)avail;
     AscendC::DataCopyExtParams params{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(U)), 0, 0, 0};
     AscendC::DataCopyPadExtParams<U> pad{false, 0, 0, static_cast<U>(0)};
     AscendC::DataCopyPad(dst, src, params, pad);
 #endif
 }
 
+// 310P rows that end inside a 32-byte block: each row's whole blocks, then its last 32 bytes as a window the
+// scalar unit gathers into edgeBuf (the windows overlap the blocks' stores: a barrier between).
 template <typename U>
 __aicore__ inline void StoreRows(const AscendC::GlobalTensor<U>& dst, const AscendC::LocalTensor<U>& src,
-                                 uint32_t rows, uint32_t len)
+                                 uint32_t rows, uint32_t len, uint32_t pitch)
 {
 #if __NPU_ARCH__ == 2002
-    AscendC::DataCopy(dst, src, rows * len);
+    constexpr uint32_t block = 32 / sizeof(U);
+    if (len % block == 0) {
+        AscendC::DataCopy(dst, src, rows * len);
+        return;
+    }
+    const AscendC::LocalTensor<U> edge = edgeBuf.Get<U>();
+    for (uint32_t r = 0; r < rows; ++r) {
+        AscendC::DataCopy(dst[static_cast<uint64_t>(r) * len], src[r * pitch], len);
+        for (uint32_t i = 0; i < block; ++i) edge.SetValue(r * block + i, src.GetValue(r * pitch + len - block + i));
+    }
+    AscendC::PipeBarrier<PIPE_MTE3>();
+    for (uint32_t r = 0; r < rows; ++r) {
+        AscendC::DataCopy(dst[static_cast<uint64_t>(r) * len + len - block], edge[r * block], block);
+    }
 #else
+    (void)pitch;
     AscendC::DataCopyExtParams params{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(U)), 0, 0, 0};
     AscendC::DataCopyPad(dst, src, params);
 #endif
@@ -260,15 +320,15 @@ __aicore__ inline void StoreStats(const AscendC::GlobalTensor<T>& dst, const Asc
 _WEIGHTS = r"""// A weight row (or a chunk of it) into an fp32 register. The vector unit may still read the previous
 // chunk, and must not read this one before the copy lands: a flag each way.
 __aicore__ inline void LoadWeight(const AscendC::GlobalTensor<T>& src, const AscendC::LocalTensor<float>& dst,
-                                  const AscendC::LocalTensor<T>& stage, uint32_t len)
+                                  const AscendC::LocalTensor<T>& stage, uint32_t len, uint64_t avail)
 {
     const auto freeId = pipe.FetchEventID(AscendC::HardEvent::V_MTE2);
     AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(freeId);
     AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(freeId);
     if constexpr (std::is_same_v<T, float>) {
-        LoadRows(dst, src, 1, len);
+        LoadRows(dst, src, 1, len, len, avail);
     } else {
-        LoadRows(stage, src, 1, len);
+        LoadRows(stage, src, 1, len, len, avail);
     }
     const auto readyId = pipe.FetchEventID(AscendC::HardEvent::MTE2_V);
     AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(readyId);
@@ -392,7 +452,12 @@ def kernel_source(k: RowKernel, rule: str, body_ops: list[str], sources: list[st
                 out(f"pipe.InitBuffer(outQueue{cap(outs[o])}, BUFFER_NUM, td.tileRows * STAT_SLOT * sizeof(T));")
             out(f"pipe.InitBuffer(regBuf, {max(1, k.num_regs['row'])} * td.tileStride * sizeof(float));",
                 f"pipe.InitBuffer(statBuf, ({max(1, k.num_regs['stat'])} + 1) * td.statStride * sizeof(float));",
-                "pipe.InitBuffer(tmpBuf, td.reduceTmp * sizeof(float));")
+                "pipe.InitBuffer(tmpBuf, td.reduceTmp * sizeof(float));",
+                "#if __NPU_ARCH__ == 2002",
+                "if (td.rowLength % (32 / sizeof(T)) != 0) {  // rows ending inside a block: their 32-byte windows",
+                "    pipe.InitBuffer(edgeBuf, (td.tileRows + 1) * 32);",
+                "}",
+                "#endif")
             if k.num_regs["vec"]:
                 out(f"pipe.InitBuffer(vecBuf, {k.num_regs['vec']} * td.vecStride * sizeof(float));")
             for j in range(len(vec_in)):
@@ -405,7 +470,9 @@ def kernel_source(k: RowKernel, rule: str, body_ops: list[str], sources: list[st
                     f"        const uint64_t n = td.residentRows[{j}] - row < {MAX_TILE_ROWS} ? "
                     f"td.residentRows[{j}] - row : {MAX_TILE_ROWS};",
                     f"        LoadRows(resident[row * td.rowStride], {ins[i]}Gm[row * td.rowLength], "
-                    "static_cast<uint32_t>(n), static_cast<uint32_t>(td.rowLength));",
+                    "static_cast<uint32_t>(n), static_cast<uint32_t>(td.rowLength),",
+                    f"                 static_cast<uint32_t>(td.rowStride), (td.residentRows[{j}] - row) * "
+                    "td.rowLength);",
                     "    }",
                     "    const auto readyId = pipe.FetchEventID(AscendC::HardEvent::MTE2_V);",
                     "    AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(readyId);",
@@ -422,7 +489,7 @@ def kernel_source(k: RowKernel, rule: str, body_ops: list[str], sources: list[st
             out("if (td.chunkLength == 0) {")
             with out.indent():
                 for j, i in enumerate(vec_in):
-                    out(f"LoadWeight({ins[i]}Gm, {in_reg[i]}, stageBuf{j}.Get<T>(), vecCount);")
+                    out(f"LoadWeight({ins[i]}Gm, {in_reg[i]}, stageBuf{j}.Get<T>(), vecCount, td.rowLength);")
                 for st in k.hoisted:
                     if st.api != "Duplicate":
                         _emit_step(out, st, False)
@@ -476,7 +543,8 @@ def kernel_source(k: RowKernel, rule: str, body_ops: list[str], sources: list[st
             out(f"AscendC::TQue<AscendC::QuePosition::VECOUT, 1> outQueue{cap(outs[o])};")
         out("AscendC::TBuf<AscendC::TPosition::VECCALC> regBuf;  // fp32 row registers, one tile each",
             "AscendC::TBuf<AscendC::TPosition::VECCALC> statBuf;  // fp32 per-row statistics (and a chunk partial)",
-            "AscendC::TBuf<AscendC::TPosition::VECCALC> tmpBuf;  // sharedTmpBuffer of the reductions")
+            "AscendC::TBuf<AscendC::TPosition::VECCALC> tmpBuf;  // sharedTmpBuffer of the reductions",
+            "AscendC::TBuf<AscendC::TPosition::VECCALC> edgeBuf;  // 310P: 32-byte windows of ragged row ends")
         if k.num_regs["vec"]:
             out("AscendC::TBuf<AscendC::TPosition::VECCALC> vecBuf;  // fp32 weight rows")
         for j in range(len(bc)):
@@ -521,13 +589,16 @@ def _copy_in(out: Lines, k: RowKernel, ins, io_in, bc) -> None:
                 with out.indent():
                     out(f"AscendC::LocalTensor<T> {n}Local = inQueue{cap(n)}.template AllocTensor<T>();",
                         "for (uint32_t r = 0; r < rows; ++r) {",
-                        f"    LoadRows({n}Local[r * (td.chunkLength != 0 ? 0 : td.rowStride)], "
-                        f"{n}Gm[BcastRow(at + r, {j}) * td.rowLength + col], 1, len);", "}",
+                        f"    const uint64_t from = BcastRow(at + r, {j}) * td.rowLength + col;",
+                        f"    LoadRows({n}Local[r * (td.chunkLength != 0 ? 0 : td.rowStride)], {n}Gm[from], 1, len, "
+                        f"len, td.bcastRows[{j}] * td.rowLength - from);", "}",
                         f"inQueue{cap(n)}.EnQue({n}Local);")
                 out("}")
             else:
                 out(f"AscendC::LocalTensor<T> {n}Local = inQueue{cap(n)}.template AllocTensor<T>();",
-                    f"LoadRows({n}Local, {n}Gm[at * td.rowLength + col], rows, len);",
+                    f"LoadRows({n}Local, {n}Gm[at * td.rowLength + col], rows, len, "
+                    "static_cast<uint32_t>(td.rowStride),",
+                    "         (td.rows - at) * td.rowLength - col);",
                     f"inQueue{cap(n)}.EnQue({n}Local);")
     out("}", "")
 
@@ -651,7 +722,7 @@ def _split(out: Lines, k: RowKernel, ins, outs, io_in, vec_in, row_out, stat_out
             _compute_head(out, k, ins, outs, io_in, in_reg, split=True, final=p == final)
             if uses_vec:
                 for j, i in enumerate(vec_in):
-                    out(f"LoadWeight({ins[i]}Gm[col], {in_reg[i]}, stageBuf{j}.Get<T>(), len);")
+                    out(f"LoadWeight({ins[i]}Gm[col], {in_reg[i]}, stageBuf{j}.Get<T>(), len, td.rowLength - col);")
                 for st in vec_steps:
                     _emit_step(out, st, True)
             for st in chunk_steps:
@@ -691,7 +762,7 @@ def _copy_out(out: Lines, k: RowKernel, outs, row_out, stat_out) -> None:
         for o in row_out:
             n = outs[o]
             out(f"AscendC::LocalTensor<T> {n}Local = outQueue{cap(n)}.template DeQue<T>();",
-                f"StoreRows({n}Gm[at * td.rowLength + col], {n}Local, rows, len);",
+                f"StoreRows({n}Gm[at * td.rowLength + col], {n}Local, rows, len, static_cast<uint32_t>(td.rowStride));",
                 f"outQueue{cap(n)}.FreeTensor({n}Local);")
     out("}", "")
     if stat_out:

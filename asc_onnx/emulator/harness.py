@@ -8,6 +8,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -31,6 +32,20 @@ NP_TYPES = {TensorProto.FLOAT: np.float32, TensorProto.FLOAT16: np.float16}
 
 class EmulatorFaultError(AscOnnxError):
     """The kernel broke a hardware rule in the emulator (or its tiling refused the shape)."""
+
+
+class TilingRefusedError(EmulatorFaultError):
+    """The kernel's host tiling refused the shape, so the kernel never ran: a refusal with a stated reason,
+    not a kernel that failed (ATC would get the same refusal from the op's TilingFunc)."""
+
+
+def refusal_text(k: PointwiseKernel | RowKernel | MatmulKernel, code: int) -> str:
+    """The words for a non-zero return of a kernel's ``<op>ComputeTiling``, from its class's table."""
+    from ..codegen import matmul, pointwise, row
+
+    table = {PointwiseKernel: pointwise.REFUSALS, RowKernel: row.REFUSALS, MatmulKernel: matmul.REFUSALS}
+    why = next((t for cls, t in table.items() if isinstance(k, cls)), {}).get(code, "an unknown reason")
+    return f"the host tiling refused the shape: {why} (reason {code})"
 
 
 @dataclass(frozen=True)
@@ -565,6 +580,9 @@ def run(k: PointwiseKernel | RowKernel | MatmulKernel, sources: Mapping[str, str
                                f"{proc.stderr[-500:]}") from None
         if "error" in info:
             message = info["message"].replace(CANON_SNAKE, k.snake).replace(CANON_TYPE, k.op_type)
+            refused = re.fullmatch(r"tiling refused the shape, reason (\d+)", message)
+            if info["error"] == "tiling" and refused:
+                raise TilingRefusedError(f"{k.op_type} on {soc.name}: {refusal_text(k, int(refused[1]))}")
             raise EmulatorFaultError(f"{k.op_type} on {soc.name}: {info['error']}: {message}")
         outs = tuple(_read(Path(d, f"out{o}.bin"), dtype, out_shapes[o]) for o in range(len(k.outputs)))
     return EmuResult(outs, info["block_dim"], info["gm_read"], info["gm_write"], info["vec"], info["ub_peak"],
