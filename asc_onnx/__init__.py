@@ -25,7 +25,8 @@ __version__ = "0.1.0"
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 _WHERE = {
-    "fuse": "api", "inspect": "api", "validate": "api", "validate_kernels": "api", "FuseResult": "api",
+    "fuse": "api", "inspect": "api", "validate": "api", "validate_kernels": "api", "emulate": "api",
+    "FuseResult": "api",
     "InspectResult": "api", "AscOnnxError": "errors", "ValidationError": "errors", "FuseOptions": "options",
     "ANY": "pattern", "Const": "pattern", "Rule": "pattern", "op": "pattern", "rule": "pattern",
     "load_rules": "registry", "FusedOp": "rewrite", "TOLERANCES": "validate", "ValidationReport": "validate",

@@ -295,6 +295,7 @@ def _report(name: str, p: Planned, r: RewriteResult, pkg: PackageResult, options
     report = build_report(name, p.nodes_before, len(r.asc_model.graph.node), r.ops, p.near_misses,
                           asdict(p.canon), atc, state["validation"])
     report["source"] = str(p.loaded.source.resolve()) if p.loaded.source is not None else None
+    report["input_shapes"] = {k: list(v) for k, v in options.input_shapes}  # what --input-shape gave
     report["weights"] = state.get("weights")  # how external-data files reached the output (reflink, copy, ...)
     report["control_flow_bodies"] = list(p.subgraphs)
     report["kernels"] = {
@@ -319,6 +320,7 @@ def emulate(out_dir: str | os.PathLike, options: FuseOptions = FuseOptions(),
     body: random inputs, and activations captured from the original model (from the report or ``model``)."""
     out = Path(out_dir)
     report, kernels = _load_kernels(out)
+    options = _fuse_shapes(report, options)
     soc = get_soc(report.get("atc", {}).get("soc", options.soc))
     source = Path(model) if model is not None else Path(report.get("source", ""))
     feeds = None
@@ -328,6 +330,15 @@ def emulate(out_dir: str | os.PathLike, options: FuseOptions = FuseOptions(),
     checks, _ = verify_kernels(kernels, source if feeds is not None else None, feeds, soc, options.default_dim,
                                options.report)
     return checks
+
+
+def _fuse_shapes(report: dict[str, Any], options: FuseOptions) -> FuseOptions:
+    """Without ``--input-shape``, the input shapes the fuse run checked with (a traced export may run at its
+    traced sizes only, which that run was told or found)."""
+    used = (report.get("validation") or {}).get("input_shapes") or report.get("input_shapes") or {}
+    if options.shape_map or not used:
+        return options
+    return dataclasses.replace(options, input_shapes=tuple((k, tuple(v)) for k, v in used.items()))
 
 
 def _load_kernels(out: Path) -> tuple[dict[str, Any], list[Kernel]]:
@@ -360,6 +371,7 @@ def validate_kernels(model: str | os.PathLike, out_dir: str | os.PathLike,
     ``out_dir/op_package``) and compare every output with ``model``'s."""
     out = Path(out_dir)
     report, kernels = _load_kernels(out)
+    options = _fuse_shapes(report, options)
     atc = out / ATC_MODEL
     if not atc.is_file():
         raise AscOnnxError(f"{atc} does not exist")

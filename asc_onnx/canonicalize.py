@@ -14,6 +14,7 @@
   known shape, then ``Size``/``Range``/``Slice``/``Concat``/``Gather``/``Sub`` ... of such constants
   (ONNX function expansions compute their Reshape targets and reduction axes this way). Integer
   results are exact.
+* Two Slices taking the two halves of one tensor's last axis become one ``Split`` (the same elements).
 * Default attributes that the patterns read are made explicit (``keepdims``, Softmax
   ``axis``, Gemm ``alpha``/``beta``/``transA``/``transB``, LeakyRelu ``alpha`` ...).
 
@@ -119,7 +120,8 @@ def canonicalize(graph: gs.Graph, opset: int) -> CanonStats:
         elif node.op == "Mul" and len(node.inputs) == 2 and not has_subgraphs:
             units += _drop_unit(graph, node, outputs)
     folded = _fold_constants(graph, outputs)
-    if ids or casts or units or folded:  # bypassed and folded nodes have no inputs or outputs left
+    splits = 0 if has_subgraphs else _halves_to_split(graph, opset, outputs)
+    if ids or casts or units or folded or splits:  # bypassed and folded nodes have no inputs or outputs left
         graph.nodes = [n for n in graph.nodes if n.outputs]
     if folded:
         _propagate_shapes(graph)
@@ -218,6 +220,9 @@ def _fold_shape_op(node: gs.Node) -> np.ndarray | None:
             start, end = node.attrs.get("start", 0), node.attrs.get("end", len(dims))
             return np.array(list(dims)[start:end], dtype=np.int64)
         return None
+    if node.op == "Gather" and len(node.inputs) == 2 and node.inputs[0].inputs \
+            and node.inputs[0].inputs[0].op == "Shape" and node.attrs.get("axis", 0) == 0:
+        return _static_dims(node.inputs[0].inputs[0], const_array(node.inputs[1], limit=SHAPE_LIMIT))
     if node.op not in SHAPE_OPS:
         return None
     args = [const_array(t, limit=SHAPE_LIMIT) if t.name else None for t in node.inputs]
@@ -244,6 +249,69 @@ def _fold_shape_op(node: gs.Node) -> np.ndarray | None:
         return None
     out = np.asarray(out)
     return out if out.dtype.kind in "iub" and out.size <= SHAPE_LIMIT else None
+
+
+def _static_dims(shape_node: gs.Node, idx: np.ndarray | None) -> np.ndarray | None:
+    """``Gather(Shape(x), idx)`` where the dims picked are static though others are not (the hidden size of a
+    [batch, seq, 128] activation)."""
+    dims = shape_node.inputs[0].shape if shape_node.inputs else None
+    if dims is None or idx is None or idx.dtype.kind not in "iu":
+        return None
+    dims = list(dims)[shape_node.attrs.get("start", 0):shape_node.attrs.get("end", len(dims))]
+    picked = [dims[i] if -len(dims) <= i < len(dims) else None for i in idx.reshape(-1).tolist()]
+    if not all(isinstance(d, (int, np.integer)) and d >= 0 for d in picked):
+        return None
+    return np.array(picked, dtype=np.int64).reshape(idx.shape)
+
+
+def _halves_to_split(graph: gs.Graph, opset: int, outputs: set[int]) -> int:
+    """Two Slices taking the first and second half of one tensor's last axis become one Split (Phi-3's
+    gate-up projection as the legacy exporter writes ``chunk(2, -1)``): the same elements, bit for bit."""
+    count = 0
+    for node in list(graph.nodes):
+        if node.op != "Slice" or not node.inputs or not node.outputs:
+            continue
+        t = node.inputs[0]
+        halves = {}
+        for c in t.outputs:
+            half = _half(c)
+            if half is not None and id(c.outputs[0]) not in outputs:
+                halves.setdefault(half, c)
+        if set(halves) != {0, 1}:
+            continue
+        first, second = halves[0], halves[1]
+        d = int(t.shape[-1])
+        split = gs.Constant(f"{first.outputs[0].name}_halves", np.array([d // 2, d // 2], dtype=np.int64))
+        ins, attrs = ([t, split], {"axis": -1}) if opset >= 13 else ([t], {"axis": -1, "split": [d // 2, d // 2]})
+        outs = [first.outputs[0], second.outputs[0]]
+        for s in (first, second):
+            s.inputs.clear()
+            s.outputs.clear()
+        graph.nodes.append(gs.Node("Split", f"{first.name}_split", attrs, ins, outs))
+        count += 1
+    if count:
+        graph.toposort()
+    return count
+
+
+def _half(node: gs.Node) -> int | None:
+    """0 or 1 for a Slice of the first or second half of its input's last axis (static and even), else None."""
+    if node.op != "Slice" or len(node.inputs) < 3 or not node.outputs:
+        return None
+    shape = node.inputs[0].shape
+    if not shape or not isinstance(shape[-1], (int, np.integer)) or shape[-1] % 2:
+        return None
+    d, rank = int(shape[-1]), len(shape)
+    args = [const_array(t, limit=4) for t in node.inputs[1:]]
+    if any(a is None or a.size != 1 for a in args):
+        return None
+    start, end = int(args[0].reshape(-1)[0]), int(args[1].reshape(-1)[0])
+    axis = int(args[2].reshape(-1)[0]) if len(args) > 2 else 0
+    step = int(args[3].reshape(-1)[0]) if len(args) > 3 else 1
+    if axis % rank != rank - 1 or step != 1:
+        return None
+    start, end = start + d if start < 0 else start, min(end + d if end < 0 else end, d)
+    return {(0, d // 2): 0, (d // 2, d): 1}.get((start, end))
 
 
 def _fold_constants(graph: gs.Graph, outputs: set[int]) -> int:

@@ -271,7 +271,28 @@ def rewrite(graph: gs.Graph, source: ModelProto, fusions: Sequence[Fusion], atc_
                         tuple(functions[t].attribute), tuple(p.data_type for p in first_params[t]))
                 for t in functions)
     atc, notes = build_atc_model(asc, {f.name for f in asc.functions}, atc_mode)
+    _record_fused_shapes(asc, ops)
     return RewriteResult(asc, atc, ops, notes)
+
+
+def _record_fused_shapes(model: ModelProto, ops: Sequence[FusedOp]) -> None:
+    """Type the main graph's fused-node inputs and outputs in the reference model's value_info with the dims
+    this run knew: a reloaded model (``asc-onnx emulate OUT``) gets only onnx's own inference, which cannot
+    type an asc_onnx node's outputs and loses what symbolic inference found (an attention MatMul behind a
+    computed Reshape has no rank for it)."""
+    g = model.graph
+    skip = {i.name for i in g.input} | {o.name for o in g.output} | {t.name for t in g.initializer}
+    main = {t for n in g.node for t in [*n.input, *n.output]}
+    for op in ops:
+        for inst in op.instances:
+            for names, dtypes, shapes in ((inst.inputs, inst.input_dtypes, inst.input_shapes),
+                                          (inst.outputs, inst.output_dtypes, inst.output_shapes)):
+                for name, dtype, shape in zip(names, dtypes, shapes):
+                    if name in skip or name not in main or not dtype or shape is None:
+                        continue
+                    skip.add(name)
+                    dims = [d if isinstance(d, int) else (str(d) if d not in (None, "", "?") else None) for d in shape]
+                    g.value_info.append(helper.make_tensor_value_info(name, dtype, dims))
 
 
 def _detach(nodes: Sequence[gs.Node], removed: set[int]) -> None:

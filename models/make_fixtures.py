@@ -118,9 +118,76 @@ def export(name: str, exporter: str, dtype: torch.dtype) -> Path:
     return path
 
 
+class _WithMask(nn.Module):
+    """A causal LM called with input_ids and attention_mask, exporting only the logits."""
+
+    def __init__(self, inner: nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self.inner(input_ids=ids, attention_mask=mask, use_cache=False).logits
+
+
+def form(name: str) -> tuple[nn.Module, tuple, list[str], dict, int, torch.dtype]:
+    """One exporter form the front door must take: (module, inputs, input names, dynamic axes, opset, dtype).
+    All legacy exports (``dynamo=False``), as engineers still write them."""
+    torch.manual_seed(0)
+    ids = torch.randint(0, 96, (1, SEQ))
+    text_axes = {"input_ids": {0: "batch", 1: "seq"}}
+    common = dict(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                  num_attention_heads=4, max_position_embeddings=64)
+    if name == "bert_fp16_opset14":
+        # opset 14: at 17 the legacy exporter writes a LayerNormalization with mixed fp16/fp32 inputs that
+        # onnxruntime refuses to load.
+        return _FirstOutput(_lm("BertModel", "BertConfig", **common)), (ids,), ["input_ids"], text_axes, 14, \
+            torch.float16
+    if name == "llama_causal_fp16_mask":
+        m = _WithMask(_lm("LlamaForCausalLM", "LlamaConfig", num_key_value_heads=2, **common))
+        mask = torch.ones(1, SEQ, dtype=torch.int64)
+        axes = {**text_axes, "attention_mask": {0: "batch", 1: "seq"}}
+        return m, (ids, mask), ["input_ids", "attention_mask"], axes, 17, torch.float16
+    if name == "phi3_tiny":
+        m = _lm("Phi3Model", "Phi3Config", num_key_value_heads=4, pad_token_id=0, **common)
+        return _FirstOutput(m), (ids,), ["input_ids"], text_axes, 17, torch.float32
+    if name == "levit_tiny":
+        m = _lm("LevitModel", "LevitConfig", image_size=64, hidden_sizes=[32, 48, 64], num_attention_heads=[1, 2, 2],
+                depths=[1, 1, 1], key_dim=[8, 8, 8], patch_size=16)
+        return _FirstOutput(m), (torch.randn(1, 3, 64, 64),), ["pixel_values"], {"pixel_values": {0: "batch"}}, \
+            13, torch.float32
+    if name == "clip_text_tiny":
+        m = _lm("CLIPTextModel", "CLIPTextConfig", vocab_size=128, hidden_size=32, intermediate_size=64,
+                num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=77)
+        return _FirstOutput(m), (torch.randint(0, 96, (1, 77)),), ["input_ids"], {"input_ids": {0: "batch"}}, 17, \
+            torch.float32
+    raise KeyError(name)
+
+
+FORMS = ["bert_fp16_opset14", "llama_causal_fp16_mask", "phi3_tiny", "levit_tiny", "clip_text_tiny"]
+
+
+def export_form(name: str) -> Path:
+    module, args, in_names, axes, opset, dtype = form(name)
+    module = module.eval()
+    if dtype == torch.float16:
+        module = module.half()
+    path = HERE / f"{name}_legacy.onnx"
+    with torch.no_grad():
+        torch.onnx.export(module, args, str(path), dynamo=False, opset_version=opset, input_names=in_names,
+                          output_names=["output"], dynamic_axes={**axes, "output": {0: "batch"}})
+    return path
+
+
 def main(argv: list[str]) -> int:
-    families = argv or FAMILIES
+    families = [a for a in argv if a in FAMILIES] or ([] if argv else FAMILIES)
     record: dict[str, str] = {}
+    for name in [a for a in argv if a in FORMS] or ([] if argv else FORMS):
+        try:
+            record[f"{name}/legacy"] = export_form(name).name
+        except Exception as exc:  # noqa: BLE001 - record why the exporter failed
+            traceback.print_exc()
+            record[f"{name}/legacy"] = f"FAILED: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+        print(name, "->", record[f"{name}/legacy"], flush=True)
     for name in families:
         for exporter in ("legacy", "dynamo"):
             for dtype in [torch.float32] + ([torch.float16] if name in FP16 else []):

@@ -81,11 +81,11 @@ class _Split:
         return None
 
 
-def _root_split(node: gs.Node) -> _Split | None:
+def _root_split(node: gs.Node, floats: frozenset[int] = FLOAT_TYPES) -> _Split | None:
     """The row split a root reduces over, or None when it is not a trailing-axes row reduction."""
     if (node.domain or "") not in ("", "ai.onnx") or not node.inputs or node.inputs[0].shape is None:
         return None
-    if onnx_dtype(node.inputs[0]) not in FLOAT_TYPES:
+    if onnx_dtype(node.inputs[0]) not in floats:
         return None
     shape = list(node.inputs[0].shape)
     rank = len(shape)
@@ -112,23 +112,30 @@ def _root_split(node: gs.Node) -> _Split | None:
     return None
 
 
-def _joins(node: gs.Node, split: _Split, region: dict[int, gs.Node], claimed: set[int]) -> bool:
-    """A node may join: an op the row kernel lowers, on this split, with outputs that keep it."""
+#: Inside a region, values may also be double: an exporter's fp16 LayerNorm takes its variance through
+#: Cast(double) and back. The kernel computes every value in fp32, which holds fp16 and fp32 results exactly
+#: as well; a double value may not leave the region (``find_row_chains`` then grows it again without).
+WIDE = FLOAT_TYPES | {onnx.TensorProto.DOUBLE}
+
+
+def _joins(node: gs.Node, split: _Split, region: dict[int, gs.Node], claimed: set[int],
+           floats: frozenset[int] = FLOAT_TYPES) -> bool:
+    """A node may join: an op the row kernel lowers, on this split, with outputs that keep it, of ``floats``."""
     if id(node) in claimed or id(node) in region or (node.domain or "") not in ("", "ai.onnx"):
         return False
     if node.op not in ELEMENTWISE | VIEWS | REDUCTIONS | ROW_OPS:
         return False
     outs = [t for t in node.outputs if t.name]
-    if not outs or any(onnx_dtype(t) not in FLOAT_TYPES | {onnx.TensorProto.BOOL} for t in outs):
+    if not outs or any(onnx_dtype(t) not in floats | {onnx.TensorProto.BOOL} for t in outs):
         return False
     if node.op in REDUCTIONS | ROW_OPS:
-        s = _root_split(node)
+        s = _root_split(node, floats)
         if s is None or s.d != split.d or s.d is None and s.row != split.row:
             return False
         if split.kind(node.inputs[0]) != "data":
             return False
     if node.op in VIEWS:
-        if node.op == "Cast" and node.attrs.get("to") not in FLOAT_TYPES:
+        if node.op == "Cast" and node.attrs.get("to") not in floats:
             return False
         if node.op in ("Reshape", "Squeeze", "Unsqueeze") and len(node.inputs) > 1 and \
                 const_array(node.inputs[1], limit=64) is None:
@@ -159,8 +166,11 @@ def _operand_ok(t: gs.Tensor, split: _Split, region: dict[int, gs.Node]) -> bool
 
 
 def _grow(root: gs.Node, split: _Split, claimed: set[int], outputs: set[int],
-          order: dict[int, int]) -> dict[int, gs.Node]:
+          order: dict[int, int], floats: frozenset[int] = FLOAT_TYPES) -> dict[int, gs.Node]:
     region = {id(root): root}
+
+    def joins(node: gs.Node) -> bool:
+        return _joins(node, split, region, claimed, floats)
 
     def add(node: gs.Node, checked: bool = False) -> bool:
         if not checked and not all(_operand_ok(i, split, region) for i in node.inputs):
@@ -183,7 +193,7 @@ def _grow(root: gs.Node, split: _Split, claimed: set[int], outputs: set[int],
                     continue
                 vec_view = p.op in VIEWS and split.kind(t) == "vec" and bool(p.inputs) and \
                     onnx_dtype(p.inputs[0]) in FLOAT_TYPES and _prod(p.inputs[0].shape) == split.d
-                if not vec_view and not _joins(p, split, region, claimed):
+                if not vec_view and not joins(p):
                     continue
                 if id(p) in claimed or any(id(o) in outputs for o in p.outputs) or \
                         any(id(c) not in region for o in p.outputs for c in o.outputs):
@@ -193,7 +203,7 @@ def _grow(root: gs.Node, split: _Split, claimed: set[int], outputs: set[int],
         for node in list(region.values()):
             for o in node.outputs:
                 for c in o.outputs:
-                    if _joins(c, split, region, claimed):
+                    if joins(c):
                         changed |= add(c)
         # Sideways: a consumer of the region's data operand that feeds the region or a reduction of these
         # rows (the x * x of a LayerNorm written as E[x^2] - E[x]^2).
@@ -202,10 +212,9 @@ def _grow(root: gs.Node, split: _Split, claimed: set[int], outputs: set[int],
                 if split.kind(t) != "data" or (producer(t) is not None and id(producer(t)) in region):
                     continue
                 for c in t.outputs:
-                    if not _joins(c, split, region, claimed) or not c.outputs:
+                    if not joins(c) or not c.outputs:
                         continue
-                    feeds = [r for r in c.outputs[0].outputs
-                             if id(r) in region or (r.op in REDUCTIONS and _joins(r, split, region, claimed))]
+                    feeds = [r for r in c.outputs[0].outputs if id(r) in region or (r.op in REDUCTIONS and joins(r))]
                     if feeds and add(c):
                         changed = True
                         for r in feeds:
@@ -249,7 +258,9 @@ def find_row_chains(graph: gs.Graph, rule: Rule, claimed: set[int], outputs: set
         split = _root_split(root)
         if split is None:
             continue
-        region = _grow(root, split, claimed, outputs, order)
+        region = _grow(root, split, claimed, outputs, order, WIDE)
+        if any(onnx_dtype(t) == onnx.TensorProto.DOUBLE for t in _exits(region, outputs)):
+            region = _grow(root, split, claimed, outputs, order)
         if not any(split.kind(t) == "data" for n in region.values() for t in n.outputs if t.name) and \
                 root.op in REDUCTIONS:
             continue  # a bare reduction (a mean pooling): nothing to fuse around it

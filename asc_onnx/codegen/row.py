@@ -243,7 +243,7 @@ __aicore__ inline void LoadRows(const AscendC::LocalTensor<U>& dst, const Ascend
             continue;
         }
         const AscendC::LocalTensor<U> window = edgeBuf.Get<U>()[td.tileRows * block];
-        AscendC::DataCopy(dst[r * pitch], src[at], len);  // the whole blocks (DataCopy rounds down)
+        AscendC::DataCopy(dst[r * pitch], src[at], len - tail);  // the whole blocks
         AscendC::DataCopy(window, src[at + len - block], block);
         for (uint32_t i = 0; i < tail; ++i) {
             dst.SetValue(r * pitch + len - tail + i, window.GetValue(block - tail + i));
@@ -271,8 +271,9 @@ __aicore__ inline void StoreRows(const AscendC::GlobalTensor<U>& dst, const Asce
         return;
     }
     const AscendC::LocalTensor<U> edge = edgeBuf.Get<U>();
+    const uint32_t head = len / block * block;
     for (uint32_t r = 0; r < rows; ++r) {
-        AscendC::DataCopy(dst[static_cast<uint64_t>(r) * len], src[r * pitch], len);
+        AscendC::DataCopy(dst[static_cast<uint64_t>(r) * len], src[r * pitch], head);
         for (uint32_t i = 0; i < block; ++i) edge.SetValue(r * block + i, src.GetValue(r * pitch + len - block + i));
     }
     AscendC::PipeBarrier<PIPE_MTE3>();

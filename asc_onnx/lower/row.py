@@ -444,7 +444,7 @@ def _lower_row_node(b: _RowBuilder, node, args, shapes) -> list[int | float | No
     x = args[0] if args else None
     if op in IDENTITY_OPS:
         if op == "Cast" and _attr(node, "to", TensorProto.FLOAT) not in (TensorProto.FLOAT, TensorProto.FLOAT16,
-                                                                          TensorProto.BFLOAT16):
+                                                                          TensorProto.BFLOAT16, TensorProto.DOUBLE):
             raise LoweringError("a Cast to a non-float type is not served by the row kernel")
         return [x]
     if op in REDUCE_APIS:
