@@ -24,6 +24,8 @@ class Soc:
             1.6 TB/s) and LPDDR4X of Atlas 300I Pro (310P, 204.8 GB/s), from the product datasheets.
         l1_bytes / l0ab_bytes / l0c_bytes: the cube's memories as the host tiling sees them (GetCoreMemSize;
             910B's L1 less 256 B, as its UB), what CANN's Matmul tiling is given.
+        saturates: the vector unit computes in saturation mode only (310P): a result beyond the type's range
+            is its largest finite value, not an infinity.
     """
 
     name: str
@@ -38,13 +40,14 @@ class Soc:
     l1_bytes: int = 524288 - 256
     l0ab_bytes: int = 65536
     l0c_bytes: int = 131072
+    saturates: bool = False
 
 
 SOCS = {
     # GetCoreMemSize(UB): 196608 - 256 (KFC) on 910B; the whole 256 KiB on 310P (platform_ascendc.cpp).
     "Ascend910B": Soc("Ascend910B", "Ascend910B1", "ascend910b", 196352, 48, True, True, 2201),
     "Ascend310P": Soc("Ascend310P", "Ascend310P3", "ascend310p", 262144, 8, False, False, 2002, 204.8e9,
-                      l1_bytes=1048576, l0c_bytes=262144),
+                      l1_bytes=1048576, l0c_bytes=262144, saturates=True),
 }
 
 

@@ -143,6 +143,13 @@ def form(name: str) -> tuple[nn.Module, tuple, list[str], dict, int, torch.dtype
         return _FirstOutput(_lm("BertModel", "BertConfig", **common)), (ids,), ["input_ids"], text_axes, 14, \
             torch.float16
     if name == "llama_causal_fp16_mask":
+        # transformers 4.5x builds the mask with torch.vmap on torch >= 2.6, which the legacy (TorchScript)
+        # exporter cannot trace ("unordered_map::at"); its pre-2.6 path is what older exports contain.
+        import transformers.masking_utils as masks
+
+        masks._is_torch_greater_or_equal_than_2_6 = False
+        masks.sdpa_mask = masks.sdpa_mask_older_torch
+        masks.ALL_MASK_ATTENTION_FUNCTIONS._global_mapping["sdpa"] = masks.sdpa_mask_older_torch
         m = _WithMask(_lm("LlamaForCausalLM", "LlamaConfig", num_key_value_heads=2, **common))
         mask = torch.ones(1, SEQ, dtype=torch.int64)
         axes = {**text_axes, "attention_mask": {0: "batch", 1: "seq"}}

@@ -37,13 +37,17 @@ EXPECTED = {
     "bert_fp16_opset14_legacy": {"RowChain": 5, "ElementwiseChain": 1, "ScaleMaskSoftmax": 2, "LinearGELU": 2},
     "levit_tiny_legacy": {"HardSwish": 13, "ScaleMaskSoftmax": 5},
     "clip_text_tiny_legacy": {"AddLayerNorm": 5, "ScaleMaskSoftmax": 2, "ElementwiseChain": 2},
+    # LlamaForCausalLM in fp16 with an attention_mask input.
+    "llama_causal_fp16_mask_legacy": {**LLAMA_LIKE, "ElementwiseChain": 4},
     # Phi-3's gate-up projection sliced in halves (chunk(2, -1)): one matmul kernel with both halves.
     "phi3_tiny_legacy": {"RMSNorm": 1, "ElementwiseChain": 4, "ScaleMaskSoftmax": 2, "AddRMSNorm": 4,
                          "SwiGLUSplit": 2},
 }
-#: Options a fixture needs: the legacy exporter traced Phi-3's sequence length into its Reshapes, so it runs at
-#: the traced length only (without it, fuse stops and names --input-shape).
-OPTIONS = {"phi3_tiny_legacy": asc_onnx.FuseOptions(input_shapes=(("input_ids", (1, 8)),))}
+#: Options a fixture needs: the legacy exporter traced Phi-3's and the causal LLaMA's sequence length into their
+#: Reshapes, so they run at the traced length only (without it, fuse stops and names --input-shape).
+OPTIONS = {"phi3_tiny_legacy": asc_onnx.FuseOptions(input_shapes=(("input_ids", (1, 8)),)),
+           "llama_causal_fp16_mask_legacy": asc_onnx.FuseOptions(input_shapes=(("input_ids", (2, 8)),
+                                                                             ("attention_mask", (2, 8))))}
 
 
 #: Rules whose ops are row kernels: every one must ship (no fixture norm or softmax goes back to its nodes).
