@@ -178,7 +178,10 @@ def _cmd_fuse(a: argparse.Namespace) -> int:
             print(f"deployed model ({'ok' if dep['ok'] else 'FAILED'}): model.atc.onnx with {dep['emulated_nodes']} "
                   f"fused nodes run by their emulated kernels"
                   + (f" ({dep['in_bodies']} inside control-flow bodies ran as their function bodies)"
-                     if dep.get("in_bodies") else "") + f", {len(dep['outputs'])} outputs compared, "
+                     if dep.get("in_bodies") else "")
+                  + (f" ({dep['over_budget']} matmul nodes over the emulation budget ran as their function bodies; "
+                     "their kernels were emulated at reduced K and N)" if dep.get("over_budget") else "")
+                  + f", {len(dep['outputs'])} outputs compared, "
                   f"max abs error {dep_err:.3e}" + (f": {dep['error']}" if dep["error"] else ""))
         val = report.get("validation")
         if val:

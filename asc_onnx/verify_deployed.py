@@ -9,7 +9,10 @@ them, because there every fused op runs its own function body.
 
 Fused nodes inside control-flow bodies (If branches, Loop bodies) cannot be taken out of their body: there
 they run as their function bodies on onnxruntime, and the report counts them apart. Their kernels are
-proven by the kernel rung alone.
+proven by the kernel rung alone. So are matmul nodes over the emulation budget (``MATMUL_EMU_MACS``: the
+emulated cube is a scalar loop, and a LLaMA-7B FFN at 512 tokens would take minutes per node): those run
+as their function bodies, counted apart too, and their kernels are proven at reduced K and N (under CANN's
+tiling of the real size, cut) by the kernel rung.
 """
 
 from __future__ import annotations
@@ -26,11 +29,13 @@ from .emulator import cann_tiling
 from .emulator.harness import EmulatorFaultError, TilingRefusedError, refusal_text, run
 from .errors import AscOnnxError
 from .graph import all_nodes, body_graphs
+from .lower.matmul import MatmulKernel
 from .package import Kernel
 from .rewrite import DOMAIN, param_attributes, param_bits_to_values
 from .soc import Soc
 from .validate import OutputCheck, compare_arrays, make_inputs
 from .validate import run as ort_run
+from .verify_kernels import MATMUL_EMU_MACS, reference
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,7 @@ class DeployedReport:
     error: str | None = None
     in_bodies: int = 0  # fused nodes inside control-flow bodies, run as their function bodies
     blame: str | None = None  # a failed check: the first fused op whose kernel alone makes an output fail
+    over_budget: int = 0  # matmul nodes over the emulation budget, run as their function bodies
 
     def why(self) -> str:
         """One line on what failed: a fault, or each failing output with its error and tolerance, and the op."""
@@ -177,19 +183,29 @@ def _narrowest_after_kernels(atc: ModelProto, kernels: Sequence[Kernel], types: 
 
 
 def run_deployed(atc: ModelProto, kernels: Sequence[Kernel], feeds: Mapping[str, np.ndarray],
-                 soc: Soc) -> tuple[dict[str, np.ndarray], int]:
-    """Outputs of the ATC model with every fused node run by its emulated kernel; and how many ran so."""
+                 soc: Soc) -> tuple[dict[str, np.ndarray], int, int]:
+    """Outputs of the ATC model with every fused node run by its emulated kernel (matmul nodes over the
+    emulation budget by their function bodies); how many ran emulated, and how many over the budget."""
     return _run_prepared(_bodies_as_functions(atc, kernels)[0], kernels, feeds, soc)
 
 
+def _over_budget(k: Kernel, args: Sequence[np.ndarray]) -> bool:
+    """A matmul node whose multiply-accumulates exceed what the kernel rung emulates at full size."""
+    if not isinstance(k.ir, MatmulKernel):
+        return False
+    w = args[k.ir.gemms[0].weight].shape
+    return int(np.prod(args[0].shape)) * int(w[0] if k.ir.trans_b else w[1]) * len(k.ir.gemms) > MATMUL_EMU_MACS
+
+
 def _run_prepared(atc: ModelProto, kernels: Sequence[Kernel], feeds: Mapping[str, np.ndarray],
-                  soc: Soc) -> tuple[dict[str, np.ndarray], int]:
+                  soc: Soc) -> tuple[dict[str, np.ndarray], int, int]:
     """:func:`run_deployed` on a model whose fused nodes inside bodies already call their functions."""
     by_type = {k.op.op_type: k for k in kernels}
     graph = atc.graph
     inits = {t.name: t for t in graph.initializer}
     fused = {i for i, n in enumerate(graph.node) if n.op_type in by_type}
     values: dict[str, np.ndarray] = dict(feeds)
+    over = 0
     for i in sorted(fused):
         node = graph.node[i]
         k = by_type[node.op_type]
@@ -197,21 +213,25 @@ def _run_prepared(atc: ModelProto, kernels: Sequence[Kernel], feeds: Mapping[str
         need = [n for n in ins if n not in values and n not in inits]
         values.update(_segment(atc, _needed_nodes(graph, need, set(values), fused), need, values, inits))
         args = [values[n] if n in values else numpy_helper.to_array(inits[n]) for n in ins]
+        params = param_bits_to_values(node, k.op.params)
+        if _over_budget(k, args):
+            values.update(dict(zip(node.output, reference(k.op, args, params))))
+            over += 1
+            continue
         try:
             # A matmul kernel runs under CANN's own tiling where its open sources are at hand.
             tiling = cann_tiling.for_inputs(k.ir, k.files, soc, args)
             if isinstance(tiling, int):
                 raise TilingRefusedError(f"{refusal_text(k.ir, tiling)} (under CANN's Matmul tiling)")
             # Each node's own parameters, from its INT attributes: what the host tiling hands its kernel.
-            res = run(k.ir, k.files, f"{k.op.op_type}TilingData", args, soc, cube_tiling=tiling,
-                      params=param_bits_to_values(node, k.op.params))
+            res = run(k.ir, k.files, f"{k.op.op_type}TilingData", args, soc, cube_tiling=tiling, params=params)
         except EmulatorFaultError as exc:
             raise EmulatorFaultError(f"node {node.name!r} ({node.op_type}): {exc}") from None
         values.update(dict(zip(node.output, res.outputs)))
     targets = [o.name for o in graph.output]
     need = [t for t in targets if t not in values]
     values.update(_segment(atc, _needed_nodes(graph, need, set(values), fused), need, values, inits))
-    return {t: values[t] for t in targets}, len(fused)
+    return {t: values[t] for t in targets}, len(fused) - over, over
 
 
 def verify_deployed(original: str | os.PathLike | ModelProto, atc: str | os.PathLike | ModelProto,
@@ -233,7 +253,7 @@ def verify_deployed(original: str | os.PathLike | ModelProto, atc: str | os.Path
     runnable, in_bodies = _bodies_as_functions(deployed, kernels)
     atc_feeds = {atc_name.get(k, k): a for k, a in feeds.items()}
     try:
-        got, n = _run_prepared(runnable, kernels, atc_feeds, soc)
+        got, n, over = _run_prepared(runnable, kernels, atc_feeds, soc)
     except EmulatorFaultError as exc:
         return DeployedReport((), 0, str(exc), in_bodies)
 
@@ -251,7 +271,7 @@ def verify_deployed(original: str | os.PathLike | ModelProto, atc: str | os.Path
     blame = None
     if not all(c.ok for c in checks):
         blame = _blame(deployed, kernels, atc_feeds, soc, compare, {c.name for c in checks if not c.ok})
-    return DeployedReport(tuple(checks), n, None, in_bodies, blame)
+    return DeployedReport(tuple(checks), n, None, in_bodies, blame, over)
 
 
 def _value_types(model: ModelProto) -> dict[str, int]:
@@ -274,7 +294,7 @@ def _blame(atc: ModelProto, kernels: Sequence[Kernel], feeds: Mapping[str, np.nd
         others = [t for t in by_type if t != op_type]
         runnable, _ = _bodies_as_functions(atc, kernels, others)
         try:
-            got, _ = _run_prepared(runnable, [by_type[op_type]], feeds, soc)
+            got, _, _ = _run_prepared(runnable, [by_type[op_type]], feeds, soc)
         except EmulatorFaultError as exc:
             return f"{op_type}'s kernel alone faults: {exc}"
         if any(not c.ok for c in compare(got) if c.name in failed):

@@ -8,10 +8,12 @@ and, where ../shared/ascend is present, under the tiling CANN's own MultiCoreMat
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
 from conftest import F16, F32, model
 from onnx import helper, numpy_helper
@@ -289,3 +291,23 @@ def test_fp16_llama_swiglu_ships_on_310p_on_captured_activations():
         labels = {c.inputs for c in res.kernel_checks if c.op_type == k.op.op_type and c.ok}
         assert {"random", "captured"} <= labels
     assert res.deployed is not None and res.deployed.ok
+
+
+def test_deployed_check_runs_matmul_nodes_over_the_budget_as_their_bodies(tmp_path, capsys):
+    """A SwiGLU of 2 x 2048 x 2048 at 8 tokens is 67M multiply-accumulates, over what the emulator runs at full
+    size: the kernel rung proves it at reduced K and N, and the deployed check runs that node as its function
+    body (counted apart) instead of emulating it for minutes; the summary says so."""
+    from asc_onnx.cli import main
+    from asc_onnx.verify_kernels import MATMUL_EMU_MACS
+
+    assert 8 * 2048 * 2048 * 2 > MATMUL_EMU_MACS
+    path = tmp_path / "ffn.onnx"
+    onnx.save(swiglu(F16, n=2048, k=2048), path)
+    assert main(["fuse", str(path), "-o", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    dep = report["deployed"]
+    assert dep["ok"] and dep["over_budget"] == 1 and dep["emulated_nodes"] == 0, dep
+    assert "1 matmul nodes over the emulation budget ran as their function bodies" in out
+    checks = [c for c in report["kernels"]["emulated"] if c["op_type"] == "AscSwiGlu"]
+    assert checks and all(c["ok"] and " K=" in c["inputs"] for c in checks), checks
