@@ -20,6 +20,7 @@ from onnx import ModelProto, TensorProto, helper, numpy_helper
 from onnx.external_data_helper import ExternalDataInfo, uses_external_data
 
 from .errors import AscOnnxError
+from .shape_values import name_body_dims
 
 KNOWN_DTYPES = frozenset(v for v in TensorProto.DataType.values() if v != TensorProto.UNDEFINED)
 
@@ -276,6 +277,9 @@ def infer_shapes(model: ModelProto, input_shapes: dict[str, tuple[int, ...]] | N
         richer = _symbolic(inferred)
         if richer is not None:
             _merge_value_info(inferred, richer)
+    # Symbolic inference does not enter If/Loop/Scan bodies: their Reshape arithmetic is followed here.
+    if name_body_dims(inferred):
+        inferred = onnx.shape_inference.infer_shapes(inferred, check_type=False, strict_mode=False, data_prop=True)
     if input_shapes:
         del inferred.graph.input[:]
         inferred.graph.input.extend(model.graph.input)

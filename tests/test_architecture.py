@@ -14,7 +14,8 @@ PKG = Path(asc_onnx.__file__).resolve().parent
 #: Stage order (modules or sub-packages); helpers may be imported by anyone.
 STAGES = ["load", "canonicalize", "match", "chains", "rewrite", "lower", "codegen", "package", "validate",
           "emulator", "verify_kernels", "verify_deployed", "report", "report_html", "output", "api", "cli", "entry"]
-HELPERS = {"cache", "errors", "options", "graph", "pattern", "checks", "registry", "soc", "progress", "__init__"}
+HELPERS = {"cache", "errors", "options", "graph", "pattern", "checks", "registry", "soc", "progress", "shape_values",
+           "__init__"}
 
 
 def _imports(path: Path) -> set[str]:

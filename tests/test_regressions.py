@@ -162,3 +162,38 @@ def test_inner_axis_broadcast_is_refused_not_computed_wrongly(tmp_path):
     why = " ".join(r["reason"] for r in res.report["kernels"]["not_generated"])
     assert "along inner axes" in why
     assert res.validation.ok
+
+
+def _if_with_reshaped_operands():
+    """An If whose branches compute sigmoid(a) * b + a, with a = Reshape(x, [N, 8] from Shape arithmetic) and
+    b = Reshape(-x, [-1, 8]): onnx names b's first dim unk__N apart from a's, and symbolic inference does not
+    enter bodies."""
+    def branch(p):
+        nodes = [helper.make_node("Shape", ["x"], [f"{p}s"]),
+                 helper.make_node("Gather", [f"{p}s", f"{p}i0"], [f"{p}n"], axis=0),
+                 helper.make_node("Unsqueeze", [f"{p}n", f"{p}ax"], [f"{p}nu"]),
+                 helper.make_node("Concat", [f"{p}nu", f"{p}c8"], [f"{p}shape"], axis=0),
+                 helper.make_node("Reshape", ["x", f"{p}shape"], [f"{p}a"]),
+                 helper.make_node("Neg", ["x"], [f"{p}nx"]),
+                 helper.make_node("Reshape", [f"{p}nx", f"{p}flat"], [f"{p}b"]),
+                 helper.make_node("Sigmoid", [f"{p}a"], [f"{p}sg"]),
+                 helper.make_node("Mul", [f"{p}sg", f"{p}b"], [f"{p}m"]),
+                 helper.make_node("Add", [f"{p}m", f"{p}a"], [f"{p}y"])]
+        inits = [const(f"{p}i0", 0, np.int64), const(f"{p}ax", [0], np.int64), const(f"{p}c8", [8], np.int64),
+                 const(f"{p}flat", [-1, 8], np.int64)]
+        return helper.make_graph(nodes, p, [], [helper.make_tensor_value_info(f"{p}y", F32, ["N", 8])], inits)
+
+    node = helper.make_node("If", ["c"], ["y"], then_branch=branch("t"), else_branch=branch("e"))
+    return model([node], [("x", F32, ["N", 8]), ("c", onnx.TensorProto.BOOL, [])], [("y", F32, ["N", 8])])
+
+
+def test_dims_onnx_names_apart_in_if_branches_are_proven_equal(tmp_path):
+    """Reshape's -1 is what is left once the named dims cancel: b is [N, 8] like a, so each branch's chain
+    fuses, is emulated on both bindings of N, and the deployed model matches."""
+    path = tmp_path / "if.onnx"
+    onnx.save(_if_with_reshaped_operands(), path)
+    res = asc_onnx.fuse(path, tmp_path / "out")
+    assert [(op.rule, len(op.instances)) for op in res.ops] == [("ElementwiseChain", 2)]
+    assert all(inst.input_shapes[0] == ("N", 8) for inst in res.ops[0].instances)
+    assert res.validation.ok and res.deployed is not None and res.deployed.ok and res.deployed.in_bodies == 2
+    assert {c.inputs for c in res.kernel_checks if c.ok} >= {"random", "dims=7"}
