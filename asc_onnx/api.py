@@ -309,7 +309,7 @@ def _report(name: str, p: Planned, r: RewriteResult, pkg: PackageResult, options
     d = state["deployed"]
     report["deployed"] = None if d is None else {
         "ok": d.ok, "emulated_nodes": d.emulated_nodes, "error": d.error, "in_bodies": d.in_bodies, "blame": d.blame,
-        "over_budget": d.over_budget, "outputs": [asdict(o) for o in d.outputs]}
+        "over_budget": d.over_budget, "requantized": d.requantized, "outputs": [asdict(o) for o in d.outputs]}
     report["atc"]["renamed_inputs"] = dict(pkg.atc_inputs)
     return report
 

@@ -182,7 +182,8 @@ def _cmd_fuse(a: argparse.Namespace) -> int:
                   + (f" ({dep['over_budget']} matmul nodes over the emulation budget ran as their function bodies; "
                      "their kernels were emulated at reduced K and N)" if dep.get("over_budget") else "")
                   + f", {len(dep['outputs'])} outputs compared, "
-                  f"max abs error {dep_err:.3e}" + (f": {dep['error']}" if dep["error"] else ""))
+                  f"max abs error {dep_err:.3e}" + (f": {dep['error']}" if dep["error"] else "")
+                  + (f"; {dep['requantized']}" if dep.get("requantized") else ""))
         val = report.get("validation")
         if val:
             print(f"validation ({'ok' if val['ok'] else 'FAILED'}): {len(val['outputs'])} outputs compared, "

@@ -33,7 +33,7 @@ from .lower.matmul import MatmulKernel
 from .package import Kernel
 from .rewrite import DOMAIN, param_attributes, param_bits_to_values
 from .soc import Soc
-from .validate import OutputCheck, compare_arrays, make_inputs
+from .validate import TOLERANCES, OutputCheck, compare_arrays, make_inputs
 from .validate import run as ort_run
 from .verify_kernels import MATMUL_EMU_MACS, reference
 
@@ -48,6 +48,7 @@ class DeployedReport:
     in_bodies: int = 0  # fused nodes inside control-flow bodies, run as their function bodies
     blame: str | None = None  # a failed check: the first fused op whose kernel alone makes an output fail
     over_budget: int = 0  # matmul nodes over the emulation budget, run as their function bodies
+    requantized: str | None = None  # outputs behind quantizers: judged from the deployed quantized values
 
     def why(self) -> str:
         """One line on what failed: a fault, or each failing output with its error and tolerance, and the op."""
@@ -198,8 +199,9 @@ def _over_budget(k: Kernel, args: Sequence[np.ndarray]) -> bool:
 
 
 def _run_prepared(atc: ModelProto, kernels: Sequence[Kernel], feeds: Mapping[str, np.ndarray],
-                  soc: Soc) -> tuple[dict[str, np.ndarray], int, int]:
-    """:func:`run_deployed` on a model whose fused nodes inside bodies already call their functions."""
+                  soc: Soc, extra: Sequence[str] = ()) -> tuple[dict[str, np.ndarray], int, int]:
+    """:func:`run_deployed` on a model whose fused nodes inside bodies already call their functions; the
+    tensors ``extra`` come back too."""
     by_type = {k.op.op_type: k for k in kernels}
     graph = atc.graph
     inits = {t.name: t for t in graph.initializer}
@@ -228,7 +230,7 @@ def _run_prepared(atc: ModelProto, kernels: Sequence[Kernel], feeds: Mapping[str
         except EmulatorFaultError as exc:
             raise EmulatorFaultError(f"node {node.name!r} ({node.op_type}): {exc}") from None
         values.update(dict(zip(node.output, res.outputs)))
-    targets = [o.name for o in graph.output]
+    targets = [o.name for o in graph.output] + [t for t in extra if t not in {o.name for o in graph.output}]
     need = [t for t in targets if t not in values]
     values.update(_segment(atc, _needed_nodes(graph, need, set(values), fused), need, values, inits))
     return {t: values[t] for t in targets}, len(fused) - over, over
@@ -252,10 +254,16 @@ def verify_deployed(original: str | os.PathLike | ModelProto, atc: str | os.Path
     loosest = _narrowest_after_kernels(deployed, kernels, types, _value_types(proto))
     runnable, in_bodies = _bodies_as_functions(deployed, kernels)
     atc_feeds = {atc_name.get(k, k): a for k, a in feeds.items()}
+    quantizers = _quantizers_after_kernels(deployed, kernels)
+    at_quantizers = list(dict.fromkeys(t for q in quantizers for t in [q.input[0], *q.output] if t))
     try:
-        got, n, over = _run_prepared(runnable, kernels, atc_feeds, soc)
+        got, n, over = _run_prepared(runnable, kernels, atc_feeds, soc, at_quantizers)
     except EmulatorFaultError as exc:
         return DeployedReport((), 0, str(exc), in_bodies)
+    requantized = None
+    if quantizers:
+        requantized, ref = _requantized(original, quantizers, feeds, got, ref, _value_types(proto))
+        got = {k: v for k, v in got.items() if k not in at_quantizers or k in {o.name for o in deployed.graph.output}}
 
     def compare(got: Mapping[str, np.ndarray]) -> list[OutputCheck]:
         got = {original_name.get(k, k): v for k, v in got.items()}
@@ -271,7 +279,62 @@ def verify_deployed(original: str | os.PathLike | ModelProto, atc: str | os.Path
     blame = None
     if not all(c.ok for c in checks):
         blame = _blame(deployed, kernels, atc_feeds, soc, compare, {c.name for c in checks if not c.ok})
-    return DeployedReport(tuple(checks), n, None, in_bodies, blame, over)
+    return DeployedReport(tuple(checks), n, None, in_bodies, blame, over, requantized)
+
+
+QUANTIZERS = ("QuantizeLinear", "DynamicQuantizeLinear")
+
+
+def _quantizers_after_kernels(atc: ModelProto, kernels: Sequence[Kernel]) -> list[onnx.NodeProto]:
+    """Main-graph quantizers whose float input a fused node's output reaches: where a kernel's last-bit
+    difference puts a value on the other side of a rounding boundary, their output moves by a whole step."""
+    fused = {k.op.op_type for k in kernels}
+    reached: set[str] = set()
+    found = []
+    for node in atc.graph.node:  # graph order is topological
+        if node.op_type in fused or any(i in reached for i in node.input):
+            if node.op_type in QUANTIZERS and node.input[0] in reached:
+                found.append(node)
+            reached.update(o for o in node.output if o)
+    return found
+
+
+def _requantized(original: str | os.PathLike | ModelProto, quantizers: Sequence[onnx.NodeProto],
+                 feeds: Mapping[str, np.ndarray], got: Mapping[str, np.ndarray], ref: Mapping[str, np.ndarray],
+                 types: Mapping[str, int]) -> tuple[str | None, Mapping[str, np.ndarray]]:
+    """The rule for outputs behind quantizers, and the reference to compare the deployed outputs with.
+
+    Each quantizer's output in the deployed run may differ from the original's by one step, and only at elements
+    whose float input agrees within its type's tolerance (a kernel's last bit put it across a rounding
+    boundary); its scale and zero point (DynamicQuantizeLinear) within theirs. When every quantizer holds to
+    that, the reference becomes the original model run from the deployed quantized values (those nodes fed, not
+    computed): an output is then judged on what the kernels changed after the quantizers, at its own tolerance.
+    When one does not, the reference stays the original's outputs and the check fails where they differ."""
+    from .verify_kernels import capture
+
+    names = list(dict.fromkeys(t for q in quantizers for t in [q.input[0], *q.output] if t))
+    base = capture(original, names, feeds)
+    moved, total = 0, 0
+    for q in quantizers:
+        x_ref, x_got = base[q.input[0]], got[q.input[0]]
+        y_ref, y_got = base[q.output[0]].astype(np.int64), got[q.output[0]].astype(np.int64)
+        step = np.abs(y_ref - y_got)
+        tol = TOLERANCES.get(types.get(q.input[0], onnx.TensorProto.FLOAT), TOLERANCES[onnx.TensorProto.FLOAT])
+        near = np.abs(x_ref.astype(np.float64) - x_got) <= tol[1] + tol[0] * np.abs(x_ref.astype(np.float64))
+        if step.max(initial=0) > 1 or not near[step > 0].all():
+            return None, ref
+        for extra in (t for t in q.output[1:] if t):  # a run-time scale (within tolerance) and zero point (a step)
+            b, g = base[extra], got[extra]
+            if not (np.abs(b.astype(np.int64) - g.astype(np.int64)).max(initial=0) <= 1 if b.dtype.kind in "iu"
+                    else compare_arrays(extra, b, g, types.get(extra, onnx.TensorProto.FLOAT)).ok):
+                return None, ref
+        moved, total = moved + int((step > 0).sum()), total + step.size
+    outs = [t for t in ref]
+    given = [t for q in quantizers for t in q.output if t]
+    rerun = capture(original, outs, {**feeds, **{t: got[t] for t in given}}, given)
+    return (f"{len(quantizers)} quantizer(s) after fused ops: {moved} of {total} quantized values one step from the "
+            "original's, each where its float input agrees within tolerance; outputs compared with the original "
+            "run from the deployed quantized values"), rerun
 
 
 def _value_types(model: ModelProto) -> dict[str, int]:

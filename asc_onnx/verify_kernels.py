@@ -256,13 +256,22 @@ def _refused(k: Kernel, label: str, shape: tuple[int, ...], dtype: str, soc: Soc
 
 
 def capture(model: str | os.PathLike | ModelProto, names: Sequence[str],
-            feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Values of intermediate tensors ``names`` from an onnxruntime run of the original model."""
+            feeds: Mapping[str, np.ndarray], given: Sequence[str] = ()) -> dict[str, np.ndarray]:
+    """Values of intermediate tensors ``names`` from an onnxruntime run of the original model; the tensors
+    ``given`` are fed (from ``feeds``) instead of computed: the nodes writing them are left out."""
     import onnxruntime as ort
 
     proto = model if isinstance(model, ModelProto) else onnx.load(str(model), load_external_data=False)
     work = ModelProto()
     work.CopyFrom(proto)
+    if given:
+        keep = [n for n in work.graph.node if not set(n.output) & set(given)]
+        del work.graph.node[:]
+        work.graph.node.extend(keep)
+        for g in given:
+            a = np.asarray(feeds[g])
+            work.graph.input.append(helper.make_tensor_value_info(g, helper.np_dtype_to_tensor_dtype(a.dtype),
+                                                                  list(a.shape)))
     have = {o.name for o in work.graph.output} | {i.name for i in work.graph.input}
     for n in names:
         if n not in have:

@@ -85,3 +85,68 @@ def test_cli_prints_the_reason_not_a_number(tmp_path, monkeypatch, capsys):
     assert main(["fuse", str(path), "-o", str(tmp_path / "o"), "-q"]) == 1
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith("asc-onnx: the deployed model") and "y: max abs error" in err and "kernel alone" in err, err
+
+
+def _quantized_block(rows: int = 16):
+    """RMSNorm (fused) -> DynamicQuantizeLinear (a run-time 0-d scale) -> MatMulInteger -> dequantize: the shape
+    of a dynamically quantized OCR or BERT block."""
+    f = TensorProto.FLOAT
+    rng = np.random.default_rng(0)
+    d, n = 64, 32
+    nodes = [helper.make_node("Mul", ["x", "x"], ["sq"]),
+             helper.make_node("ReduceMean", ["sq", "axes"], ["ms"], keepdims=1),
+             helper.make_node("Add", ["ms", "eps"], ["mse"]), helper.make_node("Sqrt", ["mse"], ["rms"]),
+             helper.make_node("Div", ["x", "rms"], ["xn"]), helper.make_node("Mul", ["xn", "g"], ["h"]),
+             helper.make_node("DynamicQuantizeLinear", ["h"], ["hq", "hs", "hz"]),
+             helper.make_node("MatMulInteger", ["hq", "wq", "hz", "wz"], ["acc"]),
+             helper.make_node("Cast", ["acc"], ["accf"], to=f), helper.make_node("Mul", ["hs", "ws"], ["scale"]),
+             helper.make_node("Mul", ["accf", "scale"], ["y"])]
+    inits = [numpy_helper.from_array(np.array([-1], np.int64), "axes"),
+             numpy_helper.from_array(np.array(1e-6, np.float32), "eps"),
+             numpy_helper.from_array(rng.uniform(0.5, 1.5, d).astype(np.float32), "g"),
+             numpy_helper.from_array(rng.integers(0, 255, (d, n)).astype(np.uint8), "wq"),
+             numpy_helper.from_array(np.array(128, np.uint8), "wz"),
+             numpy_helper.from_array(np.array(0.01, np.float32), "ws")]
+    graph = helper.make_graph(nodes, "q", [helper.make_tensor_value_info("x", f, ["B", rows, d])],
+                              [helper.make_tensor_value_info("y", f, ["B", rows, n])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+def test_quantized_outputs_are_judged_from_the_deployed_quantized_values(tmp_path):
+    """The rule for outputs behind a quantizer that a fused op feeds: the deployed quantized values may be one
+    step from the original's where the float input agrees within tolerance (a last-bit difference across a
+    rounding boundary moves the output by a whole step times the weights); the outputs are then compared with the
+    original run from the deployed quantized values. Two steps, or a step where the float input is off, are
+    not explained and the reference stays the original's."""
+    from asc_onnx.verify_deployed import _quantizers_after_kernels, _requantized
+    from asc_onnx.verify_kernels import capture
+
+    m = _quantized_block()
+    path = tmp_path / "q.onnx"
+    onnx.save(m, path)
+    res = asc_onnx.fuse(path, tmp_path / "out")
+    assert res.deployed.ok and "1 quantizer(s) after fused ops" in res.deployed.requantized
+    atc = onnx.load(tmp_path / "out" / "model.atc.onnx")
+    quantizers = _quantizers_after_kernels(atc, res.kernels)
+    assert [q.op_type for q in quantizers] == ["DynamicQuantizeLinear"]
+    feeds = {"x": np.random.default_rng(1).standard_normal((2, 16, 64)).astype(np.float32)}
+    base = capture(m, ["h", "hq", "hs", "hz", "y"], feeds)
+    ref = {"y": base["y"]}
+    types = {"h": TensorProto.FLOAT, "hs": TensorProto.FLOAT, "hz": TensorProto.UINT8}
+
+    def deployed(step: int, nudge: float) -> dict:
+        got = {k: v.copy() for k, v in base.items()}
+        got["h"].reshape(-1)[5] += nudge
+        got["hq"].reshape(-1)[5] = min(255, int(base["hq"].reshape(-1)[5]) + step)
+        got["y"] = capture(m, ["y"], {**feeds, "hq": got["hq"], "hs": got["hs"], "hz": got["hz"]},
+                           ["hq", "hs", "hz"])["y"]
+        return got
+
+    got = deployed(1, 1e-7)
+    assert not np.allclose(got["y"], ref["y"], rtol=1e-5, atol=1e-5)  # one step moves a whole output row
+    rule, rerun = _requantized(m, quantizers, feeds, got, ref, types)
+    assert rule is not None and "1 of 2048 quantized values one step" in rule
+    np.testing.assert_allclose(got["y"], rerun["y"], rtol=1e-5, atol=1e-5)
+    for step, nudge in ((2, 1e-7), (1, 1e-2)):  # two steps; one step where the float input is far off
+        rule, kept = _requantized(m, quantizers, feeds, deployed(step, nudge), ref, types)
+        assert rule is None and kept is ref
