@@ -268,6 +268,7 @@ def _halves_to_split(graph: gs.Graph, opset: int, outputs: set[int]) -> int:
     """Two Slices taking the first and second half of one tensor's last axis become one Split (Phi-3's
     gate-up projection as the legacy exporter writes ``chunk(2, -1)``): the same elements, bit for bit."""
     count = 0
+    position = {id(n): i for i, n in enumerate(graph.nodes)}
     for node in list(graph.nodes):
         if node.op != "Slice" or not node.inputs or not node.outputs:
             continue
@@ -284,13 +285,12 @@ def _halves_to_split(graph: gs.Graph, opset: int, outputs: set[int]) -> int:
         split = gs.Constant(f"{first.outputs[0].name}_halves", np.array([d // 2, d // 2], dtype=np.int64))
         ins, attrs = ([t, split], {"axis": -1}) if opset >= 13 else ([t], {"axis": -1, "split": [d // 2, d // 2]})
         outs = [first.outputs[0], second.outputs[0]]
+        at = min(position[id(first)], position[id(second)])  # before both slices' readers: order is kept
         for s in (first, second):
             s.inputs.clear()
             s.outputs.clear()
-        graph.nodes.append(gs.Node("Split", f"{first.name}_split", attrs, ins, outs))
+        graph.nodes[at] = gs.Node("Split", f"{first.name}_split", attrs, ins, outs)
         count += 1
-    if count:
-        graph.toposort()
     return count
 
 
