@@ -21,8 +21,8 @@ from onnx import ModelProto
 
 from .canonicalize import CanonStats, canonicalize
 from .errors import AscOnnxError, ValidationError
-from .graph import main_opset, to_gs
-from .load import LoadedModel, load
+from .graph import main_opset, refine_shapes, to_gs
+from .load import LoadedModel, load, merge_value_info
 from .match import MatchResult, NearMiss, match
 from .options import FuseOptions
 from .output import check_target, place_external, save_model, staged, write_files
@@ -95,12 +95,20 @@ def plan(model: str | os.PathLike | ModelProto, options: FuseOptions = FuseOptio
     """Load, canonicalize and match."""
     rules = load_rules(options.pattern_files, options.only, options.skip)
     options.report("loading and inferring shapes")
-    loaded = load(model, options.shape_map)
+    loaded = load(model, options.shape_map, defer=True)
     proto = loaded.model
     foreign = [(f.domain, f.name) for f in proto.functions if f.domain != DOMAIN]
     if foreign:  # exporter functions are inlined; our own fused ops stay opaque (re-fusing is a no-op)
         proto = onnx.inliner.inline_selected_functions(proto, foreign, exclude=False)
-    graph = to_gs(proto)
+    try:  # the import overlaps symbolic shape inference, which runs in a child process
+        graph = to_gs(proto)
+    except BaseException:  # an error or a signal: stop the child at once
+        if loaded.pending is not None:
+            loaded.pending.cancel()
+        raise
+    richer = loaded.pending.result() if loaded.pending is not None else None
+    if richer is not None:
+        refine_shapes(graph, merge_value_info(loaded.model, richer))
     before = len(graph.nodes)
     opset = main_opset(proto)
     canon = canonicalize(graph, opset)

@@ -74,6 +74,20 @@ def to_gs(model: onnx.ModelProto) -> gs.Graph:
     return gs.import_onnx(model)
 
 
+def refine_shapes(graph: gs.Graph, infos: list[onnx.ValueInfoProto]) -> None:
+    """Give the graph's variables the shapes (and missing types) of ``infos``, which know more than the ones
+    they were imported with (symbolic inference, merged after the import)."""
+    from onnx_graphsurgeon.importers.onnx_importer import get_onnx_tensor_dtype, get_onnx_tensor_shape
+
+    tensors = graph.tensors()
+    for vi in infos:
+        t = tensors.get(vi.name)
+        if isinstance(t, gs.Variable):
+            t.shape = get_onnx_tensor_shape(vi)
+            if t.dtype is None and vi.type.tensor_type.elem_type:
+                t.dtype = get_onnx_tensor_dtype(vi)
+
+
 def producer(tensor: gs.Tensor) -> gs.Node | None:
     """The node that writes ``tensor``, or None for graph inputs and initializers."""
     return tensor.inputs[0] if tensor.inputs else None

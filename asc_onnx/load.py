@@ -36,6 +36,8 @@ class LoadedModel:
         external_files: relative locations of every external-data file the model uses.
         symbolic: with --input-shape, every tensor's shape inferred without it (dim params kept), so
             that kernels are built for every shape the deployed model accepts; empty otherwise.
+        pending: ``load(..., defer=True)``: symbolic inference still running; ``model`` has onnx's shapes
+            until its result is merged (``merge_value_info``).
     """
 
     model: ModelProto
@@ -43,6 +45,7 @@ class LoadedModel:
     base_dir: Path | None
     external_files: tuple[str, ...]
     symbolic: Mapping[str, tuple[object, ...] | None] = field(default_factory=dict)
+    pending: Symbolic | None = None
 
 
 def _iter_tensors(model: ModelProto):
@@ -182,22 +185,29 @@ def _symbolic_in_process(model: ModelProto) -> ModelProto | None:
         onnx.save_model = save
 
 
-def _symbolic(model: ModelProto, seconds: float = SYMBOLIC_SECONDS) -> ModelProto | None:
+class Symbolic:
     """onnxruntime's symbolic shape inference, which follows Shape/Slice/Concat/Reshape arithmetic and keeps
-    dim params as expressions; None where it cannot run (it gives up on some ops and on unreadable weights)
-    or takes longer than ``seconds`` (it runs in a forked child, which is then stopped)."""
-    import multiprocessing
-    import tempfile
+    dim params as expressions, running in a forked child while the caller works on onnx's own shapes (it costs
+    seconds on a large model, about what importing the graph costs: the two overlap on two cores).
+    :meth:`result` waits at most ``seconds`` from the start, then stops the child; it gives None where the
+    inference cannot run (it gives up on some ops and on unreadable weights). Its scratch folder is removed by
+    :meth:`result` or :meth:`cancel`, one of which a caller must reach on every path."""
 
-    try:
-        ctx = multiprocessing.get_context("fork")
-    except ValueError:  # no fork (not Linux): in this process, without a time limit
-        return _symbolic_in_process(model)
-    with tempfile.TemporaryDirectory(prefix="asc-shapes-") as d:
-        out = Path(d) / "inferred.onnx"
+    def __init__(self, model: ModelProto, seconds: float = SYMBOLIC_SECONDS) -> None:
+        import multiprocessing
+        import tempfile
+        import time
+
+        self.model, self.proc, self.folder = model, None, None
+        self.deadline = time.monotonic() + seconds
+        try:
+            ctx = multiprocessing.get_context("fork")
+        except ValueError:  # no fork (not Linux): in this process, at result(), without a time limit
+            return
+        self.folder = Path(tempfile.mkdtemp(prefix="asc-shapes-"))
+        out = self.folder / "inferred.onnx"
 
         def child() -> None:
-            import os
             import signal
 
             signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the parent's handler raises; here: just stop
@@ -209,19 +219,41 @@ def _symbolic(model: ModelProto, seconds: float = SYMBOLIC_SECONDS) -> ModelProt
             if res is not None:
                 out.write_bytes(res.SerializeToString())
 
-        proc = ctx.Process(target=child, daemon=True)
-        proc.start()
+        self.proc = ctx.Process(target=child, daemon=True)
+        self.proc.start()
+
+    def cancel(self) -> None:
+        """Stop the child now and remove its folder (the caller is unwinding: an error or a signal)."""
+        self.deadline = 0.0
+        self.result()
+
+    def result(self) -> ModelProto | None:
+        """The inferred model, or None (no result, or over time)."""
+        import shutil
+        import time
+
+        if self.proc is None:
+            return _symbolic_in_process(self.model) if self.folder is None and self.deadline else None
         try:
-            proc.join(seconds)
+            self.proc.join(max(0.0, self.deadline - time.monotonic()))
         finally:
-            if proc.is_alive():  # over time, or the parent was interrupted
-                proc.kill()
-                proc.join()
-        if proc.exitcode != 0 or not out.is_file():
-            return None
-        inferred = ModelProto()
-        inferred.ParseFromString(out.read_bytes())
-        return inferred
+            if self.proc.is_alive():  # over time, or the parent was interrupted
+                self.proc.kill()
+                self.proc.join()
+        try:
+            out = self.folder / "inferred.onnx"
+            if self.proc.exitcode != 0 or not out.is_file():
+                return None
+            inferred = ModelProto()
+            inferred.ParseFromString(out.read_bytes())
+            return inferred
+        finally:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _symbolic(model: ModelProto, seconds: float = SYMBOLIC_SECONDS) -> ModelProto | None:
+    """:class:`Symbolic`, waited for at once."""
+    return Symbolic(model, seconds).result()
 
 
 def _all_static(model: ModelProto) -> bool:
@@ -235,8 +267,9 @@ def _all_static(model: ModelProto) -> bool:
     return True
 
 
-def _merge_value_info(into: ModelProto, richer: ModelProto) -> None:
-    """Replace ``into``'s value_info entries with ``richer``'s where those know more (a rank or a dim)."""
+def merge_value_info(into: ModelProto, richer: ModelProto) -> list[onnx.ValueInfoProto]:
+    """Replace ``into``'s value_info entries with ``richer``'s where those know more (a rank or a dim); return
+    the entries that changed."""
     def known(vi: onnx.ValueInfoProto) -> float:
         # a rank, then static dims, then dims tied to a named input dim (``seq``, not onnx's fresh ``unk__3``)
         tt = vi.type.tensor_type
@@ -247,15 +280,19 @@ def _merge_value_info(into: ModelProto, richer: ModelProto) -> None:
 
     have = {vi.name: vi for vi in into.graph.value_info}
     outputs = {vi.name: vi for vi in into.graph.output}
+    changed: list[onnx.ValueInfoProto] = []
     for vi in richer.graph.value_info:
         if vi.name in outputs:
             continue
         old = have.get(vi.name)
         if old is None:
             into.graph.value_info.append(vi)
+            changed.append(vi)
         elif known(vi) > known(old) and (not old.type.tensor_type.elem_type
                                          or old.type.tensor_type.elem_type == vi.type.tensor_type.elem_type):
             old.CopyFrom(vi)
+            changed.append(old)
+    return changed
 
 
 def infer_shapes(model: ModelProto, input_shapes: dict[str, tuple[int, ...]] | None = None) -> ModelProto:
@@ -264,6 +301,17 @@ def infer_shapes(model: ModelProto, input_shapes: dict[str, tuple[int, ...]] | N
     ``input_shapes`` fixes the named inputs' dims in the copy used for inference only when
     given; the returned model keeps the original (possibly symbolic) input dims.
     """
+    inferred, pending = start_shapes(model, input_shapes)
+    richer = pending.result() if pending is not None else None
+    if richer is not None:
+        merge_value_info(inferred, richer)
+    return inferred
+
+
+def start_shapes(model: ModelProto, input_shapes: dict[str, tuple[int, ...]] | None = None
+                 ) -> tuple[ModelProto, Symbolic | None]:
+    """:func:`infer_shapes` with onnx's inference done and symbolic inference left running (None where it has
+    nothing to add): merge its result with :func:`merge_value_info`."""
     work = ModelProto()
     work.CopyFrom(model)
     _bind_inputs(work, input_shapes or {})
@@ -271,25 +319,31 @@ def infer_shapes(model: ModelProto, input_shapes: dict[str, tuple[int, ...]] | N
         inferred = onnx.shape_inference.infer_shapes(work, check_type=False, strict_mode=False, data_prop=True)
     except Exception as exc:
         raise AscOnnxError(f"shape inference failed: {str(exc).splitlines()[0]}") from None
-    # Symbolic inference does not look into local functions (they are inlined before matching), and has
-    # nothing to add where onnx's inference already knows every dim.
-    if not inferred.functions and not _all_static(inferred):
-        richer = _symbolic(inferred)
-        if richer is not None:
-            _merge_value_info(inferred, richer)
     # Symbolic inference does not enter If/Loop/Scan bodies: their Reshape arithmetic is followed here.
     if name_body_dims(inferred):
         inferred = onnx.shape_inference.infer_shapes(inferred, check_type=False, strict_mode=False, data_prop=True)
     if input_shapes:
         del inferred.graph.input[:]
         inferred.graph.input.extend(model.graph.input)
-    return inferred
+    # Symbolic inference does not look into local functions (they are inlined before matching), and has
+    # nothing to add where onnx's inference already knows every dim.
+    pending = None
+    if not inferred.functions and not _all_static(inferred):
+        with_bound = inferred
+        if input_shapes:  # it sees the bound inputs, as onnx's inference did
+            with_bound = ModelProto()
+            with_bound.CopyFrom(inferred)
+            del with_bound.graph.input[:]
+            with_bound.graph.input.extend(work.graph.input)
+        pending = Symbolic(with_bound)
+    return inferred, pending
 
 
 def load(model: str | os.PathLike | ModelProto, input_shapes: dict[str, tuple[int, ...]] | None = None,
-         shapes: bool = True) -> LoadedModel:
+         shapes: bool = True, defer: bool = False) -> LoadedModel:
     """Load a model from a path or take a ModelProto, check its external data, infer shapes (``shapes``;
-    without it, the checks alone: callers that only feed the model's inputs skip the inference)."""
+    without it, the checks alone: callers that only feed the model's inputs skip the inference). With
+    ``defer``, symbolic inference is left running in ``LoadedModel.pending``."""
     if isinstance(model, ModelProto):
         proto, source, base = model, None, None
     else:
@@ -300,8 +354,9 @@ def load(model: str | os.PathLike | ModelProto, input_shapes: dict[str, tuple[in
     if not shapes:
         return LoadedModel(model=proto, source=source, base_dir=base, external_files=files)
     symbolic = tensor_shapes(infer_shapes(proto)) if input_shapes else {}
-    return LoadedModel(model=infer_shapes(proto, input_shapes), source=source, base_dir=base, external_files=files,
-                       symbolic=symbolic)
+    inferred, pending = start_shapes(proto, input_shapes) if defer else (infer_shapes(proto, input_shapes), None)
+    return LoadedModel(model=inferred, source=source, base_dir=base, external_files=files, symbolic=symbolic,
+                       pending=pending)
 
 
 def tensor_shapes(model: ModelProto) -> dict[str, tuple[object, ...] | None]:
