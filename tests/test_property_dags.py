@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
+import onnx
 import pytest
 from dags import draw
 
@@ -44,13 +46,10 @@ def check_draw(seed: int) -> str | None:
         res = asc_onnx.fuse(d.model, options=FuseOptions(soc=d.soc))
     except asc_onnx.AscOnnxError as exc:
         return f"{exc}\n  reproduce: {d.repro}"
-    # A host tiling may refuse a shape (310P without DataCopyPad takes no rows under 32 bytes): that
-    # kernel is then not shipped and its nodes stay with ATC, which is right. Wrong numbers and faults are not.
-    shipped = {k.op.op_type for k in res.kernels} - {r["op_type"] for r in res.report["kernels"]["rejected"]}
-    refused = {c.op_type for c in res.kernel_checks if c.refused}
+    # A refused shape is not shipped and its nodes stay with ATC. The draws' shapes are small, and since 310P
+    # serves ragged tails and odd broadcast periods no pointwise tiling refuses one: a refusal is a failure.
     bad = [f"{c.op_type} {c.inputs}: {c.error or f'max abs error {c.max_abs:.3e}'}" for c in res.kernel_checks
-           if not c.ok and c.op_type not in refused]
-    bad += [f"{t} was shipped although its tiling refused the checked shape" for t in refused & shipped]
+           if not c.ok]
     if not res.validation.ok:
         bad.append("the rewritten model differs from the original on onnxruntime")
     if res.deployed is not None and not res.deployed.ok:
@@ -66,17 +65,22 @@ def test_random_dag_fuses_validates_and_emulates(seed, compiled):
 
 def test_draws_cover_what_the_property_is_about(compiled):
     """The draws are not vacuous: most fuse, and they reach every dtype, SoC, rank and broadcast kind."""
-    fused, ranks, kinds, dtypes = 0, set(), set(), set()
+    fused, ranks, kinds, dtypes, odd310 = 0, set(), set(), set(), 0
     for seed in SEEDS:
         d = draw(seed)
         res = asc_onnx.fuse(d.model, options=FuseOptions(soc=d.soc, emulate=False), validate=False)
         fused += bool(res.kernels)
+        # 310P draws with a broadcast period that is not whole 32-byte blocks (its ragged-window path)
+        odd310 += d.soc == "Ascend310P" and any(
+            np.prod(k.op.instances[0].input_shapes[i]) * (2 if k.ir.dtypes[0] == onnx.TensorProto.FLOAT16 else 4) % 32
+            for k in res.kernels for i in k.ir.broadcast_inputs if k.op.instances[0].input_shapes[i] is not None)
         ranks.add(len(d.model.graph.input[0].type.tensor_type.shape.dim))
         dtypes.add(d.model.graph.input[0].type.tensor_type.elem_type)
         kinds.update(k for k in ("scalar", "vector", "mid", "row") if k in d.what)
     assert fused >= 0.45 * len(SEEDS), f"only {fused} of {len(SEEDS)} draws made a kernel"
     if len(SEEDS) >= 100:
         assert ranks == {1, 2, 3, 4, 5} and len(dtypes) == 2 and kinds == {"scalar", "vector", "mid", "row"}
+        assert odd310 >= 5, odd310
     assert compiled >= fused
 
 
