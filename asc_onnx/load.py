@@ -319,9 +319,18 @@ def start_shapes(model: ModelProto, input_shapes: dict[str, tuple[int, ...]] | N
         inferred = onnx.shape_inference.infer_shapes(work, check_type=False, strict_mode=False, data_prop=True)
     except Exception as exc:
         raise AscOnnxError(f"shape inference failed: {str(exc).splitlines()[0]}") from None
-    # Symbolic inference does not enter If/Loop/Scan bodies: their Reshape arithmetic is followed here.
-    if name_body_dims(inferred):
-        inferred = onnx.shape_inference.infer_shapes(inferred, check_type=False, strict_mode=False, data_prop=True)
+    # Symbolic inference does not enter If/Loop/Scan bodies: their Reshape arithmetic is followed here (on a
+    # copy: where onnx's inference then objects to a dim it named, its first answer stands).
+    bodies = any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+                 for node in inferred.graph.node for a in node.attribute)
+    named = ModelProto()
+    if bodies:
+        named.CopyFrom(inferred)
+    if bodies and name_body_dims(named):
+        try:
+            inferred = onnx.shape_inference.infer_shapes(named, check_type=False, strict_mode=False, data_prop=True)
+        except Exception:  # noqa: BLE001 - onnx's inference errors are many and varied
+            pass
     if input_shapes:
         del inferred.graph.input[:]
         inferred.graph.input.extend(model.graph.input)
