@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import onnx
 import onnx.inliner
 from onnx import ModelProto
@@ -188,6 +189,15 @@ def _fuse_planned(p: Planned, model: str | os.PathLike | ModelProto, out: Path |
     name = p.loaded.source.name if p.loaded.source else (model.graph.name if isinstance(model, ModelProto) else "")
     original = p.loaded.source if p.loaded.source is not None else p.loaded.model
     state: dict[str, Any] = {"validation": None, "checks": (), "moves": (), "rejected": {}, "deployed": None}
+    weights = _weight_bytes(p.loaded)
+    if weights > options.memory_budget and (validate or options.emulate):
+        # Every whole-model run loads every weight into one onnxruntime session: over the budget, the ops are
+        # proven one by one (the kernel rung, on random inputs) and the report says which rungs did not run.
+        state["whole_model"] = (f"not run: {weights / 2**30:.1f} GiB of weights exceed the "
+                                f"{options.memory_budget / 2**30:.1f} GiB memory budget (--memory-budget); the graph "
+                                "and deployed rungs and the captured activations were skipped, each fused op is "
+                                "proven on random inputs by the kernel rung")
+        validate = False
     # One set of seeded inputs for the kernel, graph and deployed rungs (none when nothing runs).
     feeds: dict[str, Any] = {}
     ref = None
@@ -197,8 +207,8 @@ def _fuse_planned(p: Planned, model: str | os.PathLike | ModelProto, out: Path |
         feeds = make_inputs(p.loaded.model, options.shape_map, options.seed, options.default_dim, options.value_map)
     if options.emulate and pkg.kernels:
         # The kernel rung runs before anything is written: a kernel the emulator rejects never ships.
-        state["checks"], state["moves"] = verify_kernels(pkg.kernels, original, feeds, soc, options.default_dim,
-                                                         options.report)
+        state["checks"], state["moves"] = verify_kernels(pkg.kernels, original if "whole_model" not in state
+                                                         else None, feeds, soc, options.default_dim, options.report)
         rejected = {c.op_type: _not_shipped(c) for c in state["checks"] if not c.ok}
         if rejected:
             state["rejected"] = rejected
@@ -236,6 +246,14 @@ def _fuse_planned(p: Planned, model: str | os.PathLike | ModelProto, out: Path |
     result = FuseResult(out, rewritten.asc_model, pkg.atc_model, rewritten.ops, p.near_misses,
                         state["validation"], report, pkg.kernels, state["checks"], state["deployed"])
     return result, state["rejected"]
+
+
+def _weight_bytes(loaded: LoadedModel) -> int:
+    """Bytes of the model's weights: initializers held in the file, and its external-data files."""
+    inline = sum(len(t.raw_data) or onnx.helper.tensor_dtype_to_np_dtype(t.data_type).itemsize * int(
+        np.prod(t.dims, dtype=np.int64)) for t in loaded.model.graph.initializer if not t.external_data)
+    files = sum((loaded.base_dir / f).stat().st_size for f in loaded.external_files) if loaded.base_dir else 0
+    return int(inline) + files
 
 
 def _not_shipped(c: KernelCheck) -> str:
@@ -305,6 +323,7 @@ def _report(name: str, p: Planned, r: RewriteResult, pkg: PackageResult, options
     report["source"] = str(p.loaded.source.resolve()) if p.loaded.source is not None else None
     report["input_shapes"] = {k: list(v) for k, v in options.input_shapes}  # what --input-shape gave
     report["weights"] = state.get("weights")  # how external-data files reached the output (reflink, copy, ...)
+    report["whole_model"] = state.get("whole_model")  # why the whole-model rungs did not run, when they did not
     report["control_flow_bodies"] = list(p.subgraphs)
     report["kernels"] = {
         "generated": [{"op_type": k.op.op_type, "entry": k.ir.snake, "files": sorted(k.files),

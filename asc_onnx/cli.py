@@ -94,6 +94,9 @@ def parser() -> argparse.ArgumentParser:
     f.add_argument("--link-weights", action="store_true",
                    help="hard-link the model's external-data files into OUT (OUT then shares the input's weight "
                         "files: writing one writes the other) instead of reflinking or copying them")
+    f.add_argument("--memory-budget", type=float, default=4.0, metavar="GIB",
+                   help="weights (GiB) up to which the whole model is run to check it (default 4); a bigger model "
+                        "is proven op by op by the kernel rung alone")
     f.add_argument("--strict", action="store_true",
                    help="exit 1 when a kernel fails in the emulator (it is never shipped either way)")
     _select(f)
@@ -134,7 +137,8 @@ def _options(a: argparse.Namespace) -> FuseOptions:
         input_values=tuple(getattr(a, "input_value", [])),
         atc_domain_mode=getattr(a, "atc_domain", "compat"), generic=not getattr(a, "no_generic", False),
         seed=getattr(a, "seed", 0), soc=getattr(a, "soc", "Ascend910B"), emulate=not getattr(a, "no_emulate", False),
-        strict=getattr(a, "strict", False), link_weights=getattr(a, "link_weights", False))
+        strict=getattr(a, "strict", False), link_weights=getattr(a, "link_weights", False),
+        memory_budget=int(getattr(a, "memory_budget", 4.0) * (1 << 30)))
 
 
 def _cmd_fuse(a: argparse.Namespace) -> int:
@@ -172,6 +176,8 @@ def _cmd_fuse(a: argparse.Namespace) -> int:
                   "attack') until one side is deleted; onnxruntime reads them", file=sys.stderr)
         for rej in kern.get("rejected", []):
             print(f"asc-onnx: warning: {rej['op_type']} not shipped: {rej['reason'][:300]}", file=sys.stderr)
+        if report.get("whole_model"):
+            print(f"whole-model checks {report['whole_model']}")
         dep = report.get("deployed")
         if dep:
             dep_err = max((float(o["max_abs"]) for o in dep["outputs"]), default=0.0)

@@ -32,6 +32,9 @@ class FuseOptions:
             it is not shipped.
         link_weights: hard-link external-data files into the output (it then shares the input's files)
             instead of reflinking or copying them.
+        memory_budget: weight bytes up to which the whole model is run (the graph and deployed rungs, and the
+            kernel rung's captured activations, each load every weight into one onnxruntime session); a
+            bigger model is proven op by op by the kernel rung alone, and the report says so.
         progress: called as ``progress(stage, done, total, detail)`` while the run works
             (:class:`asc_onnx.progress.Progress` draws it on a terminal); None for silence.
     """
@@ -49,6 +52,7 @@ class FuseOptions:
     emulate: bool = True
     strict: bool = False
     link_weights: bool = False
+    memory_budget: int = 4 << 30
     progress: Callable[..., None] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:

@@ -144,3 +144,22 @@ def test_weights_are_reflinked_where_the_file_system_clones(tmp_path):
         del raw
     finally:
         subprocess.run(["umount", str(mnt)], capture_output=True)
+
+
+def test_a_model_over_the_memory_budget_is_proven_op_by_op(tmp_path, capsys):
+    """Every whole-model run (the graph and deployed rungs, the captured activations) loads every weight into one
+    onnxruntime session. Over --memory-budget none of them runs: the kernel rung proves each op on random inputs,
+    the report and the summary say so, and the run succeeds."""
+    from asc_onnx.cli import main
+
+    src = _save_external(tmp_path)
+    weights = (src.parent / "weights" / "m.bin").stat().st_size
+    res = asc_onnx.fuse(src, tmp_path / "out", options=asc_onnx.FuseOptions(memory_budget=weights - 1))
+    assert res.validation is None and res.deployed is None
+    assert "exceed" in res.report["whole_model"] and res.report["validation"] is None
+    assert res.kernel_checks and all(c.ok and c.inputs != "captured" for c in res.kernel_checks)
+    within = asc_onnx.fuse(src, tmp_path / "in", options=asc_onnx.FuseOptions(memory_budget=weights))
+    assert within.validation.ok and within.deployed.ok and within.report["whole_model"] is None
+    assert "captured" in {c.inputs for c in within.kernel_checks}
+    assert main(["fuse", str(src), "-o", str(tmp_path / "cli"), "--memory-budget", "1e-9"]) == 0
+    assert "whole-model checks not run" in capsys.readouterr().out
