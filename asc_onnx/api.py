@@ -36,7 +36,7 @@ from .soc import get_soc
 from .validate import ValidationReport, make_inputs, validate_models
 from .validate import run as run_model
 from .verify_deployed import DeployedReport, verify_deployed
-from .verify_kernels import KernelCheck, verify_kernels
+from .verify_kernels import KernelCheck, verify_kernels, verify_regions
 
 ASC_MODEL = "model.asc.onnx"
 ATC_MODEL = "model.atc.onnx"
@@ -195,8 +195,9 @@ def _fuse_planned(p: Planned, model: str | os.PathLike | ModelProto, out: Path |
         # proven one by one (the kernel rung, on random inputs) and the report says which rungs did not run.
         state["whole_model"] = (f"not run: {weights / 2**30:.1f} GiB of weights exceed the "
                                 f"{options.memory_budget / 2**30:.1f} GiB memory budget (--memory-budget); the graph "
-                                "and deployed rungs and the captured activations were skipped, each fused op is "
-                                "proven on random inputs by the kernel rung")
+                                "and deployed rungs and the captured activations were skipped; each fused op is "
+                                "proven on random inputs by the kernel rung, and each fused node with weights on its "
+                                "own weights against the same region of the original")
         validate = False
     # One set of seeded inputs for the kernel, graph and deployed rungs (none when nothing runs).
     feeds: dict[str, Any] = {}
@@ -209,6 +210,9 @@ def _fuse_planned(p: Planned, model: str | os.PathLike | ModelProto, out: Path |
         # The kernel rung runs before anything is written: a kernel the emulator rejects never ships.
         state["checks"], state["moves"] = verify_kernels(pkg.kernels, original if "whole_model" not in state
                                                          else None, feeds, soc, options.default_dim, options.report)
+        if "whole_model" in state:  # each fused region with its own weights, one region in memory at a time
+            state["checks"] += verify_regions(pkg.kernels, p.loaded.model, p.loaded.base_dir, soc,
+                                              options.default_dim, options.report)
         rejected = {c.op_type: _not_shipped(c) for c in state["checks"] if not c.ok}
         if rejected:
             state["rejected"] = rejected

@@ -346,6 +346,7 @@ def data_movement(k: Kernel, inputs: Sequence[np.ndarray], fused_bytes: int, vec
 
 
 __all__ = ["check", "data_shape", "capture", "reference", "random_inputs", "data_movement", "unfused_bytes",
+           "verify_regions",
            "KernelCheck", "DataMovement", "table", "verify_kernels", "body_model", "concrete"]
 
 
@@ -494,3 +495,32 @@ def table(checks: Sequence[KernelCheck]) -> str:
         rows.append(f"{c.op_type[:28]:<28} {c.inputs:<9} {str(list(c.shape))[:20]:<20} {c.dtype:<6} "
                     f"{c.max_abs:>11.3e} {c.gm_bytes:>10} {c.block_dim:>6}  {verdict}{whose}")
     return "\n".join(rows)
+
+
+def verify_regions(kernels: Sequence[Kernel], model: ModelProto, base_dir: Path | None, soc: Soc,
+                   default_dim: int = 4, progress: Callable[..., None] | None = None) -> tuple[KernelCheck, ...]:
+    """The check for a model over the memory budget, whose whole-model rungs do not run: each fused node that
+    reads weights, its kernel on random activations with that node's own weights (read from the file one
+    region at a time) and parameters, against the same region of the original (the op's body, which is that
+    region's nodes). Matmul nodes over ``MATMUL_EMU_MACS`` are left to the kernel rung's reduced check."""
+    inits = {t.name: t for t in model.graph.initializer}
+    regions = [(k, inst) for k in kernels for inst in k.op.instances if any(n in inits for n in inst.inputs)]
+    checks = []
+    for i, (k, inst) in enumerate(regions):
+        if progress is not None:
+            progress("checking regions with their weights", i, len(regions), inst.node)
+        matmul = isinstance(k.ir, MatmulKernel)
+        shape = _bound_shape(inst, default_dim, matmul)
+        if matmul and np.prod(_matmul_dims(k, shape)) * len(k.ir.gemms) > MATMUL_EMU_MACS:
+            continue
+        dtype = inst.input_dtypes[0] if inst.input_dtypes[0] in k.ir.dtypes else k.ir.dtypes[0]
+        inputs = random_inputs(k, dtype, shape, dim=default_dim)
+        for j, name in enumerate(inst.inputs):
+            if name in inits:
+                weight = read_tensor(inits[name], base_dir)
+                if weight.shape != inputs[j].shape:
+                    break  # a weight the kernel reads at another shape (a broadcast view): not this check's
+                inputs[j] = weight.astype(inputs[j].dtype)
+        else:
+            checks.append(check(k, inputs, soc, f"weights of {inst.node}", params=inst.params))
+    return tuple(checks)
