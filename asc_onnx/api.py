@@ -190,7 +190,8 @@ def _fuse_planned(p: Planned, model: str | os.PathLike | ModelProto, out: Path |
     original = p.loaded.source if p.loaded.source is not None else p.loaded.model
     state: dict[str, Any] = {"validation": None, "checks": (), "moves": (), "rejected": {}, "deployed": None}
     weights = _weight_bytes(p.loaded)
-    if weights > options.memory_budget and (validate or options.emulate):
+    whole = weights <= options.memory_budget or not (validate or options.emulate)
+    if not whole:
         # Every whole-model run loads every weight into one onnxruntime session: over the budget, the ops are
         # proven one by one (the kernel rung, on random inputs) and the report says which rungs did not run.
         state["whole_model"] = (f"not run: {weights / 2**30:.1f} GiB of weights exceed the "
@@ -208,9 +209,9 @@ def _fuse_planned(p: Planned, model: str | os.PathLike | ModelProto, out: Path |
         feeds = make_inputs(p.loaded.model, options.shape_map, options.seed, options.default_dim, options.value_map)
     if options.emulate and pkg.kernels:
         # The kernel rung runs before anything is written: a kernel the emulator rejects never ships.
-        state["checks"], state["moves"] = verify_kernels(pkg.kernels, original if "whole_model" not in state
-                                                         else None, feeds, soc, options.default_dim, options.report)
-        if "whole_model" in state:  # each fused region with its own weights, one region in memory at a time
+        state["checks"], state["moves"] = verify_kernels(pkg.kernels, original if whole else None, feeds, soc,
+                                                         options.default_dim, options.report)
+        if not whole:  # each fused region with its own weights, one region in memory at a time
             state["checks"] += verify_regions(pkg.kernels, p.loaded.model, p.loaded.base_dir, soc,
                                               options.default_dim, options.report)
         rejected = {c.op_type: _not_shipped(c) for c in state["checks"] if not c.ok}

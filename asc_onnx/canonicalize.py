@@ -258,9 +258,10 @@ def _quick_shape_op(node: gs.Node, args: list[np.ndarray | None]) -> np.ndarray 
     """The shape ops exporters write most (a 20k-node LLaMA has thousands), in numpy with ONNX's semantics;
     None leaves the node to onnx's reference evaluator, which costs a fraction of a millisecond each."""
     op, a = node.op, args[0]
-    if op in ("Identity", "Cast") and a is not None:
-        to = np.int64 if op == "Identity" else onnx.helper.tensor_dtype_to_np_dtype(node.attrs.get("to", 7))
-        return a.astype(a.dtype if op == "Identity" else to)
+    if op == "Identity" and a is not None:
+        return a.copy()
+    if op == "Cast" and a is not None:
+        return a.astype(onnx.helper.tensor_dtype_to_np_dtype(node.attrs.get("to", 7)))
     if op == "Unsqueeze" and a is not None and len(args) > 1 and args[1] is not None and a.ndim == 0 \
             and args[1].reshape(-1).tolist() in ([0], [-1]):
         return a.reshape(1)

@@ -233,7 +233,7 @@ class Symbolic:
         import time
 
         if self.proc is None:
-            return _symbolic_in_process(self.model) if self.folder is None and self.deadline else None
+            return _symbolic_in_process(self.model) if self.deadline else None  # no fork; 0 once cancelled
         try:
             self.proc.join(max(0.0, self.deadline - time.monotonic()))
         finally:
@@ -249,11 +249,6 @@ class Symbolic:
             return inferred
         finally:
             shutil.rmtree(self.folder, ignore_errors=True)
-
-
-def _symbolic(model: ModelProto, seconds: float = SYMBOLIC_SECONDS) -> ModelProto | None:
-    """:class:`Symbolic`, waited for at once."""
-    return Symbolic(model, seconds).result()
 
 
 def _all_static(model: ModelProto) -> bool:
@@ -321,16 +316,16 @@ def start_shapes(model: ModelProto, input_shapes: dict[str, tuple[int, ...]] | N
         raise AscOnnxError(f"shape inference failed: {str(exc).splitlines()[0]}") from None
     # Symbolic inference does not enter If/Loop/Scan bodies: their Reshape arithmetic is followed here (on a
     # copy: where onnx's inference then objects to a dim it named, its first answer stands).
-    bodies = any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
-                 for node in inferred.graph.node for a in node.attribute)
-    named = ModelProto()
-    if bodies:
+    if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+           for node in inferred.graph.node for a in node.attribute):
+        named = ModelProto()
         named.CopyFrom(inferred)
-    if bodies and name_body_dims(named):
-        try:
-            inferred = onnx.shape_inference.infer_shapes(named, check_type=False, strict_mode=False, data_prop=True)
-        except Exception:  # noqa: BLE001 - onnx's inference errors are many and varied
-            pass
+        if name_body_dims(named):
+            try:
+                inferred = onnx.shape_inference.infer_shapes(named, check_type=False, strict_mode=False,
+                                                             data_prop=True)
+            except Exception:  # noqa: BLE001 - onnx's inference errors are many and varied
+                pass
     if input_shapes:
         del inferred.graph.input[:]
         inferred.graph.input.extend(model.graph.input)

@@ -40,7 +40,9 @@ def _const(t: onnx.TensorProto) -> list[Dim] | int | None:
 
 def _arith(op: str, a: Dim, b: Dim) -> Dim:
     if isinstance(a, int) and isinstance(b, int):
-        return {"Add": a + b, "Sub": a - b, "Mul": a * b, "Div": a // b if b else None}[op]
+        # ONNX's integer Div truncates toward zero (Python's // floors)
+        return {"Add": a + b, "Sub": a - b, "Mul": a * b,
+                "Div": (abs(a) // abs(b)) * (1 if (a < 0) == (b < 0) else -1) if b else None}[op]
     if op == "Mul" and (a == 1 or b == 1):
         return b if a == 1 else a
     if op in ("Add", "Sub") and b == 0:

@@ -35,7 +35,7 @@ from .rewrite import DOMAIN, param_attributes, param_bits_to_values
 from .soc import Soc
 from .validate import TOLERANCES, OutputCheck, compare_arrays, make_inputs
 from .validate import run as ort_run
-from .verify_kernels import MATMUL_EMU_MACS, reference
+from .verify_kernels import over_emulation_budget, reference
 
 
 @dataclass(frozen=True)
@@ -194,8 +194,8 @@ def _over_budget(k: Kernel, args: Sequence[np.ndarray]) -> bool:
     """A matmul node whose multiply-accumulates exceed what the kernel rung emulates at full size."""
     if not isinstance(k.ir, MatmulKernel):
         return False
-    w = args[k.ir.gemms[0].weight].shape
-    return int(np.prod(args[0].shape)) * int(w[0] if k.ir.trans_b else w[1]) * len(k.ir.gemms) > MATMUL_EMU_MACS
+    x, w = args[0].shape, args[k.ir.gemms[0].weight].shape
+    return over_emulation_budget(k, int(np.prod(x[:-1])), x[-1], int(w[0] if k.ir.trans_b else w[1]))
 
 
 def _run_prepared(atc: ModelProto, kernels: Sequence[Kernel], feeds: Mapping[str, np.ndarray],
@@ -230,7 +230,7 @@ def _run_prepared(atc: ModelProto, kernels: Sequence[Kernel], feeds: Mapping[str
         except EmulatorFaultError as exc:
             raise EmulatorFaultError(f"node {node.name!r} ({node.op_type}): {exc}") from None
         values.update(dict(zip(node.output, res.outputs)))
-    targets = [o.name for o in graph.output] + [t for t in extra if t not in {o.name for o in graph.output}]
+    targets = list(dict.fromkeys([*(o.name for o in graph.output), *extra]))
     need = [t for t in targets if t not in values]
     values.update(_segment(atc, _needed_nodes(graph, need, set(values), fused), need, values, inits))
     return {t: values[t] for t in targets}, len(fused) - over, over
@@ -255,7 +255,7 @@ def verify_deployed(original: str | os.PathLike | ModelProto, atc: str | os.Path
     runnable, in_bodies = _bodies_as_functions(deployed, kernels)
     atc_feeds = {atc_name.get(k, k): a for k, a in feeds.items()}
     quantizers = _quantizers_after_kernels(deployed, kernels)
-    at_quantizers = list(dict.fromkeys(t for q in quantizers for t in [q.input[0], *q.output] if t))
+    at_quantizers = _quantizer_tensors(quantizers)
     try:
         got, n, over = _run_prepared(runnable, kernels, atc_feeds, soc, at_quantizers)
     except EmulatorFaultError as exc:
@@ -263,7 +263,8 @@ def verify_deployed(original: str | os.PathLike | ModelProto, atc: str | os.Path
     requantized = None
     if quantizers:
         requantized, ref = _requantized(original, quantizers, feeds, got, ref, _value_types(proto))
-        got = {k: v for k, v in got.items() if k not in at_quantizers or k in {o.name for o in deployed.graph.output}}
+        outputs = {o.name for o in deployed.graph.output}
+        got = {k: v for k, v in got.items() if k not in at_quantizers or k in outputs}
 
     def compare(got: Mapping[str, np.ndarray]) -> list[OutputCheck]:
         got = {original_name.get(k, k): v for k, v in got.items()}
@@ -299,6 +300,11 @@ def _quantizers_after_kernels(atc: ModelProto, kernels: Sequence[Kernel]) -> lis
     return found
 
 
+def _quantizer_tensors(quantizers: Sequence[onnx.NodeProto]) -> list[str]:
+    """The float input and every output of each quantizer, once each."""
+    return list(dict.fromkeys(t for q in quantizers for t in [q.input[0], *q.output] if t))
+
+
 def _requantized(original: str | os.PathLike | ModelProto, quantizers: Sequence[onnx.NodeProto],
                  feeds: Mapping[str, np.ndarray], got: Mapping[str, np.ndarray], ref: Mapping[str, np.ndarray],
                  types: Mapping[str, int]) -> tuple[str | None, Mapping[str, np.ndarray]]:
@@ -312,8 +318,7 @@ def _requantized(original: str | os.PathLike | ModelProto, quantizers: Sequence[
     When one does not, the reference stays the original's outputs and the check fails where they differ."""
     from .verify_kernels import capture
 
-    names = list(dict.fromkeys(t for q in quantizers for t in [q.input[0], *q.output] if t))
-    base = capture(original, names, feeds)
+    base = capture(original, _quantizer_tensors(quantizers), feeds)
     moved, total = 0, 0
     for q in quantizers:
         x_ref, x_got = base[q.input[0]], got[q.input[0]]

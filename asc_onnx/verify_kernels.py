@@ -389,6 +389,11 @@ def _bound_shape(inst, dim: int, x_only: bool = False) -> tuple[int, ...]:
 MATMUL_EMU_MACS = 50_000_000
 
 
+def over_emulation_budget(k: Kernel, m: int, kk: int, n: int) -> bool:
+    """A matmul kernel whose run at M x K x N exceeds ``MATMUL_EMU_MACS`` (both gemms of a SwiGLU counted)."""
+    return m * kk * n * len(k.ir.gemms) > MATMUL_EMU_MACS
+
+
 def _matmul_dims(k: Kernel, shape: tuple[int, ...]) -> tuple[int, int, int]:
     """(M, K, N) of a matmul kernel's instance at output ``shape``."""
     w = concrete(k.op.instances[0].input_shapes[k.ir.gemms[0].weight], 1)
@@ -436,8 +441,8 @@ def verify_kernels(kernels: Sequence[Kernel], original: str | os.PathLike | Mode
     ``(stage, done, total, op_type)`` before each kernel (its first run compiles it)."""
     checks: list[KernelCheck] = []
     moves: list[DataMovement] = []
-    big = {id(k) for k in kernels if isinstance(k.ir, MatmulKernel) and np.prod(
-        _matmul_dims(k, _bound_shape(k.op.instances[0], default_dim + 3, True))) * len(k.ir.gemms) > MATMUL_EMU_MACS}
+    big = {id(k) for k in kernels if isinstance(k.ir, MatmulKernel) and over_emulation_budget(
+        k, *_matmul_dims(k, _bound_shape(k.op.instances[0], default_dim + 3, True)))}
     captured = _captured_inputs([k for k in kernels if id(k) not in big], original, feeds) \
         if original is not None and feeds is not None else {}
     if progress is not None and kernels:
@@ -511,7 +516,7 @@ def verify_regions(kernels: Sequence[Kernel], model: ModelProto, base_dir: Path 
             progress("checking regions with their weights", i, len(regions), inst.node)
         matmul = isinstance(k.ir, MatmulKernel)
         shape = _bound_shape(inst, default_dim, matmul)
-        if matmul and np.prod(_matmul_dims(k, shape)) * len(k.ir.gemms) > MATMUL_EMU_MACS:
+        if matmul and over_emulation_budget(k, *_matmul_dims(k, shape)):
             continue
         dtype = inst.input_dtypes[0] if inst.input_dtypes[0] in k.ir.dtypes else k.ir.dtypes[0]
         inputs = random_inputs(k, dtype, shape, dim=default_dim)

@@ -52,25 +52,33 @@ def _lm(cls_name: str, config_name: str, **cfg):
     return model
 
 
+#: The tiny text config every transformer fixture shares, and its input's dynamic axes.
+COMMON = dict(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+              max_position_embeddings=64)
+TEXT_AXES = {"input_ids": {0: "batch", 1: "seq"}}
+
+
+def _seeded_ids() -> torch.Tensor:
+    """Seed torch (the weights drawn next depend on it) and draw the example input_ids."""
+    torch.manual_seed(0)
+    return torch.randint(0, 96, (1, SEQ))
+
+
 def build(name: str):
     """Return (module, example inputs, input names, dynamic axes) for one fixture family."""
-    torch.manual_seed(0)
-    ids = torch.randint(0, 96, (1, SEQ))
-    text_axes = {"input_ids": {0: "batch", 1: "seq"}}
-    common = dict(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                  num_attention_heads=4, max_position_embeddings=64)
+    ids = _seeded_ids()
     if name == "llama_tiny":
-        m = _lm("LlamaModel", "LlamaConfig", num_key_value_heads=2, **common)
-        return m, (ids,), ["input_ids"], text_axes
+        m = _lm("LlamaModel", "LlamaConfig", num_key_value_heads=2, **COMMON)
+        return m, (ids,), ["input_ids"], TEXT_AXES
     if name == "qwen2_tiny":
-        m = _lm("Qwen2Model", "Qwen2Config", num_key_value_heads=2, **common)
-        return m, (ids,), ["input_ids"], text_axes
+        m = _lm("Qwen2Model", "Qwen2Config", num_key_value_heads=2, **COMMON)
+        return m, (ids,), ["input_ids"], TEXT_AXES
     if name == "bert_tiny":
-        m = _lm("BertModel", "BertConfig", **common)
-        return m, (ids,), ["input_ids"], text_axes
+        m = _lm("BertModel", "BertConfig", **COMMON)
+        return m, (ids,), ["input_ids"], TEXT_AXES
     if name == "gpt2_tiny":
         m = _lm("GPT2Model", "GPT2Config", vocab_size=128, n_embd=32, n_layer=2, n_head=4, n_positions=64)
-        return m, (ids,), ["input_ids"], text_axes
+        return m, (ids,), ["input_ids"], TEXT_AXES
     if name == "vit_tiny":
         m = _lm("ViTModel", "ViTConfig", hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                 num_attention_heads=4, image_size=32, patch_size=8, num_channels=3)
@@ -132,15 +140,11 @@ class _WithMask(nn.Module):
 def form(name: str) -> tuple[nn.Module, tuple, list[str], dict, int, torch.dtype]:
     """One exporter form the front door must take: (module, inputs, input names, dynamic axes, opset, dtype).
     All legacy exports (``dynamo=False``), as engineers still write them."""
-    torch.manual_seed(0)
-    ids = torch.randint(0, 96, (1, SEQ))
-    text_axes = {"input_ids": {0: "batch", 1: "seq"}}
-    common = dict(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                  num_attention_heads=4, max_position_embeddings=64)
+    ids = _seeded_ids()
     if name == "bert_fp16_opset14":
         # opset 14: at 17 the legacy exporter writes a LayerNormalization with mixed fp16/fp32 inputs that
         # onnxruntime refuses to load.
-        return _FirstOutput(_lm("BertModel", "BertConfig", **common)), (ids,), ["input_ids"], text_axes, 14, \
+        return _FirstOutput(_lm("BertModel", "BertConfig", **COMMON)), (ids,), ["input_ids"], TEXT_AXES, 14, \
             torch.float16
     if name == "llama_causal_fp16_mask":
         # transformers 4.5x builds the mask with torch.vmap on torch >= 2.6, which the legacy (TorchScript)
@@ -150,13 +154,13 @@ def form(name: str) -> tuple[nn.Module, tuple, list[str], dict, int, torch.dtype
         masks._is_torch_greater_or_equal_than_2_6 = False
         masks.sdpa_mask = masks.sdpa_mask_older_torch
         masks.ALL_MASK_ATTENTION_FUNCTIONS._global_mapping["sdpa"] = masks.sdpa_mask_older_torch
-        m = _WithMask(_lm("LlamaForCausalLM", "LlamaConfig", num_key_value_heads=2, **common))
+        m = _WithMask(_lm("LlamaForCausalLM", "LlamaConfig", num_key_value_heads=2, **COMMON))
         mask = torch.ones(1, SEQ, dtype=torch.int64)
-        axes = {**text_axes, "attention_mask": {0: "batch", 1: "seq"}}
+        axes = {**TEXT_AXES, "attention_mask": {0: "batch", 1: "seq"}}
         return m, (ids, mask), ["input_ids", "attention_mask"], axes, 17, torch.float16
     if name == "phi3_tiny":
-        m = _lm("Phi3Model", "Phi3Config", num_key_value_heads=4, pad_token_id=0, **common)
-        return _FirstOutput(m), (ids,), ["input_ids"], text_axes, 17, torch.float32
+        m = _lm("Phi3Model", "Phi3Config", num_key_value_heads=4, pad_token_id=0, **COMMON)
+        return _FirstOutput(m), (ids,), ["input_ids"], TEXT_AXES, 17, torch.float32
     if name == "levit_tiny":
         m = _lm("LevitModel", "LevitConfig", image_size=64, hidden_sizes=[32, 48, 64], num_attention_heads=[1, 2, 2],
                 depths=[1, 1, 1], key_dim=[8, 8, 8], patch_size=16)

@@ -215,7 +215,7 @@ def test_near_misses_name_an_unknown_rank_as_the_cause(monkeypatch):
     """Where no inference could follow the shapes, the reasons say that, not "needs Mul" or "not the last axis"."""
     import asc_onnx.load as load
 
-    monkeypatch.setattr(load, "_symbolic", lambda model: None)
+    monkeypatch.setattr(load, "_symbolic_in_process", lambda model: None)  # the forked child inherits it
     monkeypatch.setattr(onnx.shape_inference, "infer_shapes", lambda model, **kw: model)
     res = asc_onnx.inspect(_layernorm_behind_reshape())
     assert not res.fusions

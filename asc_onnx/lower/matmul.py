@@ -78,9 +78,9 @@ def lower_matmul(op: FusedOp) -> MatmulKernel:
             raise LoweringError(f"dtype column {col} mixes or uses unsupported element types")
         dtypes.append(col[0])
     formal = {n: i for i, n in enumerate(op.input_names)}
+    tensors = {n.output[0]: n.attribute[0].t for n in op.function.node if n.op_type == "Constant"}
     sizes = {n.input[1] for n in op.function.node if n.op_type == "Split" and len(n.input) > 1}  # read below
-    consts = {n.output[0]: _scalar(n.attribute[0].t) for n in op.function.node
-              if n.op_type == "Constant" and n.output[0] not in sizes}
+    consts = {name: _scalar(t) for name, t in tensors.items() if name not in sizes}
     transposed: dict[str, int] = {}  # Transpose outputs of a formal weight
     c_of: dict[str, int] = {}  # tensor -> gemm index holding it (before the epilogue)
     gemms: list[dict] = []
@@ -136,9 +136,8 @@ def lower_matmul(op: FusedOp) -> MatmulKernel:
             g = gemms[c_of[node.input[0]]]
             if len(gemms) != 1:
                 raise LoweringError("Split of one of several MatMuls is not served")
-            halves = [n for n in op.function.node if n.op_type == "Constant" and len(node.input) > 1
-                      and n.output[0] == node.input[1]]
-            if halves and len(set(numpy_helper.to_array(halves[0].attribute[0].t).reshape(-1).tolist())) != 1:
+            halves = tensors.get(node.input[1]) if len(node.input) > 1 else None
+            if halves is not None and len(set(numpy_helper.to_array(halves).reshape(-1).tolist())) != 1:
                 raise LoweringError("a Split into unequal parts is not served (the kernel halves the columns)")
             c_of[node.output[0]] = 0
             c_of[node.output[1]] = 1
