@@ -49,7 +49,8 @@ ROW_OPS = {"Softmax": 6, "LogSoftmax": 6, "LayerNormalization": 8, "RMSNormaliza
 
 def _models() -> dict[str, object]:
     """Deployment-sized rows: a LLaMA-7B RMSNorm (4096), a vocabulary softmax (32000), BERT's LayerNorm (768),
-    an attention softmax with its mask, and a row longer than the unified buffer (100,003)."""
+    an attention softmax with its mask (128 wide, and CLIP's 77, ragged on 310P), and a row longer than the unified
+    buffer (100,003)."""
     f32, f16 = TensorProto.FLOAT, TensorProto.FLOAT16
     out = {}
 
@@ -76,12 +77,12 @@ def _models() -> dict[str, object]:
                               [helper.make_tensor_value_info("y", t, [rows, d])])
         return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
-    def attn(t):
+    def attn(t, s=128):
         nodes = [helper.make_node("Mul", ["x", "scale"], ["xs"]), helper.make_node("Add", ["xs", "mask"], ["xm"]),
                  helper.make_node("Softmax", ["xm"], ["y"], axis=-1)]
-        g = helper.make_graph(nodes, "attn", [helper.make_tensor_value_info("x", t, [1, 8, 128, 128]),
-                                              helper.make_tensor_value_info("mask", t, [1, 1, 128, 128])],
-                              [helper.make_tensor_value_info("y", t, [1, 8, 128, 128])],
+        g = helper.make_graph(nodes, "attn", [helper.make_tensor_value_info("x", t, [1, 8, s, s]),
+                                              helper.make_tensor_value_info("mask", t, [1, 1, s, s])],
+                              [helper.make_tensor_value_info("y", t, [1, 8, s, s])],
                               [helper.make_tensor("scale", t, [], [0.125])])
         return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
@@ -90,6 +91,7 @@ def _models() -> dict[str, object]:
         out[f"layernorm 2048x768 {name}"] = single("LayerNormalization", 2048, 768, t, axis=-1, epsilon=1e-5)
         out[f"softmax 64x32000 {name}"] = single("Softmax", 64, 32000, t, axis=-1)
         out[f"attention mask softmax {name}"] = attn(t)
+        out[f"CLIP text mask softmax 8x77x77 {name}"] = attn(t, 77)  # rows of 77: ragged on 310P
         out[f"rmsnorm 16x100003 {name}"] = rms(16, 100003, t)
         out[f"softmax 16x100003 {name}"] = single("Softmax", 16, 100003, t, axis=-1)
     return out
