@@ -22,8 +22,8 @@ from onnx import ModelProto
 
 from .canonicalize import CanonStats, canonicalize
 from .errors import AscOnnxError, ValidationError
-from .graph import main_opset, refine_shapes, to_gs
-from .load import LoadedModel, load, merge_value_info
+from .graph import graph_work, kept_alive, main_opset, refine_shapes, to_gs
+from .load import LoadedModel, apply_value_info, load
 from .match import MatchResult, NearMiss, match
 from .options import FuseOptions
 from .output import check_target, place_external, save_model, staged, write_files
@@ -94,6 +94,11 @@ class FuseResult:
 
 def plan(model: str | os.PathLike | ModelProto, options: FuseOptions = FuseOptions()) -> Planned:
     """Load, canonicalize and match."""
+    with graph_work():
+        return _plan(model, options)
+
+
+def _plan(model: str | os.PathLike | ModelProto, options: FuseOptions) -> Planned:
     rules = load_rules(options.pattern_files, options.only, options.skip)
     options.report("loading and inferring shapes")
     loaded = load(model, options.shape_map, defer=True)
@@ -109,7 +114,8 @@ def plan(model: str | os.PathLike | ModelProto, options: FuseOptions = FuseOptio
         raise
     richer = loaded.pending.result() if loaded.pending is not None else None
     if richer is not None:
-        refine_shapes(graph, merge_value_info(loaded.model, richer))
+        apply_value_info(loaded.model, list(richer.graph.value_info))
+        refine_shapes(graph, richer.graph.value_info)
     before = len(graph.nodes)
     opset = main_opset(proto)
     canon = canonicalize(graph, opset)
@@ -166,6 +172,12 @@ def fuse(model: str | os.PathLike | ModelProto, out_dir: str | os.PathLike | Non
         check_target(out, force, [source] if source is not None else [])
     soc = get_soc(options.soc)
     p = plan(model, options)
+    with kept_alive():
+        return _fuse_staged(p, model, out, soc, options, validate, force)
+
+
+def _fuse_staged(p: Planned, model: str | os.PathLike | ModelProto, out: Path | None, soc: Any,
+                 options: FuseOptions, validate: bool, force: bool) -> FuseResult:
     with contextlib.ExitStack() as stack:
         # The staging folder is taken before the long stages: it is the lock against a second run.
         tmp = None if out is None else stack.enter_context(staged(out, force, _protected(p.loaded)))
@@ -184,8 +196,9 @@ def _protected(loaded: LoadedModel) -> list[Path]:
 def _fuse_planned(p: Planned, model: str | os.PathLike | ModelProto, out: Path | None, tmp: Path | None, soc: Any,
                   options: FuseOptions, validate: bool) -> tuple[FuseResult, dict[str, str]]:
     """Rewrite, package and verify a planned model; write into ``tmp`` when given."""
-    rewritten = rewrite(p.graph, p.loaded.model, p.matched.fusions, options.atc_domain_mode, p.scopes)
-    pkg = package(rewritten, soc, options.atc_domain_mode, options.shape_map, None, p.loaded.symbolic)
+    with graph_work():
+        rewritten = rewrite(p.graph, p.loaded.model, p.matched.fusions, options.atc_domain_mode, p.scopes)
+        pkg = package(rewritten, soc, options.atc_domain_mode, options.shape_map, None, p.loaded.symbolic)
     name = p.loaded.source.name if p.loaded.source else (model.graph.name if isinstance(model, ModelProto) else "")
     original = p.loaded.source if p.loaded.source is not None else p.loaded.model
     state: dict[str, Any] = {"validation": None, "checks": (), "moves": (), "rejected": {}, "deployed": None}

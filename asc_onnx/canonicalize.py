@@ -225,8 +225,13 @@ def _fold_shape_op(node: gs.Node) -> np.ndarray | None:
         return _static_dims(node.inputs[0].inputs[0], const_array(node.inputs[1], limit=SHAPE_LIMIT))
     if node.op not in SHAPE_OPS:
         return None
-    args = [const_array(t, limit=SHAPE_LIMIT) if t.name else None for t in node.inputs]
-    if any(a is None for a, t in zip(args, node.inputs) if t.name) or not args:
+    args = []
+    for t in node.inputs:  # the first input that is not a constant settles it
+        a = const_array(t, limit=SHAPE_LIMIT) if t.name else None
+        if a is None and t.name:
+            return None
+        args.append(a)
+    if not args:
         return None
     if not all(a.dtype.kind in "iub" for a in args if a is not None):
         return None
@@ -274,6 +279,10 @@ def _quick_shape_op(node: gs.Node, args: list[np.ndarray | None]) -> np.ndarray 
     if op in ("Add", "Sub", "Mul") and len(args) == 2 and all(x is not None for x in args) \
             and args[0].dtype == args[1].dtype:
         return {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply}[op](args[0], args[1]).astype(args[0].dtype)
+    if op == "Div" and len(args) == 2 and all(x is not None and x.dtype.kind in "iu" for x in args) \
+            and args[0].dtype == args[1].dtype and np.all(args[1] != 0):
+        # ONNX's integer Div truncates toward zero (numpy's // floors)
+        return (np.abs(args[0]) // np.abs(args[1]) * np.sign(args[0]) * np.sign(args[1])).astype(args[0].dtype)
     return None
 
 

@@ -8,6 +8,7 @@ leaves the model's folder (absolute path, ``..``, symlink pointing outside) is r
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import sys
 from collections.abc import Mapping
@@ -20,7 +21,7 @@ from onnx import ModelProto, TensorProto, helper, numpy_helper
 from onnx.external_data_helper import ExternalDataInfo, uses_external_data
 
 from .errors import AscOnnxError
-from .shape_values import name_body_dims
+from .shape_values import name_body_dims, name_graph_dims
 
 KNOWN_DTYPES = frozenset(v for v in TensorProto.DataType.values() if v != TensorProto.UNDEFINED)
 
@@ -37,7 +38,7 @@ class LoadedModel:
         symbolic: with --input-shape, every tensor's shape inferred without it (dim params kept), so
             that kernels are built for every shape the deployed model accepts; empty otherwise.
         pending: ``load(..., defer=True)``: symbolic inference still running; ``model`` has onnx's shapes
-            until its result is merged (``merge_value_info``).
+            until its result is applied (``apply_value_info``).
     """
 
     model: ModelProto
@@ -83,6 +84,23 @@ def _check_external(model: ModelProto, base_dir: Path | None) -> tuple[str, ...]
         if loc not in files:
             files.append(loc)
     return tuple(files)
+
+
+#: External tensors up to this many elements are read at load (shape constants, a norm's eps, a short bias): the
+#: passes read small constants to match and fold them, and onnx-graphsurgeon would look for their files in the
+#: working directory. Weights stay on disk.
+INLINE_ELEMENTS = 64
+
+
+def _inline_small(model: ModelProto, base_dir: Path) -> None:
+    """Give every external tensor of at most :data:`INLINE_ELEMENTS` elements its bytes in the model."""
+    for tensor in _iter_tensors(model):
+        if uses_external_data(tensor) and tensor.data_type != onnx.TensorProto.STRING \
+                and math.prod(tensor.dims) <= INLINE_ELEMENTS:
+            values = read_tensor(tensor, base_dir)
+            del tensor.external_data[:]
+            tensor.data_location = onnx.TensorProto.DEFAULT
+            tensor.raw_data = values.astype(values.dtype.newbyteorder("<"), copy=False).tobytes()
 
 
 def read_tensor(t: onnx.TensorProto, base_dir: Path | None) -> np.ndarray:
@@ -163,6 +181,30 @@ SYMBOLIC_SECONDS = 8.0
 
 
 def _symbolic_in_process(model: ModelProto) -> ModelProto | None:
+    """Dims onnx's inference left unknown: our own pass over the shape arithmetic exporters write (fast), then,
+    where it leaves a dim unknown, onnxruntime's symbolic inference (slow: sympy) on what it gave."""
+    named = ModelProto()
+    named.CopyFrom(model)
+    try:
+        if name_graph_dims(named):
+            return named
+    except Exception:  # noqa: BLE001 - onnx's inference errors are many and varied: onnxruntime's alone
+        named = model
+    return _onnxruntime_symbolic(named)
+
+
+def _additions(model: ModelProto) -> ModelProto | None:
+    """:func:`_symbolic_in_process`, as a model holding only the value_info entries it adds or improves (what a
+    parent parses and applies)."""
+    res = _symbolic_in_process(model)
+    if res is None:
+        return None
+    added = ModelProto()
+    added.graph.value_info.extend(merge_value_info(model, res))
+    return added
+
+
+def _onnxruntime_symbolic(model: ModelProto) -> ModelProto | None:
     try:
         import logging
 
@@ -215,7 +257,7 @@ class Symbolic:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, 1)
             os.dup2(devnull, 2)
-            res = _symbolic_in_process(model)
+            res = _additions(model)
             if res is not None:
                 out.write_bytes(res.SerializeToString())
 
@@ -228,12 +270,13 @@ class Symbolic:
         self.result()
 
     def result(self) -> ModelProto | None:
-        """The inferred model, or None (no result, or over time)."""
+        """A model whose value_info holds what the inference adds (entries new or knowing more than the model's:
+        put them in with :func:`apply_value_info`), or None (no result, or over time)."""
         import shutil
         import time
 
         if self.proc is None:
-            return _symbolic_in_process(self.model) if self.deadline else None  # no fork; 0 once cancelled
+            return _additions(self.model) if self.deadline else None  # no fork; 0 once cancelled
         try:
             self.proc.join(max(0.0, self.deadline - time.monotonic()))
         finally:
@@ -290,6 +333,19 @@ def merge_value_info(into: ModelProto, richer: ModelProto) -> list[onnx.ValueInf
     return changed
 
 
+def apply_value_info(into: ModelProto, entries: list[onnx.ValueInfoProto]) -> None:
+    """Put ``entries`` (what :meth:`Symbolic.result` gives: each knows more than ``into``'s entry of its name, if
+    any) into ``into``'s value_info."""
+    names = {vi.name for vi in entries}
+    have = {vi.name: vi for vi in into.graph.value_info if vi.name in names}
+    for vi in entries:
+        old = have.get(vi.name)
+        if old is None:
+            into.graph.value_info.append(vi)
+        else:
+            old.CopyFrom(vi)
+
+
 def infer_shapes(model: ModelProto, input_shapes: dict[str, tuple[int, ...]] | None = None) -> ModelProto:
     """Return a copy with value_info filled by onnx shape inference, refined by symbolic inference.
 
@@ -299,14 +355,14 @@ def infer_shapes(model: ModelProto, input_shapes: dict[str, tuple[int, ...]] | N
     inferred, pending = start_shapes(model, input_shapes)
     richer = pending.result() if pending is not None else None
     if richer is not None:
-        merge_value_info(inferred, richer)
+        apply_value_info(inferred, list(richer.graph.value_info))
     return inferred
 
 
 def start_shapes(model: ModelProto, input_shapes: dict[str, tuple[int, ...]] | None = None
                  ) -> tuple[ModelProto, Symbolic | None]:
     """:func:`infer_shapes` with onnx's inference done and symbolic inference left running (None where it has
-    nothing to add): merge its result with :func:`merge_value_info`."""
+    nothing to add): put its result in with :func:`apply_value_info`."""
     work = ModelProto()
     work.CopyFrom(model)
     _bind_inputs(work, input_shapes or {})
@@ -355,6 +411,8 @@ def load(model: str | os.PathLike | ModelProto, input_shapes: dict[str, tuple[in
         source = Path(model)
     _check_dtypes(proto)
     files = _check_external(proto, base)
+    if files:
+        _inline_small(proto, base)
     if not shapes:
         return LoadedModel(model=proto, source=source, base_dir=base, external_files=files)
     symbolic = tensor_shapes(infer_shapes(proto)) if input_shapes else {}

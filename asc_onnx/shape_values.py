@@ -12,6 +12,8 @@ carries them downstream (``load.infer_shapes``).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import onnx
 from onnx import numpy_helper
@@ -32,13 +34,16 @@ def _dims(vi: onnx.ValueInfoProto | None) -> list[Dim] | None:
 
 
 def _const(t: onnx.TensorProto) -> list[Dim] | int | None:
-    if t.data_type not in _INTS or np.prod(t.dims, dtype=np.int64) > _SMALL:
+    if t.data_type not in _INTS or len(t.dims) > 1 or math.prod(t.dims) > _SMALL:
         return None
     a = numpy_helper.to_array(t)
     return int(a) if a.ndim == 0 else [int(v) for v in a.reshape(-1)] if a.ndim == 1 else None
 
 
 def _arith(op: str, a: Dim, b: Dim) -> Dim:
+    if op == "Equal":  # a named dim is never negative: it is not a -1 or 0 marker
+        return int(a == b) if isinstance(a, int) and isinstance(b, int) else \
+            0 if (isinstance(a, int) and a <= 0) or (isinstance(b, int) and b <= 0) else None
     if isinstance(a, int) and isinstance(b, int):
         # ONNX's integer Div truncates toward zero (Python's // floors)
         return {"Add": a + b, "Sub": a - b, "Mul": a * b,
@@ -118,10 +123,124 @@ def _broadcast(a: list[Dim], b: list[Dim]) -> list[Dim] | None:
     return out if all(d is not None for d in out) else None
 
 
+def _values(op: str, got: list, attrs: dict, info: dict, ins: list[str]) -> list[Dim] | int | None:
+    """The value of a shape computation's output (a dim or a 1-D list of dims), or None."""
+    if op == "Constant" and "value" in attrs:
+        return _const(attrs["value"])
+    if op == "Shape" and ins:
+        dims = _dims(info.get(ins[0]))
+        return None if dims is None else dims[attrs.get("start", 0):attrs.get("end", len(dims))]
+    if op in ("Identity", "Cast") and got and got[0] is not None:
+        return got[0]
+    if op == "Gather" and len(got) == 2 and isinstance(got[0], list) and got[1] is not None \
+            and attrs.get("axis", 0) == 0:
+        idx, src = got[1], got[0]
+        if isinstance(idx, int) and -len(src) <= idx < len(src):
+            return src[idx]
+        if isinstance(idx, list) and all(isinstance(i, int) and -len(src) <= i < len(src) for i in idx):
+            return [src[i] for i in idx]
+        return None
+    if op == "Unsqueeze" and got and got[0] is not None and not isinstance(got[0], list):
+        return [got[0]]
+    if op == "Squeeze" and got and isinstance(got[0], list) and len(got[0]) == 1:
+        return got[0][0]
+    if op == "Reshape" and len(got) == 2 and isinstance(got[0], list) and isinstance(got[1], list) \
+            and got[1] in ([-1], [len(got[0])]):
+        return got[0]
+    if op == "Concat" and got and all(isinstance(v, list) for v in got):
+        return [d for v in got for d in v]
+    if op == "ConstantOfShape" and got and isinstance(got[0], list) and len(got[0]) == 1 \
+            and isinstance(got[0][0], int) and got[0][0] <= _SMALL:
+        fill = _const(attrs["value"]) if "value" in attrs else 0
+        fill = fill[0] if isinstance(fill, list) and len(fill) == 1 else fill
+        return [fill] * got[0][0] if isinstance(fill, int) else None
+    if op == "Slice" and len(got) >= 3 and isinstance(got[0], list) and all(
+            isinstance(v, list) and len(v) == 1 for v in got[1:]):
+        axes, steps = (got[3] if len(got) > 3 else [0]), (got[4] if len(got) > 4 else [1])
+        return got[0][slice(got[1][0], got[2][0], steps[0])] if axes in ([0], [-1]) and steps[0] != 0 else None
+    if len(got) < 2 or any(v is None for v in got):
+        return None
+    if op in ("Add", "Sub", "Mul", "Div", "Equal") and len(got) == 2:
+        a, b = got
+        if isinstance(a, list) or isinstance(b, list):  # a scalar or a 1-list broadcasts
+            n = max(len(v) for v in (a, b) if isinstance(v, list))
+            aa, bb = (v if isinstance(v, list) and len(v) == n else v * n if isinstance(v, list) and len(v) == 1
+                      else [v] * n if not isinstance(v, list) else None for v in (a, b))
+            return None if aa is None or bb is None else [_arith(op, x, y) for x, y in zip(aa, bb)]
+        return _arith(op, a, b)
+    if op == "Where" and len(got) == 3:
+        n = max((len(v) for v in got if isinstance(v, list)), default=0)
+        if not n:
+            return got[1] if got[0] else got[2]
+        c, x, y = ([v] * n if not isinstance(v, list) else v * n if len(v) == 1 else v for v in got)
+        if not len(c) == len(x) == len(y) == n or any(not isinstance(v, int) for v in c):
+            return None
+        return [xv if cv else yv for cv, xv, yv in zip(c, x, y)]
+    return None
+
+
+#: Ops whose output has the shape of their first input.
+_SAME = {"Cast", "CastLike", "Neg", "Abs", "Relu", "Sigmoid", "Tanh", "Sqrt", "Exp", "Log", "Erf", "Reciprocal",
+         "Softmax", "LogSoftmax", "Identity", "Sin", "Cos", "Not", "Gelu", "LayerNormalization", "HardSigmoid",
+         "LeakyRelu", "Elu", "Softplus", "Clip", "Floor", "Ceil", "Round", "Sign", "IsNaN", "IsInf", "Dropout"}
+#: Ops whose output is their inputs' broadcast shape.
+_BROADCAST = {"Add", "Sub", "Mul", "Div", "Pow", "Where", "Equal", "Less", "LessOrEqual", "Greater",
+              "GreaterOrEqual", "And", "Or", "Max", "Min", "Mod", "PRelu"}
+#: Ops whose output dims :func:`name_dims` carries from their inputs' (onnx's inference does too, but only after
+#: the named Reshape outputs are written back: carrying them here saves a round of it per Reshape in a chain).
+_CARRIED = _SAME | _BROADCAST | {"Transpose", "MatMul", "Unsqueeze", "Concat"}
+
+
+def _carried(op: str, attrs: dict, dims: list[list[Dim] | None], got: list) -> list[Dim] | None:
+    """The output dims of a shape-carrying op from its inputs' dims (``got``: the inputs' values), or None."""
+    if op == "Unsqueeze":
+        axes = got[1] if len(got) > 1 else attrs.get("axes")
+        if dims and dims[0] is not None and None not in dims[0] and isinstance(axes, list):
+            rank = len(dims[0]) + len(axes)
+            axes = sorted(a % rank for a in axes if isinstance(a, int) and -rank <= a < rank)
+            if len(axes) == len(got[1] if len(got) > 1 else attrs["axes"]):
+                out = list(dims[0])
+                for a in axes:
+                    out.insert(a, 1)
+                return out
+        return None
+    if not dims or any(d is None or None in d for d in dims):
+        return None
+    if op in _SAME:
+        return list(dims[0])
+    if op in _BROADCAST:
+        out: list[Dim] | None = dims[0]
+        for d in dims[1:]:
+            out = _broadcast(out, d) if out is not None else None
+        return out
+    if op == "Concat":
+        if len(dims) == 1:
+            return list(dims[0])
+        axis = attrs.get("axis", 0) % len(dims[0]) if dims[0] else 0
+        if any(len(d) != len(dims[0]) or d[:axis] + d[axis + 1:] != dims[0][:axis] + dims[0][axis + 1:]
+               for d in dims) or not all(isinstance(d[axis], int) for d in dims):
+            return None
+        return [*dims[0][:axis], sum(d[axis] for d in dims), *dims[0][axis + 1:]]
+    if op == "Transpose":
+        perm = attrs.get("perm", list(range(len(dims[0])))[::-1])
+        return [dims[0][p] for p in perm] if sorted(perm) == list(range(len(dims[0]))) else None
+    if op == "MatMul" and len(dims) == 2 and len(dims[0]) >= 2 and len(dims[1]) >= 2 \
+            and dims[0][-1] == dims[1][-2]:
+        batch = _broadcast(dims[0][:-2], dims[1][:-2]) if dims[0][:-2] or dims[1][:-2] else []
+        return None if batch is None else [*batch, dims[0][-2], dims[1][-1]]
+    return None
+
+
+#: Ops whose output value or output dims :func:`name_dims` follows; every other node is passed over.
+_FOLLOWED = {"Constant", "Shape", "Identity", "Cast", "Gather", "Unsqueeze", "Squeeze", "Reshape", "Concat",
+             "ConstantOfShape", "Slice", "Add", "Sub", "Mul", "Div", "Equal", "Where", "Expand", "Range"}
+
+
 def name_dims(g: onnx.GraphProto, outer: dict[str, onnx.ValueInfoProto] | None = None) -> int:
     """Follow a graph's shape arithmetic and write the dims of Reshape, Expand, ConstantOfShape, Range and
-    Slice outputs that onnx left unknown into its value_info (``outer``: the enclosing scopes' tensors, for a
-    control-flow body); return how many tensors got dims."""
+    Slice outputs that onnx left unknown into its value_info, and carry them through the elementwise, Transpose
+    and MatMul nodes after them (``outer``: the enclosing scopes' tensors, for a control-flow body); return how
+    many tensors got dims."""
     info = {**(outer or {}), **{vi.name: vi for vi in [*g.input, *g.value_info, *g.output]}}
     vals: dict[str, list[Dim] | int] = {}
     for t in g.initializer:
@@ -130,42 +249,17 @@ def name_dims(g: onnx.GraphProto, outer: dict[str, onnx.ValueInfoProto] | None =
             vals[t.name] = v
     named = 0
     for n in g.node:
-        op, ins = n.op_type, list(n.input)
+        op = n.op_type
+        follow = op in _FOLLOWED
+        carry = op in _CARRIED and bool(n.output) and not known(info.get(n.output[0]))
+        if not (follow or carry):
+            continue
+        ins = list(n.input)
         got = [vals.get(i) for i in ins]
-        res: list[Dim] | int | None = None
+        if not carry and op not in ("Constant", "Shape") and all(v is None for v in got):
+            continue
         attrs = {a.name: onnx.helper.get_attribute_value(a) for a in n.attribute}
-        if op == "Constant" and "value" in attrs:
-            res = _const(attrs["value"])
-        elif op == "Shape" and ins:
-            dims = _dims(info.get(ins[0]))
-            if dims is not None:
-                res = dims[attrs.get("start", 0):attrs.get("end", len(dims))]
-        elif op in ("Identity", "Cast") and got and got[0] is not None:
-            res = got[0]
-        elif op == "Gather" and len(got) == 2 and isinstance(got[0], list) and got[1] is not None \
-                and attrs.get("axis", 0) == 0:
-            idx = got[1]
-            if isinstance(idx, int) and -len(got[0]) <= idx < len(got[0]):
-                res = got[0][idx]
-            elif isinstance(idx, list) and all(isinstance(i, int) and -len(got[0]) <= i < len(got[0]) for i in idx):
-                res = [got[0][i] for i in idx]
-        elif op == "Unsqueeze" and got and got[0] is not None and not isinstance(got[0], list):
-            res = [got[0]]
-        elif op == "Squeeze" and got and isinstance(got[0], list) and len(got[0]) == 1:
-            res = got[0][0]
-        elif op == "Concat" and got and all(isinstance(v, list) for v in got):
-            res = [d for v in got for d in v]
-        elif op == "Slice" and len(got) >= 3 and isinstance(got[0], list) and all(
-                isinstance(v, list) and len(v) == 1 for v in got[1:]):
-            axes, steps = (got[3] if len(got) > 3 else [0]), (got[4] if len(got) > 4 else [1])
-            if axes in ([0], [-1]) and steps[0] != 0:
-                res = got[0][slice(got[1][0], got[2][0], steps[0])]
-        elif op in ("Add", "Sub", "Mul", "Div") and len(got) == 2 and all(v is not None for v in got):
-            a, b = got
-            if isinstance(a, int) and isinstance(b, int):
-                res = _arith(op, a, b)
-            elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-                res = [_arith(op, x, y) for x, y in zip(a, b)]
+        res = _values(op, got, attrs, info, ins) if follow else None
         if res is not None and not (isinstance(res, list) and len(res) > _SMALL):
             vals[n.output[0]] = res
         # Outputs whose dims the shape values give.
@@ -185,11 +279,13 @@ def name_dims(g: onnx.GraphProto, outer: dict[str, onnx.ValueInfoProto] | None =
                 out = [len(range(start, limit, delta))]
         elif op == "Slice" and res is None and len(got) >= 3:
             out = _sliced(_dims(info.get(ins[0])), got[1:])
+        elif carry:
+            out = _carried(op, attrs, [_dims(info.get(i)) if i else None for i in ins], got)
         if out is None or any(d is None or (isinstance(d, int) and d < 0) for d in out):
             continue
         vi = info.get(n.output[0])
         have = _dims(vi)
-        if have is not None and None not in have:
+        if (have is not None and (None not in have or len(have) != len(out))) or (vi is None and carry):
             continue
         if vi is None:
             vi = g.value_info.add()
@@ -237,3 +333,26 @@ def name_body_dims(model: onnx.ModelProto) -> bool:
 
     walk(model.graph, {})
     return changed
+
+
+def name_graph_dims(model: onnx.ModelProto, rounds: int = 4) -> bool:
+    """:func:`name_dims` on the main graph of a model onnx's inference has run on, then that inference again so
+    the named dims flow downstream, until nothing more is named (each round reaches one Reshape further down a
+    chain whose target shape is computed from a reshaped tensor). True when every output of every main-graph
+    node then has a rank and named or numeric dims: onnxruntime's symbolic inference has nothing to add."""
+    g = model.graph
+    for _ in range(rounds):
+        if _complete(g) or not name_dims(g):
+            break
+        keep = [vi for vi in g.value_info if known(vi)]
+        del g.value_info[:]
+        g.value_info.extend(keep)
+        inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+        del g.value_info[:]
+        g.value_info.extend(inferred.graph.value_info)
+    return _complete(g)
+
+
+def _complete(g: onnx.GraphProto) -> bool:
+    info = {vi.name: vi for vi in [*g.value_info, *g.output]}
+    return all(known(info.get(o)) for n in g.node for o in n.output if o)
