@@ -5,6 +5,7 @@ compulsory minimum)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -256,9 +257,11 @@ def _refused(k: Kernel, label: str, shape: tuple[int, ...], dtype: str, soc: Soc
 
 
 def capture(model: str | os.PathLike | ModelProto, names: Sequence[str],
-            feeds: Mapping[str, np.ndarray], given: Sequence[str] = ()) -> dict[str, np.ndarray]:
+            feeds: Mapping[str, np.ndarray], given: Sequence[str] = (), base_dir: Path | None = None
+            ) -> dict[str, np.ndarray]:
     """Values of intermediate tensors ``names`` from an onnxruntime run of the original model; the tensors
-    ``given`` are fed (from ``feeds``) instead of computed: the nodes writing them are left out."""
+    ``given`` are fed (from ``feeds``) instead of computed: the nodes writing them are left out. External data
+    is read from the model's folder (``base_dir`` for a model given in memory)."""
     import onnxruntime as ort
 
     proto = model if isinstance(model, ModelProto) else onnx.load(str(model), load_external_data=False)
@@ -280,11 +283,15 @@ def capture(model: str | os.PathLike | ModelProto, names: Sequence[str],
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     so.log_severity_level = 3
-    if not isinstance(model, ModelProto):  # external weights stay on disk: onnxruntime reads them from there
-        so.add_session_config_entry("session.model_external_initializers_file_folder_path",
-                                    os.path.dirname(os.path.abspath(model)))
+    # External weights stay on disk. onnxruntime looks for them, in a model given as bytes, under the working
+    # directory (1.32 checks the path against it even where session.model_external_initializers_file_folder_path
+    # names another folder), so the session is made from within the model's folder.
+    if not isinstance(model, ModelProto):
+        base_dir = Path(os.path.abspath(model)).parent
+    folder = contextlib.chdir(base_dir) if base_dir is not None else contextlib.nullcontext()
     try:
-        sess = ort.InferenceSession(work.SerializeToString(), so, providers=["CPUExecutionProvider"])
+        with folder:
+            sess = ort.InferenceSession(work.SerializeToString(), so, providers=["CPUExecutionProvider"])
         outs = sess.run(list(names), dict(feeds))
     except Exception as exc:
         raise AscOnnxError(f"capturing activations failed: {str(exc).splitlines()[0][:300]}") from None
@@ -366,7 +373,7 @@ def _captured_inputs(kernels: Sequence[Kernel], original: str | os.PathLike | Mo
     produced = {o for node in proto.graph.node for o in node.output}
     rest = [n for n in dict.fromkeys(wanted) if n not in values and n in produced]
     if rest:
-        values.update(capture(proto, rest, feeds))
+        values.update(capture(proto, rest, feeds, base_dir=base))
     return values
 
 
