@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import onnx
 from onnx import numpy_helper
 
@@ -50,9 +49,20 @@ def _arith(op: str, a: Dim, b: Dim) -> Dim:
                 "Div": (abs(a) // abs(b)) * (1 if (a < 0) == (b < 0) else -1) if b else None}[op]
     if op == "Mul" and (a == 1 or b == 1):
         return b if a == 1 else a
+    if op == "Mul" and isinstance(a, str) and isinstance(b, str):
+        return _product(_factors(a) + _factors(b))
     if op in ("Add", "Sub") and b == 0:
         return a
     return None
+
+
+def _factors(d: str) -> list[str]:
+    """The input dim names a named dim multiplies (``batch*seq``: a Reshape that merged them)."""
+    return d.split("*")
+
+
+def _product(names: list[str]) -> str:
+    return "*".join(sorted(names))
 
 
 def _reshaped(src: list[Dim] | None, target: list[Dim], allowzero: bool) -> list[Dim] | None:
@@ -65,20 +75,20 @@ def _reshaped(src: list[Dim] | None, target: list[Dim], allowzero: bool) -> list
         if src is None or any(d is None for d in src):
             return None
         rest = [d for d in out if d != -1]
-        names = [d for d in src if isinstance(d, str)]
+        names = [f for d in src if isinstance(d, str) for f in _factors(d)]
         for d in rest:
-            if isinstance(d, str):
-                if d not in names:
+            for f in _factors(d) if isinstance(d, str) else ():
+                if f not in names:
                     return None
-                names.remove(d)
-        num = int(np.prod([d for d in src if isinstance(d, int)], dtype=np.int64))
-        den = int(np.prod([d for d in rest if isinstance(d, int)], dtype=np.int64))
+                names.remove(f)
+        num = math.prod(d for d in src if isinstance(d, int))
+        den = math.prod(d for d in rest if isinstance(d, int))
         if den == 0 or num % den:
             return None
         if names:
-            if len(names) != 1 or num != den:
+            if num != den:
                 return None
-            out[out.index(-1)] = names[0]
+            out[out.index(-1)] = _product(names)
         else:
             out[out.index(-1)] = num // den
     return out
@@ -93,14 +103,20 @@ def _sliced(src: list[Dim] | None, params: list) -> list[Dim] | None:
     axes = params[2] if len(params) > 2 and params[2] is not None else list(range(len(starts)))
     steps = params[3] if len(params) > 3 and params[3] is not None else [1] * len(starts)
     if not (isinstance(axes, list) and isinstance(steps, list)) or not len(starts) == len(ends) == len(axes) == len(
-            steps) or any(not isinstance(v, int) for v in [*starts, *ends, *axes, *steps]):
+            steps) or any(not isinstance(v, int) for v in [*starts, *axes, *steps]) or None in ends:
         return None
     out = list(src)
     for b, e, ax, st in zip(starts, ends, axes, steps):
         if not -len(src) <= ax < len(src) or st == 0:
             return None
         d = src[ax]
-        if isinstance(d, int):
+        if isinstance(e, str):
+            # ``buffer[:seq]``: a cached table (positions, a causal mask) cut to the sequence, which the model
+            # assumes fits in it (onnxruntime's symbolic inference assumes the same)
+            if b != 0 or st != 1 or d is None:
+                return None
+            out[ax] = e if d != e else d
+        elif isinstance(d, int):
             out[ax] = len(range(*slice(b, e, st).indices(d)))
         elif b == 0 and st == 1 and e >= 2**31 - 1:
             out[ax] = d
@@ -157,7 +173,8 @@ def _values(op: str, got: list, attrs: dict, info: dict, ins: list[str]) -> list
     if op == "Slice" and len(got) >= 3 and isinstance(got[0], list) and all(
             isinstance(v, list) and len(v) == 1 for v in got[1:]):
         axes, steps = (got[3] if len(got) > 3 else [0]), (got[4] if len(got) > 4 else [1])
-        return got[0][slice(got[1][0], got[2][0], steps[0])] if axes in ([0], [-1]) and steps[0] != 0 else None
+        ok = axes in ([0], [-1]) and all(isinstance(v[0], int) for v in (got[1], got[2], steps)) and steps[0] != 0
+        return got[0][slice(got[1][0], got[2][0], steps[0])] if ok else None
     if len(got) < 2 or any(v is None for v in got):
         return None
     if op in ("Add", "Sub", "Mul", "Div", "Equal") and len(got) == 2:
@@ -188,7 +205,7 @@ _BROADCAST = {"Add", "Sub", "Mul", "Div", "Pow", "Where", "Equal", "Less", "Less
               "GreaterOrEqual", "And", "Or", "Max", "Min", "Mod", "PRelu"}
 #: Ops whose output dims :func:`name_dims` carries from their inputs' (onnx's inference does too, but only after
 #: the named Reshape outputs are written back: carrying them here saves a round of it per Reshape in a chain).
-_CARRIED = _SAME | _BROADCAST | {"Transpose", "MatMul", "Unsqueeze", "Concat"}
+_CARRIED = _SAME | _BROADCAST | {"Transpose", "MatMul", "Unsqueeze", "Concat", "Gather", "GatherElements", "Gemm"}
 
 
 def _carried(op: str, attrs: dict, dims: list[list[Dim] | None], got: list) -> list[Dim] | None:
@@ -221,6 +238,15 @@ def _carried(op: str, attrs: dict, dims: list[list[Dim] | None], got: list) -> l
                for d in dims) or not all(isinstance(d[axis], int) for d in dims):
             return None
         return [*dims[0][:axis], sum(d[axis] for d in dims), *dims[0][axis + 1:]]
+    if op == "Gather" and len(dims) == 2:  # an embedding lookup: the indices' dims in place of the axis
+        axis = attrs.get("axis", 0) % max(1, len(dims[0]))
+        return [*dims[0][:axis], *dims[1], *dims[0][axis + 1:]]
+    if op == "GatherElements" and len(dims) == 2:
+        return list(dims[1])
+    if op == "Gemm" and len(dims) >= 2 and len(dims[0]) == 2 and len(dims[1]) == 2:
+        m = dims[0][1] if attrs.get("transA", 0) else dims[0][0]
+        n = dims[1][0] if attrs.get("transB", 0) else dims[1][1]
+        return [m, n]
     if op == "Transpose":
         perm = attrs.get("perm", list(range(len(dims[0])))[::-1])
         return [dims[0][p] for p in perm] if sorted(perm) == list(range(len(dims[0]))) else None
@@ -236,12 +262,28 @@ _FOLLOWED = {"Constant", "Shape", "Identity", "Cast", "Gather", "Unsqueeze", "Sq
              "ConstantOfShape", "Slice", "Add", "Sub", "Mul", "Div", "Equal", "Where", "Expand", "Range"}
 
 
+class _Info(dict):
+    """Tensor name -> ValueInfoProto, initializers included (typed on first use: a model has thousands)."""
+
+    def __init__(self, infos: dict[str, onnx.ValueInfoProto], inits: dict[str, onnx.TensorProto]) -> None:
+        super().__init__(infos)
+        self.inits = inits
+
+    def get(self, name: str, default: onnx.ValueInfoProto | None = None) -> onnx.ValueInfoProto | None:
+        vi = super().get(name)
+        if vi is None and name in self.inits:
+            t = self.inits[name]
+            vi = self[name] = onnx.helper.make_tensor_value_info(name, t.data_type, list(t.dims))
+        return default if vi is None else vi
+
+
 def name_dims(g: onnx.GraphProto, outer: dict[str, onnx.ValueInfoProto] | None = None) -> int:
     """Follow a graph's shape arithmetic and write the dims of Reshape, Expand, ConstantOfShape, Range and
     Slice outputs that onnx left unknown into its value_info, and carry them through the elementwise, Transpose
     and MatMul nodes after them (``outer``: the enclosing scopes' tensors, for a control-flow body); return how
     many tensors got dims."""
-    info = {**(outer or {}), **{vi.name: vi for vi in [*g.input, *g.value_info, *g.output]}}
+    info = _Info({**(outer or {}), **{vi.name: vi for vi in [*g.input, *g.value_info, *g.output]}},
+                 {t.name: t for t in g.initializer})
     vals: dict[str, list[Dim] | int] = {}
     for t in g.initializer:
         v = _const(t)

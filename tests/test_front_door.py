@@ -320,3 +320,39 @@ def test_layernorms_that_differ_in_epsilon_share_one_row_kernel():
     assert op.rule == "LayerNorm" and op.kernel == "row" and len(op.instances) == 3 and len(res.kernels) == 1
     assert sorted(i.params[0] for i in op.instances) == sorted(float(np.float32(e)) for e in (1e-5, 1e-6, 1e-12))
     assert res.validation.ok and res.deployed.ok and res.deployed.emulated_nodes == 3
+
+
+@pytest.mark.parametrize("fixture,alone", [
+    ("llama_tiny_legacy.onnx", True), ("qwen2_tiny_legacy.onnx", True), ("gpt2_tiny_legacy.onnx", True),
+    ("bert_tiny_legacy.onnx", True), ("vit_tiny_legacy.onnx", True),
+    # traced at sequence 8 with the 8 baked into their masks: onnxruntime's inference merges it with ``seq``
+    ("llama_causal_fp16_mask_legacy.onnx", False), ("phi3_tiny_legacy.onnx", False)])
+def test_exporter_shape_arithmetic_is_followed_without_onnxruntime(monkeypatch, fixture, alone):
+    """Our own pass names every dim the exporters' Reshape/Expand/Range/Slice arithmetic leaves to onnx as
+    unknown, so onnxruntime's symbolic inference (seconds on a large model) is not run, and what fuses is what
+    fused with it; where the pass stops short, onnxruntime's runs on what it named, with the same result."""
+    from conftest import MODELS
+
+    import asc_onnx.load as load
+
+    def rows(res):
+        return [(f["rule"], tuple(f["nodes"])) for f in res.fusions]
+
+    with monkeypatch.context() as m:  # onnxruntime's inference alone, as before our pass existed
+        m.setattr(load, "name_graph_dims", lambda model: False)
+        theirs = asc_onnx.inspect(MODELS / fixture)
+    ours = asc_onnx.inspect(MODELS / fixture)
+    assert rows(ours) == rows(theirs) and rows(ours)
+
+    def forbidden(model):
+        raise AssertionError("onnxruntime's symbolic inference ran")
+
+    inferred, pending = load.start_shapes(load.read_model(MODELS / fixture)[0])
+    if pending is not None:
+        pending.cancel()
+    monkeypatch.setattr(load, "_onnxruntime_symbolic", forbidden)
+    if alone:
+        assert load._symbolic_in_process(inferred) is not None
+    else:
+        with pytest.raises(AssertionError, match="symbolic inference ran"):
+            load._symbolic_in_process(inferred)

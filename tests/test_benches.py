@@ -1,0 +1,32 @@
+"""Every benchmark's smoke mode, so none can rot: it runs the benchmark end to end at a small size."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+
+@pytest.mark.parametrize("budget", [None, "0"])
+def test_llama7b_bench_smoke_from_another_working_directory(tmp_path, budget):
+    """The 7B benchmark's model at two small layers, fused with default options from a folder that is not the
+    model's (external weights must be found from the model's folder by every rung); with a zero memory budget
+    every fused node with weights is checked on its own region, as the 7B model is."""
+    out = tmp_path / "figures.json"
+    cmd = [sys.executable, str(ROOT / "bench" / "bench_llama7b.py"), "--smoke", "--json", str(out)]
+    proc = subprocess.run(cmd + (["--memory-budget", budget] if budget else []), cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    fig = json.loads(out.read_text())
+    assert fig["exit"] == 0 and fig["kernels_shipped"] == fig["op_types"] == 5 and not fig["kernels_rejected"]
+    rung = fig["kernel_rung"]
+    assert rung["runs"] and rung["ok"] == rung["runs"] and not rung["refused"]
+    if budget is None:
+        assert fig["graph_rung"] is True and fig["deployed_rung"] is True and fig["whole_model"] is None
+    else:
+        assert fig["graph_rung"] is None and fig["deployed_rung"] is None and "memory budget" in fig["whole_model"]
+        assert rung["per_region"] >= 7  # 2 layers x (2 norms with a weight, the MLP) + the final norm
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["figures.json"]  # nothing left in the working folder
