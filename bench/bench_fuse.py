@@ -14,6 +14,7 @@ Then the external-data check: the same small model with 0.5 GiB and 4 GiB of wei
     python bench/bench_fuse.py                 # everything (the onnxruntime optimizer takes minutes)
     python bench/bench_fuse.py --skip-ort      # without the slow peer
     python bench/bench_fuse.py --repeat 3      # medians of three runs
+    python bench/bench_fuse.py --smoke         # a small fixture: what the tests run
 """
 
 from __future__ import annotations
@@ -66,6 +67,10 @@ print(json.dumps({{"seconds": time.perf_counter() - t0, "peak_rss_mib": hwm / 10
 """
 
 
+#: ``--smoke`` (what the tests run): a small fixture in place of the 120-layer model, 1 and 8 MiB of weights.
+SMOKE_MODEL = HERE.parent / "models" / "llama_tiny_legacy.onnx"
+
+
 def run_child(body: str, model: Path) -> dict:
     with tempfile.TemporaryDirectory() as out:
         code = WRAP.format(body=textwrap.indent(textwrap.dedent(body), ""))
@@ -75,16 +80,16 @@ def run_child(body: str, model: Path) -> dict:
         return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def speed(repeat: int, skip_ort: bool) -> dict[str, dict]:
+def speed(repeat: int, skip_ort: bool, model: Path = MODEL) -> dict[str, dict]:
     import onnx
 
-    nodes = len(onnx.load(MODEL, load_external_data=False).graph.node)
-    print(f"model: {MODEL.name}, {nodes} nodes; medians of {repeat} run(s), each in a fresh process")
+    nodes = len(onnx.load(model, load_external_data=False).graph.node)
+    print(f"model: {model.name}, {nodes} nodes; medians of {repeat} run(s), each in a fresh process")
     results: dict[str, dict] = {}
     for name, body in CHILD.items():
         if skip_ort and name.startswith("ort"):
             continue
-        runs = [run_child(body, MODEL) for _ in range(repeat)]
+        runs = [run_child(body, model) for _ in range(repeat)]
         results[name] = {"seconds": statistics.median(r["seconds"] for r in runs),
                          "peak_rss_mib": statistics.median(r["peak_rss_mib"] for r in runs),
                          **{k: v for k, v in runs[0].items() if k not in ("seconds", "peak_rss_mib")}}
@@ -102,14 +107,14 @@ def speed(repeat: int, skip_ort: bool) -> dict[str, dict]:
     return results
 
 
-def external_memory() -> dict[str, float]:
+def external_memory(sizes_gib: tuple[float, ...] = (0.5, 4.0)) -> dict[str, float]:
     """Peak RSS of fuse --no-validate for 0.5 GiB and 4 GiB of external weights."""
     import onnx
     from onnx import TensorProto, helper
 
     out: dict[str, float] = {}
     print("external data (sparse zero files; weights never read):")
-    for gib in (0.5, 4.0):
+    for gib in sizes_gib:
         with tempfile.TemporaryDirectory() as tmp:
             nbytes = int(gib * (1 << 30))
             rows = nbytes // (2 * 64 * 4)
@@ -132,7 +137,8 @@ def external_memory() -> dict[str, float]:
             onnx.save(m, Path(tmp) / "m.onnx")
             r = run_child(CHILD["asc-onnx fuse"], Path(tmp) / "m.onnx")
             out[f"{gib} GiB"] = r["peak_rss_mib"]
-            print(f"  {gib:>4} GiB of weights: {r['seconds']:6.2f} s, peak RSS {r['peak_rss_mib']:.0f} MiB")
+            size = f"{gib:g} GiB" if gib >= 0.5 else f"{gib * 1024:g} MiB"
+            print(f"  {size:>8} of weights: {r['seconds']:6.2f} s, peak RSS {r['peak_rss_mib']:.0f} MiB")
     return out
 
 
@@ -141,10 +147,15 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--skip-ort", action="store_true", help="skip the (minutes-long) onnxruntime optimizer")
     ap.add_argument("--json", type=Path, help="also write the figures here")
+    ap.add_argument("--smoke", action="store_true", help="a small fixture, no onnxruntime optimizer, MiBs of "
+                    "weights (what the tests run)")
     a = ap.parse_args()
-    if not MODEL.exists():
-        raise SystemExit(f"{MODEL} is missing: run bench/make_deep_llama.py (needs torch + transformers)")
-    figures = {"speed": speed(a.repeat, a.skip_ort), "external_peak_rss_mib": external_memory()}
+    if a.smoke:
+        figures = {"speed": speed(1, True, SMOKE_MODEL), "external_peak_rss_mib": external_memory((1 / 1024, 8 / 1024))}
+    else:
+        if not MODEL.exists():
+            raise SystemExit(f"{MODEL} is missing: run bench/make_deep_llama.py (needs torch + transformers)")
+        figures = {"speed": speed(a.repeat, a.skip_ort), "external_peak_rss_mib": external_memory()}
     if a.json:
         a.json.write_text(json.dumps(figures, indent=1))
     return 0

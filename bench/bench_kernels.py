@@ -12,7 +12,9 @@
 
 Measured at each op's real fixture shape and at a deployment-sized shape (~4M elements).
 
-    python bench/bench_kernels.py [--soc Ascend910B|Ascend310P|all]
+    python bench/bench_kernels.py [--soc Ascend910B|Ascend310P|all] [--smoke]
+
+``--smoke`` (what the tests run): one fixture, its real shapes only, no targets enforced.
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ from asc_onnx.verify_kernels import check, concrete, data_movement, random_input
 BANDWIDTH = {name: soc.gm_bandwidth for name, soc in SOCS.items()}
 CLOCK = {"Ascend910B": 1.8e9, "Ascend310P": 1.08e9}
 LAUNCH_US = 3.0
+
+#: The fixture the benchmarks' smoke modes run (every kernel class, fp32, small).
+SMOKE_MODEL = "llama_tiny_legacy.onnx"
 
 #: Vector instructions per element for each body op, written with the basic API (no advanced APIs).
 HAND_COST = {
@@ -76,9 +81,10 @@ def time_us(gm_bytes: float, vec_elems: float, soc: str, cores: int) -> float:
     return max(gm_bytes / BANDWIDTH[soc], vec_elems * 4 / 256 / (CLOCK[soc] * cores)) * 1e6
 
 
-def _unfused_time_us(k, inputs, soc: str, cores: int) -> float:
-    """Each body node as its own kernel: its bytes at the bandwidth, its vector passes, a launch."""
-    n = next(a for a, x in zip(inputs, k.ir.inputs) if x.kind == "full").size
+def _unfused_time_us(k, inputs, shape: tuple[int, ...], soc: str, cores: int) -> float:
+    """Each body node as its own kernel: its bytes at the bandwidth, its vector passes (over the output's
+    ``shape``), a launch."""
+    n = math.prod(shape)
     return sum(time_us(b, HAND_COST.get(node.op_type, 1) * n, soc, cores) + LAUNCH_US
                for node, b in unfused_bytes(k, inputs))
 
@@ -86,8 +92,10 @@ def _unfused_time_us(k, inputs, soc: str, cores: int) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--soc", default="all", choices=["all", *SOCS])
+    ap.add_argument("--smoke", action="store_true", help="one fixture at its real shapes (what the tests run)")
     args = ap.parse_args()
     socs = list(SOCS) if args.soc == "all" else [args.soc]
+    models = [ROOT / "models" / SMOKE_MODEL] if args.smoke else sorted((ROOT / "models").glob("*.onnx"))
     print(f"{'op':<20} {'soc':<10} {'dtype':<6} {'shape':<18} {'blk':>3} {'fused/min':>9} {'unf/fused':>9} "
           f"{'vec/elem':>8} {'hand':>4} {'vec/hand':>8} {'scal/tile':>9} {'UB B':>7} {'t us':>8} {'t unf us':>8} "
           f"{'speedup':>7}  ok")
@@ -95,16 +103,17 @@ def main() -> int:
     for soc_name in socs:
         soc = SOCS[soc_name]
         kernels = {}
-        for path in sorted((ROOT / "models").glob("*.onnx")):
+        for path in models:
             res = asc_onnx.fuse(path, options=FuseOptions(emulate=False, soc=soc_name), validate=False)
             for k in res.kernels:
-                kernels.setdefault((k.op.signature, k.ir.dtypes), k)
+                if k.op.kernel == "pointwise":  # rows: bench_rows.py; matmul+epilogue: bench_matmul.py
+                    kernels.setdefault((k.op.signature, k.ir.dtypes), k)
         for (_, dtypes), k in sorted(kernels.items(), key=lambda kv: (kv[1].op.op_type, kv[0][1])):
             real = concrete(k.op.instances[0].output_shapes[0], 4)
             per_row = math.prod(real[1:])
             big = (max(1, (1 << 22) // per_row),) + tuple(real[1:])
             hand = _hand_count(k)
-            for shape in (real, big):
+            for shape in (real,) if args.smoke else (real, big):
                 inputs = random_inputs(k, dtypes[0], shape)
                 c = check(k, inputs, soc, "bench")
                 r = run(k.ir, k.files, f"{k.op.op_type}TilingData", inputs, soc)
@@ -114,7 +123,7 @@ def main() -> int:
                 vec = r.vec_elems / n
                 tiles = max(1, math.ceil(n / max(1, r.tile_length)))
                 t = time_us(m.fused, r.vec_elems, soc_name, r.block_dim)
-                t_unf = _unfused_time_us(k, inputs, soc_name, soc.vector_cores)
+                t_unf = _unfused_time_us(k, inputs, shape, soc_name, soc.vector_cores)
                 if shape == big:
                     worst_gm, worst_vec = max(worst_gm, gm_ratio), max(worst_vec, vec / hand)
                 bad += not c.ok
@@ -122,6 +131,8 @@ def main() -> int:
                       f"{c.block_dim:>3} {gm_ratio:>9.3f} {m.unfused / m.fused:>9.2f} {vec:>8.2f} {hand:>4} "
                       f"{vec / hand:>8.2f} {r.scalar_instr / tiles:>9.1f} {r.ub_peak_bytes:>7} {t:>8.2f} "
                       f"{t_unf:>8.2f} {t_unf / t:>7.1f}  {'ok' if c.ok else 'MISMATCH'}")
+    if args.smoke:
+        return 0 if kernels and not bad else 1
     print(f"at ~4M elements: worst fused/compulsory GM bytes {worst_gm:.3f} (target <= 1.05), "
           f"worst vector instructions / hand count {worst_vec:.2f} (target <= 1.1)")
     return 0 if worst_gm <= 1.05 and worst_vec <= 1.1 and not bad else 1

@@ -6,6 +6,7 @@ validate and emulate runs), and exits 1 if any draw failed.
 
     python3 bench/soak_dags.py                 # seeds 0..999
     python3 bench/soak_dags.py --seed 123 --count 1
+    python3 bench/soak_dags.py --smoke         # three draws: what the tests run
 """
 
 from __future__ import annotations
@@ -31,7 +32,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=0, help="first seed")
     ap.add_argument("--count", type=int, default=1000, help="draws")
+    ap.add_argument("--smoke", action="store_true", help="three draws (what the tests run)")
     args = ap.parse_args()
+    if args.smoke:
+        args.count = 3
     seeds = range(args.seed, args.seed + args.count)
     t0 = time.monotonic()
     items, fused = [], 0

@@ -30,3 +30,20 @@ def test_llama7b_bench_smoke_from_another_working_directory(tmp_path, budget):
         assert fig["graph_rung"] is None and fig["deployed_rung"] is None and "memory budget" in fig["whole_model"]
         assert rung["per_region"] >= 7  # 2 layers x (2 norms with a weight, the MLP) + the final norm
     assert sorted(p.name for p in tmp_path.iterdir()) == ["figures.json"]  # nothing left in the working folder
+
+
+@pytest.mark.parametrize("script,expect", [
+    ("bench_kernels.py", "AscFusedEw"),  # the legacy LLaMA's RoPE chain, a pointwise kernel
+    ("bench_rows.py", "AscAddRmsNorm"),
+    ("bench_matmul.py", "AscSwiGlu"),
+    ("bench_fuse.py", "asc-onnx --no-validate --no-emulate / load+save"),
+    ("soak_dags.py", "draws"),
+])
+def test_bench_smoke(tmp_path, script, expect):
+    """Each benchmark end to end on a small input (``--smoke``): it runs, every kernel it emulates matches,
+    and it prints its table."""
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / script), "--smoke"], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert expect in proc.stdout
+    assert not any(tmp_path.iterdir())
