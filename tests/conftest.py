@@ -18,6 +18,10 @@ MODELS = ROOT / "models"
 SHARED_ASCEND = ROOT.parent / "shared" / "ascend"
 if (SHARED_ASCEND / "asc-devkit" / "impl" / "adv_api" / "tiling" / "matmul").is_dir():
     os.environ.setdefault("ASC_ONNX_CANN_SOURCE", str(SHARED_ASCEND))
+if os.environ.get("ASC_ONNX_DIGESTS"):  # record what every fuse generates (tests/digests.py)
+    from digests import install
+
+    install(Path(os.environ["ASC_ONNX_DIGESTS"]))
 F32, F16 = TensorProto.FLOAT, TensorProto.FLOAT16
 
 
