@@ -11,45 +11,20 @@ got far enough are kept as near misses with their reason.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import onnx
 import onnx_graphsurgeon as gs
 
+from .chains import find_chains, find_row_chains
+from .fusion import Fusion
 from .graph import COMMUTATIVE, FLOAT_TYPES, attrs_of, const_array, data_inputs, graph_output_ids, onnx_dtype, producer
 from .pattern import ANY, Pattern, PConst, POut, PValue, PVar, Rule
 
 #: Relative tolerance of pattern constants by the constant's element type.
 CONST_RTOL = {onnx.TensorProto.FLOAT16: 1e-3, onnx.TensorProto.BFLOAT16: 8e-3,
               onnx.TensorProto.FLOAT: 1e-6, onnx.TensorProto.DOUBLE: 1e-9}
-
-
-@dataclass(frozen=True, eq=False)
-class Fusion:
-    """One subgraph to replace by a fused node: what the rewrite stage needs, nothing more.
-
-    Attributes:
-        rule: rule name; op_name: stem of the op type; kernel: kernel class; family: module.
-        nodes: the matched nodes, in graph order.
-        inputs / input_names: fused-node inputs and their formal names in the function body.
-        outputs / output_names: fused-node outputs and formal names (main output first).
-        operands: node -> its inputs in the rule's canonical operand order (commutative ops
-            reordered as the pattern writes them, so equal subgraphs give equal bodies).
-        consts: scalar constants the pattern captured by name (eps ...).
-    """
-
-    rule: str
-    op_name: str
-    kernel: str
-    family: str
-    nodes: tuple[gs.Node, ...]
-    inputs: tuple[gs.Tensor, ...]
-    input_names: tuple[str, ...]
-    outputs: tuple[gs.Tensor, ...]
-    output_names: tuple[str, ...]
-    operands: dict[int, tuple[gs.Tensor, ...]] = field(repr=False)
-    consts: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -374,8 +349,6 @@ def match(graph: gs.Graph, rules: Sequence[Rule], generic: Rule | Sequence[Rule]
         if anchors and all(pn.op_type in by_type for pn in pattern.nodes):  # else it cannot match anywhere
             _match_rule_variant(rule, pattern, anchors, claimed, outputs, order, fusions, misses)
     near = _dedupe_misses(misses, claimed, graph)  # before the generic pass: its chains are no excuse
-    from .chains import find_chains, find_row_chains  # same stage, separate idea
-
     passes = [generic] if isinstance(generic, Rule) else list(generic or ())
     for g in sorted(passes, key=lambda r: r.kernel != "row"):
         find = find_row_chains if g.kernel == "row" else find_chains

@@ -31,8 +31,9 @@ from onnx import FunctionProto, ModelProto, helper
 from onnx_graphsurgeon.exporters.onnx_exporter import OnnxExporter
 
 from .errors import AscOnnxError
+from .fusion import Fusion
 from .graph import FLOAT_TYPES, all_nodes, body_graphs, const_proto, main_opset, onnx_dtype, producer
-from .match import Fusion, MatchResult
+from .match import MatchResult
 
 DOMAIN = "asc_onnx"
 DOMAIN_VERSION = 1

@@ -14,8 +14,8 @@ from __future__ import annotations
 import onnx
 import onnx_graphsurgeon as gs
 
+from ..fusion import Fusion
 from ..graph import COMMUTATIVE, FLOAT_TYPES, const_array, is_const, onnx_dtype, producer
-from ..match import Fusion
 from ..pattern import Rule
 
 UNARY = frozenset({

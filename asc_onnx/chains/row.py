@@ -22,8 +22,8 @@ import numpy as np
 import onnx
 import onnx_graphsurgeon as gs
 
+from ..fusion import Fusion
 from ..graph import COMMUTATIVE, FLOAT_TYPES, attrs_of, const_array, onnx_dtype, producer
-from ..match import Fusion
 from ..pattern import Rule
 from .pointwise import ELEMENTWISE, _operand_key
 
