@@ -44,7 +44,18 @@ def _model_digest(model: Any) -> str:
 
 
 def _options(options: Any) -> str:
-    fields = {f.name: getattr(options, f.name) for f in dataclasses.fields(options) if f.name != "progress"}
+    """The options as stable text: sets sorted (their order follows the run's hash seed), pattern files by
+    their contents (their paths are temporary folders)."""
+    fields: dict[str, Any] = {}
+    for f in dataclasses.fields(options):
+        value = getattr(options, f.name)
+        if f.name == "progress":
+            continue
+        if f.name == "pattern_files":
+            value = [_sha(Path(p).read_bytes()) if Path(p).is_file() else str(p) for p in value]
+        elif isinstance(value, (set, frozenset)):
+            value = sorted(map(str, value))
+        fields[f.name] = value
     return json.dumps(fields, sort_keys=True, default=str)
 
 
