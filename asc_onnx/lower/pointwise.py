@@ -285,6 +285,9 @@ def _lower_node(b: _Builder, node, args: list[int | float]) -> int:
         else:
             t = b.erf(b.emit("Muls", (x,), 1 / math.sqrt(2)))
         return b.emit("Mul", (b.emit("Muls", (x,), 0.5), b.emit("Adds", (t,), 1.0)))
+    if op == "ThresholdedRelu":  # x where x > alpha, else 0
+        mask = b.emit("Compares", (x,), _attr(node, "alpha", 1.0), mode="GT")
+        return b.emit("Select", (mask, x, b.dup(0.0)))
     if op == "PRelu":
         slope = args[1]
         neg = b.emit("Mins", (x,), 0.0)
