@@ -45,7 +45,16 @@ def layernorm_with_stats():
                  [("y", F32, [4, 6, 32]), ("mean", F32, [4, 1, 1]), ("rstd", F32, [4, 1, 1])], opset=17)
 
 
+def floor_ceil(dtype: int):
+    """Floor and Ceil: Casts through int32 on a float register's bytes."""
+    nodes = [helper.make_node("Mul", ["x", "k"], ["m"]), helper.make_node("Floor", ["m"], ["f"]),
+             helper.make_node("Add", ["f", "x"], ["a"]), helper.make_node("Ceil", ["a"], ["y"])]
+    np_t = np.float32 if dtype == F32 else np.float16
+    return model(nodes, [("x", dtype, [8, 300])], [("y", dtype, [8, 300])], [const("k", 0.1, np_t)])
+
+
 SOURCES = {
+    "floor_ceil_fp16": floor_ceil(F16),
     "layernorm_stats": layernorm_with_stats(),
     "llama_fp32": MODELS / "llama_tiny_dynamo.onnx", "llama_fp16": MODELS / "llama_tiny_dynamo_fp16.onnx",
     "bert": MODELS / "bert_tiny_legacy.onnx", "gpt2": MODELS / "gpt2_tiny_dynamo.onnx",

@@ -169,3 +169,14 @@ def test_matmul_swiglu_is_two_gemms_and_a_vector_epilogue(soc):
     # the Matmul's KFC client is registered in the kernel entry, before any other use of the pipe
     checks(kernel, r"op\.Init\(x, w_gate, w_up, y, workspace", r"REGIST_MATMUL_OBJ\(&op\.pipe")
     checks(f["op_kernel/OP_tiling.h"], r"struct AscSwiGluTilingData \{", r"cubeTiling")
+
+
+def test_pointwise_floor_goes_through_int32_and_keeps_large_values():
+    m = model([NODE("Mul", ["x", "h"], ["a"]), NODE("Floor", ["a"], ["y"])], [("x", F32, [4, 64])],
+              [("y", F32, [4, 64])], [helper.make_tensor("h", F32, [], [0.5])])
+    k, f = _kernel(m)
+    assert [s.api for s in k.ir.steps] == ["Muls", "CastToInt", "CastFromInt", "Abs", "Compares", "Select"]
+    assert k.ir.steps[1].mode == "FLOOR" and k.ir.steps[4].scalar == 8388608.0 and k.ir.steps[4].mode == "LT"
+    checks(f["op_kernel/OP.cpp"], r"ReinterpretCast<int32_t>\(\), r\d+, AscendC::RoundMode::CAST_FLOOR",
+           r"ReinterpretCast<int32_t>\(\), AscendC::RoundMode::CAST_NONE", r"AscendC::Abs\(",
+           r"AscendC::Compares\([^;]*8388608\.0f, AscendC::CMPMODE::LT", r"AscendC::Select\(")

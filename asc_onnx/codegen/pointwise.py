@@ -205,6 +205,12 @@ def _step_call(step) -> str:
                 "count);")
     if step.api == "Duplicate":
         return f"AscendC::Duplicate({dst}, {f32(step.scalar)}, count);"
+    if step.api == "CastToInt":  # the register's bytes as int32
+        return (f"AscendC::Cast({dst}.template ReinterpretCast<int32_t>(), {srcs}, "
+                f"AscendC::RoundMode::CAST_{step.mode}, count);")
+    if step.api == "CastFromInt":
+        return (f"AscendC::Cast({dst}, {srcs}.template ReinterpretCast<int32_t>(), AscendC::RoundMode::CAST_NONE, "
+                "count);")
     if step.scalar is not None:
         return f"AscendC::{step.api}({dst}, {srcs}, {f32(step.scalar)}, count);"
     return f"AscendC::{step.api}({dst}, {srcs}, count);"

@@ -383,6 +383,12 @@ def _emit_step(out: Lines, st: RowStep, split: bool) -> None:
     elif st.api == "Select":
         m, a, b = st.srcs
         out(f"AscendC::Select({st.dst}, {m}.{mask}, {a}, {b}, AscendC::SELMODE::VSEL_TENSOR_TENSOR_MODE, {count});")
+    elif st.api == "CastToInt":  # the register's bytes as int32
+        out(f"AscendC::Cast({st.dst}.template ReinterpretCast<int32_t>(), {srcs}, AscendC::RoundMode::CAST_{st.mode}, "
+            f"{count});")
+    elif st.api == "CastFromInt":
+        out(f"AscendC::Cast({st.dst}, {srcs}.template ReinterpretCast<int32_t>(), AscendC::RoundMode::CAST_NONE, "
+            f"{count});")
     elif st.scalar_expr is not None:
         out(f"AscendC::{st.api}({st.dst}, {srcs}, td.{st.scalar_expr}, {count});")
     elif st.scalar is not None:

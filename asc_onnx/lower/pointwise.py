@@ -285,6 +285,12 @@ def _lower_node(b: _Builder, node, args: list[int | float]) -> int:
         else:
             t = b.erf(b.emit("Muls", (x,), 1 / math.sqrt(2)))
         return b.emit("Mul", (b.emit("Muls", (x,), 0.5), b.emit("Adds", (t,), 1.0)))
+    if op in ("Floor", "Ceil"):
+        # Through int32 on both SoCs (310P has no float->float rounding Cast); floats of magnitude 2^23 and more
+        # (and infinities, NaN) are integers already and pass through: Select(|x| < 2^23, rounded, x).
+        rounded = b.emit("CastFromInt", (b.emit("CastToInt", (x,), mode=op.upper()),))
+        small = b.emit("Compares", (b.emit("Abs", (x,)),), 8388608.0, mode="LT")
+        return b.emit("Select", (small, rounded, x))
     if op == "ThresholdedRelu":  # x where x > alpha, else 0
         mask = b.emit("Compares", (x,), _attr(node, "alpha", 1.0), mode="GT")
         return b.emit("Select", (mask, x, b.dup(0.0)))

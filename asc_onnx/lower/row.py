@@ -206,7 +206,13 @@ def _shapes(op: FusedOp) -> dict[str, tuple[object, ...] | None]:
         dims = None if shape is None else [d if isinstance(d, int) else str(d) for d in shape]
         return helper.make_tensor_value_info(name, elem, dims)
 
-    graph = helper.make_graph(list(op.function.node), "body",
+    # A parameter is a Constant that refers to an attribute of the function: outside the function it has no
+    # value, and onnx's inference would lose every shape after it; any scalar of its type stands in here.
+    types = dict(zip(op.params, op.param_types))
+    nodes = [helper.make_node("Constant", [], list(n.output), value=helper.make_tensor(
+        "", types.get(n.attribute[0].ref_attr_name, onnx.TensorProto.FLOAT), [], [0]))
+        if n.op_type == "Constant" and n.attribute and n.attribute[0].ref_attr_name else n for n in op.function.node]
+    graph = helper.make_graph(nodes, "body",
                               [vi(n, t, s) for n, t, s in zip(op.input_names, inst.input_dtypes, inst.input_shapes)],
                               [vi(n, dtype, None) for n in op.output_names])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])

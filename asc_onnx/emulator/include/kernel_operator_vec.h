@@ -199,6 +199,28 @@ __aicore__ inline void Cast(const LocalTensor<D>& dst, const LocalTensor<S>& src
         if (mode == RoundMode::CAST_NONE) asc_emu::Fail("Cast float->bf16 does not allow CAST_NONE");
         if (mode != RoundMode::CAST_RINT) asc_emu::Fail("Cast float->bf16: only CAST_RINT is emulated");
         for (uint32_t i = 0; i < count; ++i) d[i] = bfloat16_t::FromFloatRint(s[i]);
+    } else if constexpr (std::is_same_v<D, int32_t> && std::is_same_v<S, float>) {
+        // vconv_f322s32{r,f,c,a,z} on both SoCs (dav_c220 and dav_m200 vconv_impl.h); CAST_NONE and CAST_ODD are
+        // refused there. Out of range saturates (precision_conversion.md: 溢出默认按照饱和模式处理); NaN is not
+        // specified: emulated as 0 (our kernels never keep the lanes of NaN, infinite or huge inputs).
+        for (uint32_t i = 0; i < count; ++i) {
+            const float v = s[i];
+            float r;
+            switch (mode) {
+                case RoundMode::CAST_RINT: r = std::nearbyint(v); break;
+                case RoundMode::CAST_FLOOR: r = std::floor(v); break;
+                case RoundMode::CAST_CEIL: r = std::ceil(v); break;
+                case RoundMode::CAST_ROUND: r = std::round(v); break;
+                case RoundMode::CAST_TRUNC: r = std::trunc(v); break;
+                default: asc_emu::Fail("Cast float->int32_t takes CAST_RINT/FLOOR/CEIL/ROUND/TRUNC"); r = 0;
+            }
+            d[i] = std::isnan(r) ? 0 : r >= 2147483648.0f ? INT32_MAX : r < -2147483648.0f ? INT32_MIN
+                                                                                              : static_cast<int32_t>(r);
+        }
+    } else if constexpr (std::is_same_v<D, float> && std::is_same_v<S, int32_t>) {
+        // dav_m200 takes CAST_NONE only (vconv_s322f32); dav_c220 also the rounding modes (not emulated)
+        if (mode != RoundMode::CAST_NONE) asc_emu::Fail("Cast int32_t->float: only CAST_NONE is emulated");
+        for (uint32_t i = 0; i < count; ++i) d[i] = static_cast<float>(s[i]);  // nearest even
     } else {
         static_assert(sizeof(D) == 0, "Cast pair not emulated");
     }
