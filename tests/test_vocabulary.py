@@ -52,7 +52,7 @@ def test_every_admitted_op_fuses_and_lowers(op):
     assert not res.report["kernels"]["not_generated"] and len(res.kernels) == 1
 
 
-@pytest.mark.parametrize("op", ["Sin", "Cos", "Sign"])
+@pytest.mark.parametrize("op", ["Sin", "Cos"])
 def test_ops_the_lowering_does_not_serve_are_not_fused(op):
     """Relu -> op -> Sigmoid: the op stays an ONNX node, and nothing without a kernel is fused."""
     m = model([NODE("Relu", ["x"], ["r"]), NODE(op, ["r"], ["s"]), NODE("Sigmoid", ["s"], ["t"]),
@@ -84,16 +84,19 @@ EDGES = np.array([np.nan, -0.0, 0.0, np.inf, -np.inf, -0.5, 0.5, -2.5, 2.5, 8388
 
 
 @pytest.mark.parametrize("soc", ["Ascend910B", "Ascend310P"])
-@pytest.mark.parametrize("op", ["Floor", "Ceil"])
-def test_floor_and_ceil_are_exact_at_their_edges(op, soc):
-    """Through int32 (310P has no float-to-float rounding Cast), with |x| >= 2^23, infinities and NaN passed
-    through: bit-exact against onnxruntime in fp32 and fp16, on both SoCs."""
+@pytest.mark.parametrize("op", ["Floor", "Ceil", "Sign"])
+def test_floor_ceil_and_sign_are_exact_at_their_edges(op, soc):
+    """Floor and Ceil through int32 (310P has no float-to-float rounding Cast), with |x| >= 2^23, infinities
+    and NaN passed through; Sign by two Compares and Selects: exact against onnxruntime in fp32 and fp16, on
+    both SoCs. One value is left out: onnxruntime's fp16 Sign gives 0 for NaN (its fp32 Sign and ONNX's
+    reference give NaN, as the kernel does)."""
     for dtype, np_type in ((F32, np.float32), (F16, np.float16)):
+        edges = EDGES[~np.isnan(EDGES)] if op == "Sign" and dtype == F16 else EDGES
         m = model([NODE("Mul", ["x", "half"], ["a"]), NODE(op, ["a"], ["y"])], [("x", dtype, ["n", 64])],
                   [("y", dtype, ["n", 64])], [helper.make_tensor("half", dtype, [], [0.5])])
         res = asc_onnx.fuse(m, options=FuseOptions(soc=soc))
         assert res.deployed.ok and all(c.ok for c in res.kernel_checks)
         with np.errstate(over="ignore"):
-            x = np.resize(EDGES * 2, (3, 64)).astype(np_type)
+            x = np.resize(edges * 2, (3, 64)).astype(np_type)
         c = check(res.kernels[0], [x], SOCS[soc], "edges")
         assert c.ok and c.max_abs == 0.0, c

@@ -291,6 +291,9 @@ def _lower_node(b: _Builder, node, args: list[int | float]) -> int:
         rounded = b.emit("CastFromInt", (b.emit("CastToInt", (x,), mode=op.upper()),))
         small = b.emit("Compares", (b.emit("Abs", (x,)),), 8388608.0, mode="LT")
         return b.emit("Select", (small, rounded, x))
+    if op == "Sign":  # 1 above zero, -1 below, x itself at +-0 and NaN
+        below = b.emit("Select", (b.emit("Compares", (x,), 0.0, mode="LT"), b.dup(-1.0), x))
+        return b.emit("Select", (b.emit("Compares", (x,), 0.0, mode="GT"), b.dup(1.0), below))
     if op == "ThresholdedRelu":  # x where x > alpha, else 0
         mask = b.emit("Compares", (x,), _attr(node, "alpha", 1.0), mode="GT")
         return b.emit("Select", (mask, x, b.dup(0.0)))
