@@ -46,9 +46,11 @@ def layernorm_with_stats():
 
 
 def floor_ceil(dtype: int):
-    """Floor and Ceil: Casts through int32 on a float register's bytes."""
+    """Floor, Ceil, Sin, Cos and Sign: Casts through int32 on a float register's bytes, Compares and Selects."""
     nodes = [helper.make_node("Mul", ["x", "k"], ["m"]), helper.make_node("Floor", ["m"], ["f"]),
-             helper.make_node("Add", ["f", "x"], ["a"]), helper.make_node("Ceil", ["a"], ["y"])]
+             helper.make_node("Add", ["f", "x"], ["a"]), helper.make_node("Ceil", ["a"], ["c"]),
+             helper.make_node("Sin", ["c"], ["s"]), helper.make_node("Cos", ["s"], ["t"]),
+             helper.make_node("Sign", ["t"], ["y"])]
     np_t = np.float32 if dtype == F32 else np.float16
     return model(nodes, [("x", dtype, [8, 300])], [("y", dtype, [8, 300])], [const("k", 0.1, np_t)])
 

@@ -19,11 +19,10 @@ from ..graph import COMMUTATIVE, FLOAT_TYPES, const_array, is_const, onnx_dtype,
 from ..pattern import Rule
 
 #: The ops the pointwise and row lowerings serve, and only those: a chain holding any other op would be fused
-#: into model.asc.onnx with no kernel. Sin and Cos are not served yet (the accuracy of their Ascend C
-#: implementations over the ranges models reach, thousands of radians for positions, is still to be stated).
+#: into model.asc.onnx with no kernel (tests/test_vocabulary.py holds the two to each other).
 UNARY = frozenset({
-    "Abs", "Ceil", "Celu", "Elu", "Erf", "Exp", "Floor", "Gelu", "HardSigmoid", "HardSwish", "LeakyRelu", "Log",
-    "Mish", "Neg", "Reciprocal", "Relu", "Selu", "Sigmoid", "Sign", "Softplus", "Softsign", "Sqrt", "Tanh",
+    "Abs", "Ceil", "Celu", "Cos", "Elu", "Erf", "Exp", "Floor", "Gelu", "HardSigmoid", "HardSwish", "LeakyRelu", "Log",
+    "Mish", "Neg", "Reciprocal", "Relu", "Selu", "Sigmoid", "Sign", "Sin", "Softplus", "Softsign", "Sqrt", "Tanh",
     "ThresholdedRelu",
 })
 BINARY = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "PRelu"})

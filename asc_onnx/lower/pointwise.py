@@ -162,6 +162,44 @@ def _attr(node, name: str, default):
     return default
 
 
+#: Sin and Cos (our own composition of basic vector instructions): x = q*pi + r for an integer q, by Cody and
+#: Waite's reduction with pi in three parts (Cephes' DP1..DP3 times 4: q*PI_A is exact for |q| < 2^16), then for
+#: Cos r - pi/2 (the same parts halved, exactly); sin of the reduced value by its Taylor series to r^11 (error
+#: below 1e-7 on [-pi/2, pi/2]) and the sign of q's parity. Within the fp32 tolerance for |x| < 2^16 * pi (about
+#: 2e5 radians: RoPE angles of 128k positions); beyond, q * PI_A rounds and the error grows as about 4e-8 |x|
+#: (0.04 at 2^20). |x| >= 2^20, infinities and NaN give NaN: loud, not a wrong number (on 310P an infinity
+#: saturates to the largest float before it gets here, and gives NaN the same way).
+SIN_LIMIT = 2.0**20
+PI_A, PI_B, PI_C = 3.140625, 9.67502593994140625e-4, 1.509957990978376432e-7
+SIN_TAYLOR = (-1 / 6, 1 / 120, -1 / 5040, 1 / 362880, -1 / 39916800)
+
+
+def _sin_cos(b: _Builder, x: int, cos: bool) -> int:
+    """sin(x), or cos(x) = -(-1)^q sin(x - q pi - pi/2) with q = rint(x / pi - 1/2)."""
+    t = b.emit("Muls", (x,), 1 / math.pi)
+    if cos:
+        t = b.emit("Adds", (t,), -0.5)
+    q = b.emit("CastFromInt", (b.emit("CastToInt", (t,), mode="RINT"),))
+    r = x
+    for part in (PI_A, PI_B, PI_C):
+        r = b.emit("Sub", (r, b.emit("Muls", (q,), part)))
+    if cos:
+        for part in (PI_A, PI_B, PI_C):
+            r = b.emit("Adds", (r,), -part / 2)
+    r2 = b.emit("Mul", (r, r))
+    p = b.emit("Muls", (r2,), SIN_TAYLOR[-1])
+    for c in reversed(SIN_TAYLOR[:-1]):
+        p = b.emit("Mul", (b.emit("Adds", (p,), c), r2))
+    s = b.emit("Add", (b.emit("Mul", (r, p)), r))  # r + r * (c3 r^2 + c5 r^4 + ...)
+    # (-1)^q from q's parity: q - 2 floor(q / 2) is 0 or 1, for negative q too
+    half = b.emit("CastFromInt", (b.emit("CastToInt", (b.emit("Muls", (q,), 0.5),), mode="FLOOR"),))
+    odd = b.emit("Add", (b.emit("Muls", (half,), -2.0), q))
+    sign = b.emit("Adds", (b.emit("Muls", (odd,), 2.0 if cos else -2.0),), -1.0 if cos else 1.0)
+    y = b.emit("Mul", (s, sign))
+    inside = b.emit("Compares", (b.emit("Abs", (x,)),), SIN_LIMIT, mode="LT")  # false for NaN too
+    return b.emit("Select", (inside, y, b.dup(float("nan"))))
+
+
 def _lower_node(b: _Builder, node, args: list[int | float]) -> int:
     """One ONNX node; ``args`` are registers (int) or scalar constants (float)."""
     op = node.op_type
@@ -285,6 +323,8 @@ def _lower_node(b: _Builder, node, args: list[int | float]) -> int:
         else:
             t = b.erf(b.emit("Muls", (x,), 1 / math.sqrt(2)))
         return b.emit("Mul", (b.emit("Muls", (x,), 0.5), b.emit("Adds", (t,), 1.0)))
+    if op in ("Sin", "Cos"):
+        return _sin_cos(b, x, op == "Cos")
     if op in ("Floor", "Ceil"):
         # Through int32 on both SoCs (310P has no float->float rounding Cast); floats of magnitude 2^23 and more
         # (and infinities, NaN) are integers already and pass through: Select(|x| < 2^23, rounded, x).
