@@ -200,9 +200,10 @@ __aicore__ inline void Cast(const LocalTensor<D>& dst, const LocalTensor<S>& src
         if (mode != RoundMode::CAST_RINT) asc_emu::Fail("Cast float->bf16: only CAST_RINT is emulated");
         for (uint32_t i = 0; i < count; ++i) d[i] = bfloat16_t::FromFloatRint(s[i]);
     } else if constexpr (std::is_same_v<D, int32_t> && std::is_same_v<S, float>) {
-        // vconv_f322s32{r,f,c,a,z} on both SoCs (dav_c220 and dav_m200 vconv_impl.h); CAST_NONE and CAST_ODD are
-        // refused there. Out of range saturates (precision_conversion.md: 溢出默认按照饱和模式处理); NaN is not
-        // specified: emulated as 0 (our kernels never keep the lanes of NaN, infinite or huge inputs).
+        // vconv_f322s32{r,f,c,a,z} on both SoCs (dav_c220 and dav_m200 vconv_impl.h; Cast.md's 310P table omits
+        // the pair, the dav_m200 source and its Floor implement it); CAST_NONE and CAST_ODD are refused there.
+        // Out of range saturates and NaN gives 0 (precision_conversion.md: 溢出默认按照饱和模式处理; the A2/A3
+        // boundary-value appendix: +-inf -> INT32_MAX/MIN, nan -> 0). Our kernels discard those lanes anyway.
         for (uint32_t i = 0; i < count; ++i) {
             const float v = s[i];
             float r;
