@@ -180,3 +180,19 @@ def test_pointwise_floor_goes_through_int32_and_keeps_large_values():
     checks(f["op_kernel/OP.cpp"], r"ReinterpretCast<int32_t>\(\), r\d+, AscendC::RoundMode::CAST_FLOOR",
            r"ReinterpretCast<int32_t>\(\), AscendC::RoundMode::CAST_NONE", r"AscendC::Abs\(",
            r"AscendC::Compares\([^;]*8388608\.0f, AscendC::CMPMODE::LT", r"AscendC::Select\(")
+
+
+@pytest.mark.parametrize("op", ["Sin", "Cos"])
+def test_pointwise_sin_and_cos_reduce_by_pi_in_three_parts(op):
+    m = model([NODE("Mul", ["x", "h"], ["a"]), NODE(op, ["a"], ["y"])], [("x", F32, [4, 64])],
+              [("y", F32, [4, 64])], [helper.make_tensor("h", F32, [], [0.5])])
+    k, f = _kernel(m)
+    apis = [s.api for s in k.ir.steps]
+    assert apis[1:4 if op == "Sin" else 5] == (["Muls", "CastToInt", "CastFromInt"] if op == "Sin"
+                                                else ["Muls", "Adds", "CastToInt", "CastFromInt"])
+    parts = [s.scalar for s in k.ir.steps if s.api == "Muls" and s.scalar in (3.140625, 9.67502593994140625e-4,
+                                                                              1.509957990978376432e-7)]
+    assert len(parts) == 3  # q * pi in three parts
+    assert apis[-3:] == ["Abs", "Compares", "Select"] and k.ir.steps[-2].scalar == 2.0**20
+    checks(f["op_kernel/OP.cpp"], r"AscendC::RoundMode::CAST_RINT", r"AscendC::Sub\(", r"AscendC::Sub\(",
+           r"AscendC::Sub\(", r"AscendC::RoundMode::CAST_FLOOR", r"AscendC::Select\(")
