@@ -23,6 +23,7 @@ from onnx import ModelProto
 from .canonicalize import CanonStats, canonicalize
 from .errors import AscOnnxError, ValidationError
 from .graph import graph_work, kept_alive, main_opset, refine_shapes, to_gs
+from .kernels import of
 from .load import LoadedModel, apply_value_info, load
 from .match import MatchResult, NearMiss, match
 from .options import FuseOptions
@@ -345,7 +346,7 @@ def _report(name: str, p: Planned, r: RewriteResult, pkg: PackageResult, options
     report["control_flow_bodies"] = list(p.subgraphs)
     report["kernels"] = {
         "generated": [{"op_type": k.op.op_type, "entry": k.ir.snake, "files": sorted(k.files),
-                       "input_kinds": [getattr(x, "kind", "matmul") for x in k.ir.inputs]} for k in pkg.kernels],
+                       "input_kinds": of(k).input_kinds(k.ir)} for k in pkg.kernels],
         "not_generated": [{"op_type": t, "reason": why} for t, why in pkg.skipped],
         "emulated": [asdict(c) for c in state["checks"]],
         "data_movement": [asdict(m) for m in state["moves"]],

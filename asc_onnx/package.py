@@ -1,7 +1,7 @@
 """Stage 7, package: the CANN custom-op project, the ATC model and the atc command.
 
-Every pointwise fused op type is lowered and rendered; op types that cannot be served yet (the
-row and matmul classes, or a pointwise body with an op the kernel lacks) are put back as their
+Every fused op type is lowered and rendered by its kernel class (``kernels.of``); op types that cannot
+be served (an op or a shape the class lacks, a dtype the SoC lacks) are put back as their
 original nodes in ``model.atc.onnx``, so ATC never meets an op without a kernel, and the
 report says why. The project follows the CANN 9 custom-op layout (``find_package(ASC)`` and
 the ``npu_op_*`` CMake functions, cann_facts.md §1.6).
@@ -19,10 +19,10 @@ import onnx
 import onnx.inliner
 from onnx import ModelProto
 
-from .codegen import matmul, pointwise, row, skeleton
+from .codegen import skeleton
 from .graph import input_dims
-from .lower import LoweringError, PointwiseKernel, RowKernel, lower_pointwise, lower_row
-from .lower.matmul import MatmulKernel, lower_matmul
+from .kernels import KernelIR, of
+from .lower import LoweringError
 from .rewrite import ATC_OPSETS, DOMAIN, FusedOp, RewriteResult, build_atc_model
 from .soc import Soc
 
@@ -34,7 +34,7 @@ class Kernel:
     """A generated kernel: its op, IR and every source file (paths relative to ``op_package/``)."""
 
     op: FusedOp
-    ir: PointwiseKernel | RowKernel
+    ir: KernelIR
     files: Mapping[str, str]
 
 
@@ -186,20 +186,10 @@ def atc_script(atc: ModelProto, soc: Soc, input_shapes: Mapping[str, Sequence[in
     )
 
 
-#: Lowering and rendering per kernel class.
-CODEGEN = {"pointwise": pointwise, "row": row, "matmul": matmul}
-
-
 def lower(op: FusedOp, symbolic: Mapping[str, tuple[object, ...] | None] | None = None,
-          kinds: Sequence[str] | None = None) -> PointwiseKernel | RowKernel | MatmulKernel:
+          kinds: Sequence[str] | None = None) -> KernelIR:
     """The kernel IR of one fused op, by its class; LoweringError says why an op has none."""
-    if op.kernel == "pointwise":
-        return lower_pointwise(op, symbolic, kinds)
-    if op.kernel == "row":
-        return lower_row(op, symbolic, kinds)
-    if op.kernel == "matmul":
-        return lower_matmul(op)
-    raise LoweringError(f"{op.kernel} kernels are not generated yet")
+    return of(op.kernel).lower(op, symbolic, kinds)
 
 
 def package(rewritten: RewriteResult, soc: Soc, atc_mode: str, shape_map: Mapping[str, Sequence[int]],
@@ -217,16 +207,16 @@ def package(rewritten: RewriteResult, soc: Soc, atc_mode: str, shape_map: Mappin
             skipped.append((op.op_type, exclude[op.op_type]))
             continue
         try:
-            ir = lower(op, symbolic)
-            if not soc.has_bf16 and onnx.TensorProto.BFLOAT16 in ir.dtypes:
-                raise LoweringError(f"bfloat16 is not supported on {soc.name}")
-            if isinstance(ir, MatmulKernel) and not soc.has_data_copy_pad and onnx.TensorProto.FLOAT in ir.dtypes:
-                raise LoweringError(f"the {soc.name} cube takes half inputs: a float MatMul stays with ATC")
+            cls = of(op.kernel)
+            ir = cls.lower(op, symbolic, None)
+            why = cls.unsupported(ir, soc)
+            if why:
+                raise LoweringError(why)
         except LoweringError as exc:
             skipped.append((op.op_type, str(exc)))
             continue
         body_ops = [n.op_type for n in op.function.node if n.op_type != "Constant"]
-        files = skeleton.render(CODEGEN[op.kernel], ir, op.rule, body_ops, list(op.instances[0].source_nodes),
+        files = skeleton.render(cls.codegen, ir, op.rule, body_ops, list(op.instances[0].source_nodes),
                                 [soc.compute_unit], origin_keys(op.op_type, atc_mode))
         kernels.append(Kernel(op, ir, files))
     served = {k.op.op_type for k in kernels}

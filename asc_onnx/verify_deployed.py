@@ -29,7 +29,7 @@ from .emulator import cann_tiling
 from .emulator.harness import EmulatorFaultError, TilingRefusedError, refusal_text, run
 from .errors import AscOnnxError
 from .graph import all_nodes, body_graphs
-from .lower.matmul import MatmulKernel
+from .kernels import of
 from .package import Kernel
 from .rewrite import DOMAIN, param_attributes, param_bits_to_values
 from .soc import Soc
@@ -192,7 +192,7 @@ def run_deployed(atc: ModelProto, kernels: Sequence[Kernel], feeds: Mapping[str,
 
 def _over_budget(k: Kernel, args: Sequence[np.ndarray]) -> bool:
     """A matmul node whose multiply-accumulates exceed what the kernel rung emulates at full size."""
-    if not isinstance(k.ir, MatmulKernel):
+    if not of(k).cube:
         return False
     x, w = args[0].shape, args[k.ir.gemms[0].weight].shape
     return over_emulation_budget(k, int(np.prod(x[:-1])), x[-1], int(w[0] if k.ir.trans_b else w[1]))

@@ -19,6 +19,7 @@ from onnx import ModelProto, TensorProto, helper
 from .emulator import cann_tiling
 from .emulator.harness import EmulatorFaultError, TilingRefusedError, prebuild, refusal_text, run
 from .errors import AscOnnxError
+from .kernels import of
 from .load import read_tensor
 from .lower import IO_TYPES
 from .lower.matmul import MatmulKernel
@@ -101,7 +102,7 @@ def reference(op: FusedOp, inputs: Sequence[np.ndarray], params: Sequence[float]
 
     body = op.instances[0].input_dtypes[0]
     have = dtype_of(inputs[0])
-    if op.kernel == "matmul" and body != TensorProto.FLOAT or body == TensorProto.BFLOAT16:
+    if of(op.kernel).cube and body != TensorProto.FLOAT or body == TensorProto.BFLOAT16:
         # The cube accumulates in fp32, and onnxruntime's CPU build lacks most bf16 kernels: the reference is
         # the body in fp32, rounded to the I/O type once (every kernel computes in fp32 registers).
         return [o.astype(inputs[0].dtype)
@@ -144,7 +145,7 @@ def random_inputs(k: Kernel, dtype: int, out_shape: tuple[int, ...], seed: int =
     dynamic dims bound to ``dim`` (or ``broadcast_shapes``, one per broadcast input)."""
     rng = np.random.default_rng(seed)
     inst = k.op.instances[0]
-    if isinstance(k.ir, MatmulKernel):
+    if of(k).cube:
         return matmul_inputs(k, dtype, out_shape[:-1], rng)
     given = iter(broadcast_shapes or ())
     out = []
@@ -200,7 +201,7 @@ def np_type(dtype: int) -> type:
 def data_shape(k: Kernel, inputs: Sequence[np.ndarray]) -> tuple[int, ...]:
     """The shape the kernel computes over: its full inputs' (row kernels: the broadcast of the inputs that
     carry rows, which may all be masks; matmul kernels: y's, x's leading dims and N)."""
-    if isinstance(k.ir, MatmulKernel):
+    if of(k).cube:
         from .emulator.harness import _output_shapes
 
         return _output_shapes(k.ir, inputs)[0]
@@ -218,7 +219,7 @@ def check(k: Kernel, inputs: Sequence[np.ndarray], soc: Soc, label: str, core_nu
     shape = data_shape(k, inputs)
     name = IO_TYPES[dtype][0]
     whose = ""
-    if isinstance(k.ir, MatmulKernel):
+    if of(k).cube:
         whose = "given" if cube_tiling else "asc-onnx"
         got = cann_tiling.for_inputs(k.ir, k.files, soc, inputs, core_num) if cube_tiling is None else None
         if got is not None:
@@ -338,7 +339,7 @@ def data_movement(k: Kernel, inputs: Sequence[np.ndarray], fused_bytes: int, vec
     its output), and the compulsory minimum (inputs read once, outputs written once)."""
     shape = data_shape(k, inputs)
     unfused = sum(b for _, b in unfused_bytes(k, inputs))
-    if isinstance(k.ir, MatmulKernel):
+    if of(k).cube:
         y = int(np.prod(shape)) * inputs[0].itemsize
         return DataMovement(k.op.op_type, shape, fused_bytes, unfused, sum(a.nbytes for a in inputs) + y,
                             round(vec_elems / max(1, int(np.prod(shape))), 3), int((cube or {}).get("tiling_min", 0)),
@@ -448,7 +449,7 @@ def verify_kernels(kernels: Sequence[Kernel], original: str | os.PathLike | Mode
     ``(stage, done, total, op_type)`` before each kernel (its first run compiles it)."""
     checks: list[KernelCheck] = []
     moves: list[DataMovement] = []
-    big = {id(k) for k in kernels if isinstance(k.ir, MatmulKernel) and over_emulation_budget(
+    big = {id(k) for k in kernels if of(k).cube and over_emulation_budget(
         k, *_matmul_dims(k, _bound_shape(k.op.instances[0], default_dim + 3, True)))}
     captured = _captured_inputs([k for k in kernels if id(k) not in big], original, feeds) \
         if original is not None and feeds is not None else {}
@@ -462,7 +463,7 @@ def verify_kernels(kernels: Sequence[Kernel], original: str | os.PathLike | Mode
         dynamic = any(not isinstance(d, int) or d < 0 for d in inst.output_shapes[0] or ())
         # A kernel must be right for every shape its ATC model accepts: two bindings of each dynamic dim.
         for dim in (default_dim, default_dim + 3) if dynamic else (default_dim,):
-            shape = _bound_shape(inst, dim, isinstance(k.ir, MatmulKernel))
+            shape = _bound_shape(inst, dim, of(k).cube)
             for j, dtype in enumerate(k.ir.dtypes):
                 label = "random" if dim == default_dim else f"dims={dim}"
                 tiling = None
@@ -521,7 +522,7 @@ def verify_regions(kernels: Sequence[Kernel], model: ModelProto, base_dir: Path 
     for i, (k, inst) in enumerate(regions):
         if progress is not None:
             progress("checking regions with their weights", i, len(regions), inst.node)
-        matmul = isinstance(k.ir, MatmulKernel)
+        matmul = of(k).cube
         shape = _bound_shape(inst, default_dim, matmul)
         if matmul and over_emulation_budget(k, *_matmul_dims(k, shape)):
             continue

@@ -22,6 +22,7 @@ from onnx import TensorProto
 
 from ..cache import cache_root
 from ..errors import AscOnnxError
+from ..kernels import of
 from ..lower import IO_TYPES, PointwiseKernel, RowKernel
 from ..lower.matmul import MatmulKernel
 from ..soc import Soc
@@ -41,10 +42,7 @@ class TilingRefusedError(EmulatorFaultError):
 
 def refusal_text(k: PointwiseKernel | RowKernel | MatmulKernel, code: int) -> str:
     """The words for a non-zero return of a kernel's ``<op>ComputeTiling``, from its class's table."""
-    from ..codegen import matmul, pointwise, row
-
-    table = {PointwiseKernel: pointwise.REFUSALS, RowKernel: row.REFUSALS, MatmulKernel: matmul.REFUSALS}
-    why = next((t for cls, t in table.items() if isinstance(k, cls)), {}).get(code, "an unknown reason")
+    why = of(k).refusals.get(code, "an unknown reason")
     return f"the host tiling refused the shape: {why} (reason {code})"
 
 
@@ -391,9 +389,9 @@ class _Program:
 def _program(k: PointwiseKernel | RowKernel | MatmulKernel, sources: Mapping[str, str], struct: str, dtype: int,
              soc: Soc) -> _Program:
     ctype = IO_TYPES[dtype][0]
-    names = list(k.inputs) if isinstance(k, MatmulKernel) else [x.name for x in k.inputs]
+    names = list(k.inputs) if of(k).cube else [x.name for x in k.inputs]
     defines = tuple(f"-DDTYPE_{n.upper()}={ctype}" for n in names + list(k.outputs))
-    make_main = matmul_main_source if isinstance(k, MatmulKernel) else main_source
+    make_main = matmul_main_source if of(k).cube else main_source
     main = make_main(replace(k, op_type=CANON_TYPE, snake=CANON_SNAKE), struct.replace(k.op_type, CANON_TYPE))
     canon = {rel.replace(k.snake, CANON_SNAKE): _canonical(k, text) for rel, text in sources.items()}
     # -O1: a cold test run is dominated by these compiles (-O1 builds a kernel ~30% faster than -O2); the
@@ -473,7 +471,7 @@ def prebuild(items: Sequence[tuple[PointwiseKernel | RowKernel | MatmulKernel, M
     Returns how many programs the batches made."""
     todo: dict[Path, tuple[_Program, Soc]] = {}
     for k, sources, struct, dtype, soc in items:
-        if isinstance(k, MatmulKernel):
+        if of(k).cube:
             continue
         pr = _program(k, sources, struct, dtype, soc)
         if not _usable(pr.prog):
@@ -560,7 +558,7 @@ def run(k: PointwiseKernel | RowKernel | MatmulKernel, sources: Mapping[str, str
         Path(d, "params.txt").write_text(" ".join(str(int(np.array(v, np.float32).view(np.uint32)))
                                                   for v in params))
         out_shapes = _output_shapes(k, inputs)
-        if isinstance(k, MatmulKernel):
+        if of(k).cube:
             Path(d, "shapes.txt").write_text("\n".join(" ".join(str(v) for v in (len(a.shape), *a.shape))
                                                        for a in inputs))
             if cube_tiling:
@@ -593,7 +591,7 @@ def _output_shapes(k: PointwiseKernel | RowKernel | MatmulKernel,
                    inputs: Sequence[np.ndarray]) -> list[tuple[int, ...]]:
     """Output shapes: the data's shape, or for a per-row statistic the data's with each row dim set to 1
     (matmul: x's leading dims and N)."""
-    if isinstance(k, MatmulKernel):
+    if of(k).cube:
         w = inputs[k.gemms[0].weight].shape
         n = (w[0] if k.trans_b else w[1]) // (2 if k.split else 1)
         return [tuple(inputs[0].shape[:-1]) + (n,)]
