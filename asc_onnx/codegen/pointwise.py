@@ -32,6 +32,7 @@ from .skeleton import (
     HELPERS,
     LAUNCH_LINES,
     cap,
+    driver_param_copy,
     infer_dtype_and_opdef,
     kernel_entry,
     param_lines,
@@ -602,10 +603,10 @@ def host_source(k: PointwiseKernel, compute_units: list[str]) -> str:
           f"uint64_t periods[{max(1, len(k.broadcast_inputs))}] = {{0}};")
         for j, i in enumerate(k.broadcast_inputs):
             out(f"periods[{j}] = context->GetInputShape({i})->GetStorageShape().GetShapeSize();")
+        call = tiling_call(k, "totalLength", "periods", "dtypeSize", "coreNum", "ubBytes", "hasDataCopyPad", "tiling")
         out("const uint32_t dtypeSize = context->GetInputDesc(0)->GetDataType() == ge::DT_FLOAT ? 4 : 2;",
           f"auto* tiling = context->GetTilingData<{struct_name(k)}>();",
-          f"if ({k.op_type}ComputeTiling(totalLength, periods, dtypeSize, coreNum, ubBytes, hasDataCopyPad, tiling)"
-          " != 0) {",
+          f"if ({call} != 0) {{",
           "    return ge::GRAPH_FAILED;",
           "}",
           *param_lines(k.num_params),
@@ -621,3 +622,30 @@ def host_source(k: PointwiseKernel, compute_units: list[str]) -> str:
     infer_dtype_and_opdef(out, k.op_type, ins, outs, types, compute_units, k.num_params)
     return out.text()
 
+
+def tiling_call(k: PointwiseKernel, total: str, periods: str, dtype_size: str, core_num: str, ub: str, has_pad: str,
+                out: str) -> str:
+    """The call of ``<op>ComputeTiling`` with these argument expressions: its signature in one place, for the
+    host's TilingFunc and the emulator's driver."""
+    return f"{k.op_type}ComputeTiling({total}, {periods}, {dtype_size}, {core_num}, {ub}, {has_pad}, {out})"
+
+
+#: The emulator driver's elements per tile (for its traffic counters).
+DRIVER_TILE = "tiling.tileLength"
+
+
+def driver_setup(k: PointwiseKernel, struct: str) -> str:
+    """The emulator driver's host side: the tiling from the full input's length and each broadcast's period, then
+    the output sizes (the driver's ``bufs`` hold the inputs as read from their files)."""
+    nout = len(k.outputs)
+    bc = list(k.broadcast_inputs)
+    full0 = next(i for i, x in enumerate(k.inputs) if x.kind == "full")
+    call = tiling_call(k, "total", "periods", "dtypeSize", "coreNum", "tilingUb", "st.soc.hasDataCopyPad", "&tiling")
+    return f"""const uint64_t total = bufs[{full0}].size() / dtypeSize;
+    uint64_t periods[{max(1, len(bc))}] = {{0}};
+    {" ".join(f"periods[{j}] = bufs[{i}].size() / dtypeSize;" for j, i in enumerate(bc))}
+    {struct} tiling{{}};
+    const int rc = {call};
+    if (rc != 0) return Report("tiling", "tiling refused the shape, reason " + std::to_string(rc));
+    {driver_param_copy(k.num_params)}
+    std::vector<uint64_t> outElems({nout}, total);"""

@@ -26,6 +26,7 @@ from .skeleton import (
     HELPERS,
     LAUNCH_LINES,
     cap,
+    driver_param_copy,
     infer_dtype_and_opdef,
     kernel_entry,
     param_lines,
@@ -849,11 +850,11 @@ def host_source(k: RowKernel, compute_units: list[str]) -> str:
                 f"static_cast<uint64_t>(bcastShape{j}.GetDim(i));",
                 f"bcastDims[{j}] = bcastDimsStore[{j}];")
         vec_checks = [i for i, x in enumerate(k.inputs) if x.kind == "vec"]
+        call = tiling_call(k, "dims", "rank", str(k.row_dims), "bcastDims", "bcastRanks", "dtypeSize", "coreNum",
+                           "ubBytes", "hasDataCopyPad", "tiling")
         out("const uint32_t dtypeSize = context->GetInputDesc(0)->GetDataType() == ge::DT_FLOAT ? 4 : 2;",
             f"auto* tiling = context->GetTilingData<{struct_name(k)}>();",
-            f"if ({k.op_type}ComputeTiling(dims, rank, {k.row_dims}, bcastDims, bcastRanks, dtypeSize, coreNum, "
-            "ubBytes, "
-            "hasDataCopyPad, tiling) != 0) {", "    return ge::GRAPH_FAILED;", "}",
+            f"if ({call} != 0) {{", "    return ge::GRAPH_FAILED;", "}",
             *[f"if (static_cast<uint64_t>(context->GetInputShape({i})->GetStorageShape().GetShapeSize()) != "
               "tiling->rowLength) return ge::GRAPH_FAILED;  // a weight row" for i in vec_checks],
             *param_lines(k.num_params),
@@ -873,3 +874,46 @@ def host_source(k: RowKernel, compute_units: list[str]) -> str:
     infer_dtype_and_opdef(out, k.op_type, ins, outs, types, compute_units, k.num_params)
     return out.text()
 
+
+def tiling_call(k: RowKernel, dims: str, rank: str, row_dims: str, bcast_dims: str, bcast_ranks: str,
+                dtype_size: str, core_num: str, ub: str, has_pad: str, out: str) -> str:
+    """The call of ``<op>ComputeTiling`` with these argument expressions: its signature in one place, for the
+    host's TilingFunc and the emulator's driver."""
+    return (f"{k.op_type}ComputeTiling({dims}, {rank}, {row_dims}, {bcast_dims}, {bcast_ranks}, {dtype_size}, "
+            f"{core_num}, {ub}, {has_pad}, {out})")
+
+
+#: The emulator driver's rows per tile (0 in split mode: a row walked in chunks).
+DRIVER_TILE = "(tiling.chunkLength != 0 ? 0 : tiling.tileRows)"
+
+
+def driver_setup(k: RowKernel, struct: str) -> str:
+    """The emulator driver's host side: every input's shape and the data's from shapes.txt (the row dims too: ops
+    that differ only there share one program), the tiling, then the output sizes (statistics: one per row)."""
+    nin, nout = len(k.inputs), len(k.outputs)
+    bc = list(k.broadcast_inputs)
+    stat = [o for o, kd in enumerate(k.output_kinds) if kd == "stat"]
+    call = tiling_call(k, f"shapes[{nin}].data()", f"shapes[{nin}].size()", "rowDims", "bcastDims", "bcastRanks",
+                       "dtypeSize", "coreNum", "tilingUb", "st.soc.hasDataCopyPad", "&tiling")
+    return f"""std::vector<std::vector<uint64_t>> shapes({nin + 1});  // every input's, then the data's
+    uint32_t rowDims = 0;  // the op's, not compiled in: ops that differ only there share one program
+    {{
+        std::ifstream f(dir + "/shapes.txt");
+        f >> rowDims;
+        for (int i = 0; i < {nin + 1}; ++i) {{
+            uint32_t r = 0;
+            f >> r;
+            shapes[i].resize(r);
+            for (uint32_t d = 0; d < r; ++d) f >> shapes[i][d];
+        }}
+    }}
+    const uint64_t* bcastDims[{max(1, len(bc))}] = {{nullptr}};
+    uint32_t bcastRanks[{max(1, len(bc))}] = {{0}};
+    {" ".join(f"bcastDims[{j}] = shapes[{i}].data(); bcastRanks[{j}] = shapes[{i}].size();" for j, i in enumerate(bc))}
+    {struct} tiling{{}};
+    const int rc = {call};
+    if (rc != 0) return Report("tiling", "tiling refused the shape, reason " + std::to_string(rc));
+    {driver_param_copy(k.num_params)}
+    const uint64_t total = tiling.rows * tiling.rowLength;
+    std::vector<uint64_t> outElems({nout}, total);
+    {" ".join(f"outElems[{o}] = tiling.rows;" for o in stat)}"""

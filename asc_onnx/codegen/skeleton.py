@@ -275,3 +275,12 @@ def plugin_source(op_type: str, origin_keys: list[str], num_params: int = 0) -> 
         "    .ImplyType(ImplyType::TVM);",
         "}  // namespace domi",
     ).text()
+
+
+def driver_param_copy(num_params: int) -> str:
+    """Emulator driver lines that set the tiling data's parameters from params.txt (fp32 bits), as TilingFunc does
+    from the node's attributes."""
+    if not num_params:
+        return ""
+    return (f"{{ std::ifstream pf(dir + \"/params.txt\"); for (int i = 0; i < {num_params}; ++i) "
+            "{ uint32_t bits = 0; pf >> bits; std::memcpy(&tiling.param[i], &bits, sizeof(bits)); } }")

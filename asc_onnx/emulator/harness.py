@@ -115,59 +115,13 @@ static int RunBlocks(uint32_t n, F&& launch) {
 """
 
 
-def _param_copy(k: PointwiseKernel | RowKernel) -> str:
-    """Driver lines that set the tiling data's parameters from params.txt (fp32 bits), as TilingFunc does
-    from the node's attributes."""
-    if not getattr(k, "num_params", 0):
-        return ""
-    return (f"{{ std::ifstream pf(dir + \"/params.txt\"); for (int i = 0; i < {k.num_params}; ++i) "
-            "{ uint32_t bits = 0; pf >> bits; std::memcpy(&tiling.param[i], &bits, sizeof(bits)); } }")
-
-
 def main_source(k: PointwiseKernel | RowKernel, struct: str) -> str:
     """The emulator's ``main``: GM buffers from files, host tiling, blocks one after another."""
     nin, nout = len(k.inputs), len(k.outputs)
     args = ", ".join(f"bufs[{i}].data()" for i in range(nin + nout))
-    if isinstance(k, RowKernel):
-        bc = list(k.broadcast_inputs)
-        stat = [o for o, kd in enumerate(k.output_kinds) if kd == "stat"]
-        setup = f"""std::vector<std::vector<uint64_t>> shapes({nin + 1});  // every input's, then the data's
-    uint32_t rowDims = 0;  // the op's, not compiled in: ops that differ only there share one program
-    {{
-        std::ifstream f(dir + "/shapes.txt");
-        f >> rowDims;
-        for (int i = 0; i < {nin + 1}; ++i) {{
-            uint32_t r = 0;
-            f >> r;
-            shapes[i].resize(r);
-            for (uint32_t d = 0; d < r; ++d) f >> shapes[i][d];
-        }}
-    }}
-    const uint64_t* bcastDims[{max(1, len(bc))}] = {{nullptr}};
-    uint32_t bcastRanks[{max(1, len(bc))}] = {{0}};
-    {" ".join(f"bcastDims[{j}] = shapes[{i}].data(); bcastRanks[{j}] = shapes[{i}].size();" for j, i in enumerate(bc))}
-    {struct} tiling{{}};
-    const int rc = {k.op_type}ComputeTiling(shapes[{nin}].data(), shapes[{nin}].size(), rowDims, bcastDims,
-                                             bcastRanks, dtypeSize, coreNum, tilingUb, st.soc.hasDataCopyPad, &tiling);
-    if (rc != 0) return Report("tiling", "tiling refused the shape, reason " + std::to_string(rc));
-    {_param_copy(k)}
-    const uint64_t total = tiling.rows * tiling.rowLength;
-    std::vector<uint64_t> outElems({nout}, total);
-    {" ".join(f"outElems[{o}] = tiling.rows;" for o in stat)}"""
-    else:
-        bc = list(k.broadcast_inputs)
-        full0 = next(i for i, x in enumerate(k.inputs) if x.kind == "full")
-        setup = f"""const uint64_t total = bufs[{full0}].size() / dtypeSize;
-    uint64_t periods[{max(1, len(bc))}] = {{0}};
-    {" ".join(f"periods[{j}] = bufs[{i}].size() / dtypeSize;" for j, i in enumerate(bc))}
-    {struct} tiling{{}};
-    const int rc = {k.op_type}ComputeTiling(total, periods, dtypeSize, coreNum, tilingUb,
-                                             st.soc.hasDataCopyPad, &tiling);
-    if (rc != 0) return Report("tiling", "tiling refused the shape, reason " + std::to_string(rc));
-    {_param_copy(k)}
-    std::vector<uint64_t> outElems({nout}, total);"""
-    # Row kernels: rows per tile, 0 in split mode (a row walked in chunks).
-    tile = "(tiling.chunkLength != 0 ? 0 : tiling.tileRows)" if isinstance(k, RowKernel) else "tiling.tileLength"
+    driver = of(k).codegen
+    setup = driver.driver_setup(k, struct)
+    tile = driver.DRIVER_TILE
     return f"""// asc-onnx emulator driver for {k.op_type}.
 #include <cstring>
 #include <fstream>
