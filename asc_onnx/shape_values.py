@@ -13,6 +13,7 @@ carries them downstream (``load.infer_shapes``).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import onnx
 from onnx import numpy_helper
@@ -115,7 +116,7 @@ def _sliced(src: list[Dim] | None, params: list) -> list[Dim] | None:
             # assumes fits in it (onnxruntime's symbolic inference assumes the same)
             if b != 0 or st != 1 or d is None:
                 return None
-            out[ax] = e if d != e else d
+            out[ax] = e
         elif isinstance(d, int):
             out[ax] = len(range(*slice(b, e, st).indices(d)))
         elif b == 0 and st == 1 and e >= 2**31 - 1:
@@ -137,6 +138,14 @@ def _broadcast(a: list[Dim], b: list[Dim]) -> list[Dim] | None:
         else:
             return None
     return out if all(d is not None for d in out) else None
+
+
+def _spread(values: Sequence[list[Dim] | Dim]) -> list[list[Dim] | None]:
+    """Shape values broadcast to the longest list among them: a scalar or a 1-list repeats; a list of another
+    length gives None in its place."""
+    n = max(len(v) for v in values if isinstance(v, list))
+    return [[v] * n if not isinstance(v, list) else v if len(v) == n else v * n if len(v) == 1 else None
+            for v in values]
 
 
 def _values(op: str, got: list, attrs: dict, info: dict, ins: list[str]) -> list[Dim] | int | None:
@@ -179,18 +188,15 @@ def _values(op: str, got: list, attrs: dict, info: dict, ins: list[str]) -> list
         return None
     if op in ("Add", "Sub", "Mul", "Div", "Equal") and len(got) == 2:
         a, b = got
-        if isinstance(a, list) or isinstance(b, list):  # a scalar or a 1-list broadcasts
-            n = max(len(v) for v in (a, b) if isinstance(v, list))
-            aa, bb = (v if isinstance(v, list) and len(v) == n else v * n if isinstance(v, list) and len(v) == 1
-                      else [v] * n if not isinstance(v, list) else None for v in (a, b))
+        if isinstance(a, list) or isinstance(b, list):
+            aa, bb = _spread((a, b))
             return None if aa is None or bb is None else [_arith(op, x, y) for x, y in zip(aa, bb)]
         return _arith(op, a, b)
     if op == "Where" and len(got) == 3:
-        n = max((len(v) for v in got if isinstance(v, list)), default=0)
-        if not n:
+        if not any(isinstance(v, list) for v in got):
             return got[1] if got[0] else got[2]
-        c, x, y = ([v] * n if not isinstance(v, list) else v * n if len(v) == 1 else v for v in got)
-        if not len(c) == len(x) == len(y) == n or any(not isinstance(v, int) for v in c):
+        c, x, y = _spread(got)
+        if c is None or x is None or y is None or any(not isinstance(v, int) for v in c):
             return None
         return [xv if cv else yv for cv, xv, yv in zip(c, x, y)]
     return None
@@ -211,16 +217,17 @@ _CARRIED = _SAME | _BROADCAST | {"Transpose", "MatMul", "Unsqueeze", "Concat", "
 def _carried(op: str, attrs: dict, dims: list[list[Dim] | None], got: list) -> list[Dim] | None:
     """The output dims of a shape-carrying op from its inputs' dims (``got``: the inputs' values), or None."""
     if op == "Unsqueeze":
-        axes = got[1] if len(got) > 1 else attrs.get("axes")
-        if dims and dims[0] is not None and None not in dims[0] and isinstance(axes, list):
-            rank = len(dims[0]) + len(axes)
-            axes = sorted(a % rank for a in axes if isinstance(a, int) and -rank <= a < rank)
-            if len(axes) == len(got[1] if len(got) > 1 else attrs["axes"]):
-                out = list(dims[0])
-                for a in axes:
-                    out.insert(a, 1)
-                return out
-        return None
+        given = got[1] if len(got) > 1 else attrs.get("axes")
+        if not dims or dims[0] is None or None in dims[0] or not isinstance(given, list):
+            return None
+        rank = len(dims[0]) + len(given)
+        axes = sorted(a % rank for a in given if isinstance(a, int) and -rank <= a < rank)
+        if len(axes) != len(given):
+            return None
+        out = list(dims[0])
+        for a in axes:
+            out.insert(a, 1)
+        return out
     if not dims or any(d is None or None in d for d in dims):
         return None
     if op in _SAME:
@@ -368,9 +375,7 @@ def name_body_dims(model: onnx.ModelProto) -> bool:
                 for body in bodies:
                     if name_dims(body, scope):
                         changed = True
-                        keep = [vi for vi in body.value_info if known(vi)]
-                        del body.value_info[:]
-                        body.value_info.extend(keep)
+                        _drop_unknown(body)
                     walk(body, scope)
 
     walk(model.graph, {})
@@ -386,13 +391,19 @@ def name_graph_dims(model: onnx.ModelProto, rounds: int = 4) -> bool:
     for _ in range(rounds):
         if _complete(g) or not name_dims(g):
             break
-        keep = [vi for vi in g.value_info if known(vi)]
-        del g.value_info[:]
-        g.value_info.extend(keep)
+        _drop_unknown(g)
         inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
         del g.value_info[:]
         g.value_info.extend(inferred.graph.value_info)
     return _complete(g)
+
+
+def _drop_unknown(g: onnx.GraphProto) -> None:
+    """Drop the value_info entries with an unknown dim, so onnx's inference, run again, recomputes them from the
+    named ones (it keeps an entry it finds rather than widen it)."""
+    keep = [vi for vi in g.value_info if known(vi)]
+    del g.value_info[:]
+    g.value_info.extend(keep)
 
 
 def _complete(g: onnx.GraphProto) -> bool:

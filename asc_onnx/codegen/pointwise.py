@@ -32,7 +32,7 @@ from .skeleton import (
     HELPERS,
     LAUNCH_LINES,
     cap,
-    driver_param_copy,
+    driver_tiling,
     infer_dtype_and_opdef,
     kernel_entry,
     param_lines,
@@ -644,8 +644,5 @@ def driver_setup(k: PointwiseKernel, struct: str) -> str:
     return f"""const uint64_t total = bufs[{full0}].size() / dtypeSize;
     uint64_t periods[{max(1, len(bc))}] = {{0}};
     {" ".join(f"periods[{j}] = bufs[{i}].size() / dtypeSize;" for j, i in enumerate(bc))}
-    {struct} tiling{{}};
-    const int rc = {call};
-    if (rc != 0) return Report("tiling", "tiling refused the shape, reason " + std::to_string(rc));
-    {driver_param_copy(k.num_params)}
+    {driver_tiling(struct, call, k.num_params)}
     std::vector<uint64_t> outElems({nout}, total);"""

@@ -26,7 +26,7 @@ from .skeleton import (
     HELPERS,
     LAUNCH_LINES,
     cap,
-    driver_param_copy,
+    driver_tiling,
     infer_dtype_and_opdef,
     kernel_entry,
     param_lines,
@@ -910,10 +910,7 @@ def driver_setup(k: RowKernel, struct: str) -> str:
     const uint64_t* bcastDims[{max(1, len(bc))}] = {{nullptr}};
     uint32_t bcastRanks[{max(1, len(bc))}] = {{0}};
     {" ".join(f"bcastDims[{j}] = shapes[{i}].data(); bcastRanks[{j}] = shapes[{i}].size();" for j, i in enumerate(bc))}
-    {struct} tiling{{}};
-    const int rc = {call};
-    if (rc != 0) return Report("tiling", "tiling refused the shape, reason " + std::to_string(rc));
-    {driver_param_copy(k.num_params)}
+    {driver_tiling(struct, call, k.num_params)}
     const uint64_t total = tiling.rows * tiling.rowLength;
     std::vector<uint64_t> outElems({nout}, total);
     {" ".join(f"outElems[{o}] = tiling.rows;" for o in stat)}"""

@@ -277,10 +277,13 @@ def plugin_source(op_type: str, origin_keys: list[str], num_params: int = 0) -> 
     ).text()
 
 
-def driver_param_copy(num_params: int) -> str:
-    """Emulator driver lines that set the tiling data's parameters from params.txt (fp32 bits), as TilingFunc does
-    from the node's attributes."""
-    if not num_params:
-        return ""
-    return (f"{{ std::ifstream pf(dir + \"/params.txt\"); for (int i = 0; i < {num_params}; ++i) "
-            "{ uint32_t bits = 0; pf >> bits; std::memcpy(&tiling.param[i], &bits, sizeof(bits)); } }")
+def driver_tiling(struct: str, call: str, num_params: int) -> str:
+    """Emulator driver lines (at four spaces) that run the host tiling ``call`` into ``tiling`` and report a
+    refusal, then set the tiling data's parameters from params.txt (fp32 bits), as TilingFunc does from the
+    node's attributes."""
+    params = "" if not num_params else (
+        f"{{ std::ifstream pf(dir + \"/params.txt\"); for (int i = 0; i < {num_params}; ++i) "
+        "{ uint32_t bits = 0; pf >> bits; std::memcpy(&tiling.param[i], &bits, sizeof(bits)); } }")
+    return "\n    ".join([f"{struct} tiling{{}};", f"const int rc = {call};",
+                          'if (rc != 0) return Report("tiling", "tiling refused the shape, reason " + '
+                          'std::to_string(rc));', params])

@@ -149,6 +149,15 @@ class _Builder:
         e = self.emit("Exp", (self.emit("Muls", (self.emit("Abs", (x,)),), -1.0),))
         return self.emit("Add", (self.emit("Maxs", (x,), 0.0), self.emit("Ln", (self.emit("Adds", (e,), 1.0),))))
 
+    def rounded(self, x: int, mode: str) -> int:
+        """x rounded to an integer (``mode``: RINT, FLOOR, CEIL) through int32: the one rounding Cast both SoCs
+        have (310P's dav_m200 refuses float-to-float ones); valid for |x| < 2^31."""
+        return self.emit("CastFromInt", (self.emit("CastToInt", (x,), mode=mode),))
+
+    def magnitude_below(self, x: int, limit: float) -> int:
+        """The mask |x| < limit (false for NaN)."""
+        return self.emit("Compares", (self.emit("Abs", (x,)),), limit, mode="LT")
+
     def expm1_neg(self, x: int, alpha: float) -> int:
         """alpha * (exp(min(x, 0)) - 1)."""
         return self.emit("Muls", (self.emit("Adds", (self.emit("Exp", (self.emit("Mins", (x,), 0.0),)),), -1.0),),
@@ -179,7 +188,7 @@ def _sin_cos(b: _Builder, x: int, cos: bool) -> int:
     t = b.emit("Muls", (x,), 1 / math.pi)
     if cos:
         t = b.emit("Adds", (t,), -0.5)
-    q = b.emit("CastFromInt", (b.emit("CastToInt", (t,), mode="RINT"),))
+    q = b.rounded(t, "RINT")
     r = x
     for part in (PI_A, PI_B, PI_C):
         r = b.emit("Sub", (r, b.emit("Muls", (q,), part)))
@@ -192,12 +201,11 @@ def _sin_cos(b: _Builder, x: int, cos: bool) -> int:
         p = b.emit("Mul", (b.emit("Adds", (p,), c), r2))
     s = b.emit("Add", (b.emit("Mul", (r, p)), r))  # r + r * (c3 r^2 + c5 r^4 + ...)
     # (-1)^q from q's parity: q - 2 floor(q / 2) is 0 or 1, for negative q too
-    half = b.emit("CastFromInt", (b.emit("CastToInt", (b.emit("Muls", (q,), 0.5),), mode="FLOOR"),))
+    half = b.rounded(b.emit("Muls", (q,), 0.5), "FLOOR")
     odd = b.emit("Add", (b.emit("Muls", (half,), -2.0), q))
     sign = b.emit("Adds", (b.emit("Muls", (odd,), 2.0 if cos else -2.0),), -1.0 if cos else 1.0)
     y = b.emit("Mul", (s, sign))
-    inside = b.emit("Compares", (b.emit("Abs", (x,)),), SIN_LIMIT, mode="LT")  # false for NaN too
-    return b.emit("Select", (inside, y, b.dup(float("nan"))))
+    return b.emit("Select", (b.magnitude_below(x, SIN_LIMIT), y, b.dup(float("nan"))))
 
 
 def _lower_node(b: _Builder, node, args: list[int | float]) -> int:
@@ -326,11 +334,9 @@ def _lower_node(b: _Builder, node, args: list[int | float]) -> int:
     if op in ("Sin", "Cos"):
         return _sin_cos(b, x, op == "Cos")
     if op in ("Floor", "Ceil"):
-        # Through int32 on both SoCs (310P has no float->float rounding Cast); floats of magnitude 2^23 and more
-        # (and infinities, NaN) are integers already and pass through: Select(|x| < 2^23, rounded, x).
-        rounded = b.emit("CastFromInt", (b.emit("CastToInt", (x,), mode=op.upper()),))
-        small = b.emit("Compares", (b.emit("Abs", (x,)),), 8388608.0, mode="LT")
-        return b.emit("Select", (small, rounded, x))
+        # Floats of magnitude 2^23 and more (and infinities, NaN) are integers already and pass through.
+        rounded = b.rounded(x, op.upper())
+        return b.emit("Select", (b.magnitude_below(x, 8388608.0), rounded, x))
     if op == "Sign":  # 1 above zero, -1 below, x itself at +-0 and NaN
         below = b.emit("Select", (b.emit("Compares", (x,), 0.0, mode="LT"), b.dup(-1.0), x))
         return b.emit("Select", (b.emit("Compares", (x,), 0.0, mode="GT"), b.dup(1.0), below))
