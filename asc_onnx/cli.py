@@ -10,7 +10,6 @@ import argparse
 import json
 import os
 import shlex
-import signal
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -19,7 +18,7 @@ from pathlib import Path
 
 from . import __version__
 from .api import REPORT, emulate, fuse, inspect, validate, validate_kernels
-from .errors import STOPPING_SIGNAL, AscOnnxError, ValidationError
+from .errors import STOPPING_SIGNAL, AscOnnxError, ValidationError, stopped
 from .options import FuseOptions
 from .progress import Progress
 from .registry import load_rules
@@ -313,12 +312,6 @@ COMMANDS = {"fuse": _cmd_fuse, "validate": _cmd_validate, "inspect": _cmd_inspec
             "emulate": _cmd_emulate, "build": _cmd_build, "convert": _cmd_convert}
 
 
-def _stopped() -> int:
-    """The one line and exit code of a run a signal stopped: 130 for SIGINT, 143 for SIGTERM."""
-    print("asc-onnx: interrupted" if STOPPING_SIGNAL[0] == signal.SIGINT else "asc-onnx: terminated", file=sys.stderr)
-    return 128 + STOPPING_SIGNAL[0]
-
-
 def run(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` and run the command; every failure is one line on stderr and an exit code."""
     a = parser().parse_args(argv)
@@ -326,7 +319,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         return COMMANDS[a.cmd](a)
     except AscOnnxError as exc:
         if STOPPING_SIGNAL[0]:  # a wrapper of ours turned the interrupted import into an error message
-            return _stopped()
+            return stopped()
         print(f"asc-onnx: error: {exc}", file=sys.stderr)
         return 2
     except subprocess.CalledProcessError as exc:
@@ -342,7 +335,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         return 2
     except Exception as exc:  # noqa: BLE001 - one line for users, the traceback with -v
         if STOPPING_SIGNAL[0]:  # a signal inside an import arrives as ImportError("initialization failed")
-            return _stopped()
+            return stopped()
         if a.verbose:
             raise
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""

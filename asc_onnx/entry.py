@@ -12,7 +12,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from .errors import STOPPING_SIGNAL, Terminated
+from .errors import STOPPING_SIGNAL, Terminated, stopped
 
 
 def _on_sigterm(signum: int, frame: object) -> None:
@@ -46,3 +46,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader stopped reading; Python would complain again when it flushes stdout at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except ImportError:
+        # A signal inside the import of the command line itself (numpy's C modules) arrives as an ImportError,
+        # before cli.run's own handling exists.
+        if not STOPPING_SIGNAL[0]:
+            raise
+        return stopped()

@@ -23,6 +23,14 @@ class Terminated(BaseException):
     """SIGTERM, raised in the main thread so that every ``finally`` runs."""
 
 
+def stopped() -> int:
+    """The one line and exit code of a run a signal stopped: 130 for SIGINT, 143 for SIGTERM."""
+    import sys
+
+    print("asc-onnx: interrupted" if STOPPING_SIGNAL[0] == signal.SIGINT else "asc-onnx: terminated", file=sys.stderr)
+    return 128 + STOPPING_SIGNAL[0]
+
+
 def stop_if_signalled() -> None:
     """Raise :class:`Terminated` if a SIGTERM arrived: called between stages and before the output folder is
     swapped in, so a signal whose first exception was lost still stops the run and leaves nothing behind."""

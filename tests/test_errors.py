@@ -260,3 +260,24 @@ def test_an_empty_output_folder_is_filled_in_place(tmp_path):
     assert run_cli("fuse", str(MODELS / "cnn_silu_legacy.onnx"), "-o", str(out), "--no-emulate").returncode == 0
     assert out.stat().st_ino == inode and (out / "model.asc.onnx").is_file() and (out / ".asc-onnx").is_file()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["vol"]
+
+
+def test_a_signal_inside_the_command_lines_own_import_is_one_line(monkeypatch, capsys):
+    """SIGINT landing while the console script imports the command line (numpy's C modules turn it into an
+    ImportError, before cli.run's handling exists): one line and 130, not a traceback. Seen under load."""
+    import asc_onnx.entry as entry
+    from asc_onnx import errors
+
+    monkeypatch.setitem(sys.modules, "asc_onnx.cli", None)  # its import now raises ImportError
+    monkeypatch.setattr(errors, "STOPPING_SIGNAL", [signal.SIGINT])
+    monkeypatch.setattr(entry, "STOPPING_SIGNAL", errors.STOPPING_SIGNAL)
+    saved = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    try:
+        assert entry.main(["inspect", "x.onnx"]) == 130
+        assert capsys.readouterr().err.strip() == "asc-onnx: interrupted"
+        errors.STOPPING_SIGNAL[0] = 0
+        with pytest.raises(ImportError):  # no signal: an ImportError is a real failure and stays one
+            entry.main(["inspect", "x.onnx"])
+    finally:
+        signal.signal(signal.SIGINT, saved[0])
+        signal.signal(signal.SIGTERM, saved[1])
