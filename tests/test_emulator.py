@@ -46,6 +46,11 @@ EXPECTED = {
     "CastHalf": (np.float32(1.0) + np.arange(8, dtype=np.float32) * np.float32(0.0001)).astype(np.float16),
     "CastBf16": (A * np.float32(1.00390625) + np.float32(0.001)).astype(ml_dtypes.bfloat16).astype(np.float32),
     "HalfAdd": np.full(8, np.float16(1.0) + np.float16(0.0001)),
+    # float -> int32 (-2.5, -0.5, 0.5, 1.5, 2.5, 3e9, -3e9, NaN): RINT ties to even, ROUND away from zero,
+    # out of range saturates, NaN gives 0 (precision_conversion.md and the A2/A3 boundary-value appendix)
+    **{f"CastInt{mode}": np.array([*vals, 2**31 - 1, -2**31, 0], np.float32) for mode, vals in (
+        ("RINT", [-2, 0, 0, 2, 2]), ("FLOOR", [-3, -1, 0, 1, 2]), ("CEIL", [-2, 0, 1, 2, 3]),
+        ("ROUND", [-3, -1, 1, 2, 3]), ("TRUNC", [-2, 0, 0, 1, 2]))},
 }
 
 
@@ -89,6 +94,8 @@ FAULTS = {
     "partial_overlap": "partially overlaps",
     "pad_on_310p": "DataCopyPad is not available on Ascend310P",
     "bf16_cast_none": "does not allow CAST_NONE",
+    "int_cast_none": "Cast float->int32_t takes CAST_RINT/FLOOR/CEIL/ROUND/TRUNC",
+    "int_to_float_rounding_on_310p": "Cast int32_t->float: only CAST_NONE",
     "count_too_big": "exceeds the operand's 16 elements",
 }
 

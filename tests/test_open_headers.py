@@ -56,7 +56,7 @@ def floor_ceil(dtype: int):
 
 
 SOURCES = {
-    "floor_ceil_fp16": floor_ceil(F16),
+    "floor_ceil_fp16": floor_ceil(F16), "floor_ceil_fp32": floor_ceil(F32),
     "layernorm_stats": layernorm_with_stats(),
     "llama_fp32": MODELS / "llama_tiny_dynamo.onnx", "llama_fp16": MODELS / "llama_tiny_dynamo_fp16.onnx",
     "bert": MODELS / "bert_tiny_legacy.onnx", "gpt2": MODELS / "gpt2_tiny_dynamo.onnx",

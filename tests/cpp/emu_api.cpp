@@ -58,6 +58,17 @@ int main() {
     Duplicate(h2, static_cast<half>(0.0001f), 16);
     Add(h, h, h2, 16);
     Cast(d, h, RoundMode::CAST_NONE, 8); Print("HalfAdd", d, 8); std::cout << ", ";
+    // float -> int32 per round mode (in place, on the register's bytes) and back: ties, saturation, NaN -> 0
+    {
+        const float ties[8] = {-2.5f, -0.5f, 0.5f, 1.5f, 2.5f, 3e9f, -3e9f, std::nanf("")};
+        LocalTensor<int32_t> asInt = d.ReinterpretCast<int32_t>();
+#define TO_INT(MODE)                                                        \
+        for (uint32_t i = 0; i < 8; ++i) d.SetValue(i, ties[i]);            \
+        Cast(asInt, d, RoundMode::CAST_##MODE, 8);                          \
+        Cast(d, asInt, RoundMode::CAST_NONE, 8);                            \
+        Print("CastInt" #MODE, d, 8); std::cout << ", ";
+        TO_INT(RINT) TO_INT(FLOOR) TO_INT(CEIL) TO_INT(ROUND) TO_INT(TRUNC)
+    }
     // Compare / Compares / Select: masks of whole 256-byte repeats (64 floats)
     {
         TBuf<TPosition::VECCALC> cbuf;

@@ -89,6 +89,17 @@ static void Run(const std::string& s) {
         pipe.InitBuffer(a, 1024);
         pipe.InitBuffer(b, 1024);
         Cast(b.Get<bfloat16_t>(), a.Get<float>(), RoundMode::CAST_NONE, 8);
+    } else if (s == "int_cast_none") {  // dav_c220 and dav_m200 refuse CAST_NONE for float -> int32
+        TBuf<TPosition::VECCALC> a;
+        pipe.InitBuffer(a, 1024);
+        LocalTensor<float> f = a.Get<float>();
+        Cast(f[64].ReinterpretCast<int32_t>(), f, RoundMode::CAST_NONE, 8);
+    } else if (s == "int_to_float_rounding_on_310p") {  // dav_m200's vconv_s322f32 takes CAST_NONE only
+        asc_emu::St().soc.hasBf16 = false;
+        TBuf<TPosition::VECCALC> a;
+        pipe.InitBuffer(a, 1024);
+        LocalTensor<float> f = a.Get<float>();
+        Cast(f, f[64].ReinterpretCast<int32_t>(), RoundMode::CAST_FLOOR, 8);
     } else if (s == "count_too_big") {
         TBuf<TPosition::VECCALC> a;
         pipe.InitBuffer(a, 64);
