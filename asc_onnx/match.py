@@ -17,9 +17,9 @@ import numpy as np
 import onnx
 import onnx_graphsurgeon as gs
 
-from .chains import find_chains, find_row_chains
 from .fusion import Fusion
 from .graph import COMMUTATIVE, FLOAT_TYPES, attrs_of, const_array, data_inputs, graph_output_ids, onnx_dtype, producer
+from .kernels import of
 from .pattern import ANY, Pattern, PConst, POut, PValue, PVar, Rule
 
 #: Relative tolerance of pattern constants by the constant's element type.
@@ -350,11 +350,13 @@ def match(graph: gs.Graph, rules: Sequence[Rule], generic: Rule | Sequence[Rule]
             _match_rule_variant(rule, pattern, anchors, claimed, outputs, order, fusions, misses)
     near = _dedupe_misses(misses, claimed, graph)  # before the generic pass: its chains are no excuse
     passes = [generic] if isinstance(generic, Rule) else list(generic or ())
-    for g in sorted(passes, key=lambda r: r.kernel != "row"):
-        find = find_row_chains if g.kernel == "row" else find_chains
-        found = find(graph, g, claimed, outputs, order)
+    for g in sorted(passes, key=lambda r: of(r.kernel).region_rank):
+        cls = of(g.kernel)
+        if cls.region is None:
+            continue
+        found = cls.region(graph, g, claimed, outputs, order)
         fusions.extend(found)
-        if g.kernel == "row":  # a named rule's near miss that a row region fused whole is no longer news
+        if cls.region_supersedes:  # a named rule's near miss that this class's region fused whole is no longer news
             fused = {n.name for f in found for n in f.nodes}
             near = [m for m in near if m.node not in fused]
     fusions.sort(key=lambda f: order[id(f.nodes[-1])])

@@ -19,10 +19,9 @@ import onnx
 import onnx.inliner
 from onnx import ModelProto
 
-from .codegen import skeleton
 from .graph import input_dims
-from .kernels import KernelIR, of
-from .lower import LoweringError
+from .kernels import KernelIR, of, skeleton
+from .kernels.ir import LoweringError
 from .rewrite import ATC_OPSETS, DOMAIN, FusedOp, RewriteResult, build_atc_model
 from .soc import Soc
 
@@ -216,7 +215,7 @@ def package(rewritten: RewriteResult, soc: Soc, atc_mode: str, shape_map: Mappin
             skipped.append((op.op_type, str(exc)))
             continue
         body_ops = [n.op_type for n in op.function.node if n.op_type != "Constant"]
-        files = skeleton.render(cls.codegen, ir, op.rule, body_ops, list(op.instances[0].source_nodes),
+        files = skeleton.render(cls.render, ir, op.rule, body_ops, list(op.instances[0].source_nodes),
                                 [soc.compute_unit], origin_keys(op.op_type, atc_mode))
         kernels.append(Kernel(op, ir, files))
     served = {k.op.op_type for k in kernels}

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from .errors import AscOnnxError
+from .kernels import CLASSES
 from .pattern import Rule
 
 _HERE = Path(__file__).resolve().parent
@@ -52,6 +53,10 @@ def load_file(path: str | Path) -> list[Rule]:
     rules = getattr(module, "RULES", None)
     if not isinstance(rules, (list, tuple)) or not all(isinstance(r, Rule) for r in rules):
         raise AscOnnxError(f"pattern file {p} must define RULES, a list of asc_onnx.pattern.Rule")
+    for r in rules:
+        if r.kernel not in CLASSES:
+            raise AscOnnxError(f"pattern file {p}: rule {r.name} names the kernel class {r.kernel!r}; the classes "
+                               f"are {', '.join(sorted(CLASSES))}")
     return [dataclasses.replace(r, family=p.stem) for r in rules]
 
 
@@ -74,6 +79,5 @@ def load_rules(extra_files: Iterable[str | Path] = (), only: Iterable[str] = (),
 
 
 def split_generic(rules: Sequence[Rule]) -> tuple[list[Rule], list[Rule]]:
-    """Separate pattern rules from the generic-pass rules (row regions first, then elementwise chains)."""
-    generic = sorted((r for r in rules if r.generic), key=lambda r: r.kernel != "row")
-    return [r for r in rules if not r.generic], generic
+    """Separate pattern rules from the generic-pass rules (the match stage runs those in their classes' order)."""
+    return [r for r in rules if not r.generic], [r for r in rules if r.generic]

@@ -31,7 +31,7 @@ from onnx import FunctionProto, ModelProto, helper
 from onnx_graphsurgeon.exporters.onnx_exporter import OnnxExporter
 
 from .errors import AscOnnxError
-from .fusion import Fusion
+from .fusion import FusedOp, Fusion, Instance
 from .graph import FLOAT_TYPES, all_nodes, body_graphs, const_proto, main_opset, onnx_dtype, producer
 from .match import MatchResult
 
@@ -41,50 +41,6 @@ DOMAIN_VERSION = 1
 ATC_OPSETS = range(11, 19)
 #: IR version written: node metadata_props need IR 10.
 MIN_IR = 10
-
-
-@dataclass(frozen=True)
-class Instance:
-    """One fused node of the rewritten model."""
-
-    node: str
-    source_nodes: tuple[str, ...]
-    inputs: tuple[str, ...]
-    outputs: tuple[str, ...]
-    input_dtypes: tuple[int, ...]
-    output_dtypes: tuple[int, ...]
-    input_shapes: tuple[tuple[object, ...] | None, ...]
-    output_shapes: tuple[tuple[object, ...] | None, ...]
-    params: tuple[float, ...] = ()  # the op's parameters (``FusedOp.params``) at this node, exact in fp32
-
-
-@dataclass(frozen=True)
-class FusedOp:
-    """A fused op type: its function body, formal I/O and every place it is used.
-
-    ``dtype_columns`` (distinct input+output dtype tuples) become the OpDef's dtype columns;
-    ``function`` is the subgraph the kernel must reproduce.
-    """
-
-    op_type: str
-    rule: str
-    family: str
-    kernel: str
-    signature: str
-    function: FunctionProto
-    input_names: tuple[str, ...]
-    output_names: tuple[str, ...]
-    instances: tuple[Instance, ...]
-    params: tuple[str, ...] = ()  # function attributes (``p0``..), one float scalar each
-    param_types: tuple[int, ...] = ()  # their element types (the body computes in them)
-
-    @property
-    def dtype_columns(self) -> tuple[tuple[int, ...], ...]:
-        """Distinct (inputs..., outputs...) dtype tuples in first-use order."""
-        seen: dict[tuple[int, ...], None] = {}
-        for inst in self.instances:
-            seen.setdefault(inst.input_dtypes + inst.output_dtypes, None)
-        return tuple(seen)
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,9 @@ from .emulator import cann_tiling
 from .emulator.harness import EmulatorFaultError, TilingRefusedError, prebuild, refusal_text, run
 from .errors import AscOnnxError
 from .kernels import of
+from .kernels.drive import concrete
+from .kernels.ir import IO_TYPES
 from .load import read_tensor
-from .lower import IO_TYPES
-from .lower.matmul import MatmulKernel
 from .package import Kernel
 from .rewrite import DOMAIN, FusedOp, param_attributes
 from .soc import Soc
@@ -134,59 +134,19 @@ def _fp32_op(op: FusedOp) -> FusedOp:
     return replace(op, function=fn, instances=(inst,), param_types=wide)
 
 
-def concrete(shape: Sequence[object] | None, default_dim: int) -> tuple[int, ...]:
-    """A shape with symbolic dims replaced by ``default_dim``."""
-    return tuple(d if isinstance(d, int) and d >= 0 else default_dim for d in (shape or ()))
-
-
 def random_inputs(k: Kernel, dtype: int, out_shape: tuple[int, ...], seed: int = 0,
                   broadcast_shapes: Sequence[tuple[int, ...]] | None = None, dim: int = 4) -> list[np.ndarray]:
-    """Seeded normal inputs: full inputs of ``out_shape``; broadcast inputs of their instance shape with
-    dynamic dims bound to ``dim`` (or ``broadcast_shapes``, one per broadcast input)."""
-    rng = np.random.default_rng(seed)
-    inst = k.op.instances[0]
-    if of(k).cube:
-        return matmul_inputs(k, dtype, out_shape[:-1], rng)
-    given = iter(broadcast_shapes or ())
-    out = []
-    for i, x in enumerate(k.ir.inputs):
-        if x.kind == "full":
-            shape = out_shape
-        elif broadcast_shapes:
-            shape = next(given)
-        else:  # dynamic dims take the data's binding at the aligned axis (they are that axis, or 1 there)
-            dims = list(inst.input_shapes[i] or ())
-            shape = tuple(d if isinstance(d, int) and d >= 0 else
-                          (out_shape[len(out_shape) - len(dims) + j] if len(out_shape) - len(dims) + j >= 0 else dim)
-                          for j, d in enumerate(dims))
-        # asarray: a rank-0 draw is a numpy scalar, which onnxruntime does not take as a tensor
-        out.append(np.asarray(rng.standard_normal(shape) * 2, dtype=np.float32).astype(np_type(dtype)))
-    return out
+    """Seeded inputs of a kernel's class's kind (normal values; matmul weights scaled as trained layers are):
+    full inputs of ``out_shape``; broadcast inputs of their instance shape with dynamic dims bound to ``dim``
+    (or ``broadcast_shapes``, one per broadcast input)."""
+    return of(k).driver.random_inputs(k.ir, k.op.instances[0], np_type(dtype), out_shape, np.random.default_rng(seed),
+                                      broadcast_shapes, dim)
 
 
 def matmul_inputs(k: Kernel, dtype: int, lead: Sequence[int], rng: np.random.Generator,
                   k_dim: int | None = None, n_dim: int | None = None) -> list[np.ndarray]:
-    """x of shape ``lead + (K,)`` with unit-variance values, weights of their instance shape (or K, N given)
-    scaled by 1/sqrt(K) as trained Linear layers are, biases of N values."""
-    ir: MatmulKernel = k.ir
-    inst = k.op.instances[0]
-    w_shape = tuple(concrete(inst.input_shapes[ir.gemms[0].weight], 1))
-    kk = k_dim or (w_shape[1] if ir.trans_b else w_shape[0])
-    nn = (n_dim * (2 if ir.split else 1)) if n_dim else (w_shape[0] if ir.trans_b else w_shape[1])
-    weights = {g.weight for g in ir.gemms}
-    biases = {g.bias for g in ir.gemms if g.bias is not None}
-    out = []
-    for i in range(len(ir.inputs)):
-        if i == 0:
-            a = rng.standard_normal(tuple(lead) + (kk,))
-        elif i in weights:
-            a = rng.standard_normal((nn, kk) if ir.trans_b else (kk, nn)) / np.sqrt(kk)
-        elif i in biases:
-            a = rng.standard_normal((nn,)) * 0.5
-        else:
-            raise AscOnnxError(f"{k.op.op_type}: input {i} is neither x, a weight nor a bias")
-        out.append(a.astype(np.float32).astype(np_type(dtype)))
-    return out
+    """A cube kernel's inputs at x's leading dims ``lead`` (and K, N when given)."""
+    return of(k).driver.inputs_at(k.ir, k.op.instances[0], np_type(dtype), lead, rng, k_dim, n_dim)
 
 
 def np_type(dtype: int) -> type:
@@ -199,13 +159,8 @@ def np_type(dtype: int) -> type:
 
 
 def data_shape(k: Kernel, inputs: Sequence[np.ndarray]) -> tuple[int, ...]:
-    """The shape the kernel computes over: its full inputs' (row kernels: the broadcast of the inputs that
-    carry rows, which may all be masks; matmul kernels: y's, x's leading dims and N)."""
-    if of(k).cube:
-        from .emulator.harness import _output_shapes
-
-        return _output_shapes(k.ir, inputs)[0]
-    return tuple(np.broadcast_shapes(*(a.shape for a, x in zip(inputs, k.ir.inputs) if x.kind in ("full", "bcast"))))
+    """The shape the kernel computes over (its class's driver knows: the full inputs', the rows', y's)."""
+    return of(k).driver.data_shape(k.ir, inputs)
 
 
 def check(k: Kernel, inputs: Sequence[np.ndarray], soc: Soc, label: str, core_num: int | None = None,
@@ -214,7 +169,7 @@ def check(k: Kernel, inputs: Sequence[np.ndarray], soc: Soc, label: str, core_nu
     ``params``, else the first instance's. A matmul kernel runs under ``cube_tiling``, else under the tiling
     CANN's own algorithm computes for its shape where the open CANN sources are at hand
     (``ASC_ONNX_CANN_SOURCE``), else under the emulator's own; the check says which."""
-    params = tuple(getattr(k.ir, "params", ()) if params is None else params)
+    params = tuple(k.ir.params if params is None else params)
     dtype = dtype_of(inputs[0])
     shape = data_shape(k, inputs)
     name = IO_TYPES[dtype][0]
@@ -339,18 +294,12 @@ def data_movement(k: Kernel, inputs: Sequence[np.ndarray], fused_bytes: int, vec
     its output), and the compulsory minimum (inputs read once, outputs written once)."""
     shape = data_shape(k, inputs)
     unfused = sum(b for _, b in unfused_bytes(k, inputs))
-    if of(k).cube:
-        y = int(np.prod(shape)) * inputs[0].itemsize
-        return DataMovement(k.op.op_type, shape, fused_bytes, unfused, sum(a.nbytes for a in inputs) + y,
-                            round(vec_elems / max(1, int(np.prod(shape))), 3), int((cube or {}).get("tiling_min", 0)),
-                            int((cube or {}).get("macs", 0)), 2 * int((cube or {}).get("c_bytes", 0)))
-    # Outputs written once: the data's size, or one value per row for a row kernel's statistics.
-    kinds = getattr(k.ir, "output_kinds", ("row",) * len(k.op.output_names))
-    rows = int(np.prod(shape[:len(shape) - getattr(k.ir, "row_dims", 0)]))
-    out_bytes = sum((int(np.prod(shape)) if kd == "row" else rows) * inputs[0].itemsize for kd in kinds)
-    compulsory = sum(a.nbytes for a in inputs) + out_bytes
-    return DataMovement(k.op.op_type, shape, fused_bytes, unfused, compulsory,
-                        round(vec_elems / max(1, int(np.prod(shape))), 3))
+    compulsory = sum(a.nbytes for a in inputs) + of(k).driver.output_bytes(k.ir, shape, inputs[0].itemsize)
+    vec = round(vec_elems / max(1, int(np.prod(shape))), 3)
+    if not cube:
+        return DataMovement(k.op.op_type, shape, fused_bytes, unfused, compulsory, vec)
+    return DataMovement(k.op.op_type, shape, fused_bytes, unfused, compulsory, vec, int(cube.get("tiling_min", 0)),
+                        int(cube.get("macs", 0)), 2 * int(cube.get("c_bytes", 0)))
 
 
 __all__ = ["check", "data_shape", "capture", "reference", "random_inputs", "data_movement", "unfused_bytes",

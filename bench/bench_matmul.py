@@ -38,7 +38,7 @@ from onnx import TensorProto  # noqa: E402
 
 import asc_onnx  # noqa: E402
 from asc_onnx import FuseOptions  # noqa: E402
-from asc_onnx.lower.matmul import MatmulKernel  # noqa: E402
+from asc_onnx.kernels.matmul.lower import MatmulKernel  # noqa: E402
 from asc_onnx.soc import SOCS  # noqa: E402
 from asc_onnx.verify_kernels import check, concrete, data_movement, matmul_inputs, unfused_bytes  # noqa: E402
 

@@ -12,16 +12,19 @@ import asc_onnx
 
 PKG = Path(asc_onnx.__file__).resolve().parent
 #: Stage order (modules or sub-packages); helpers may be imported by anyone.
-STAGES = ["load", "canonicalize", "chains", "match", "checks", "rewrite", "lower", "codegen", "kernels", "package",
-          "validate", "emulator", "verify_kernels", "verify_deployed", "report", "report_html", "output", "api", "cli",
-          "entry"]
+STAGES = ["load", "canonicalize", "match", "checks", "rewrite", "package", "validate", "emulator", "verify_kernels",
+          "verify_deployed", "report", "report_html", "output", "api", "cli", "entry"]
+#: Helpers any stage may import. ``kernels`` is the kernel classes: a library under the stages, not a stage.
 HELPERS = {"cache", "errors", "options", "graph", "pattern", "fusion", "registry", "soc", "progress",
-           "shape_values", "__init__"}
+           "shape_values", "kernels", "__init__"}
+#: The kernel classes' own packages, and the modules they share.
+KERNELS = PKG / "kernels"
+CLASS_PACKAGES = sorted(p.name for p in KERNELS.iterdir() if (p / "__init__.py").is_file())
 
 
 def _imports(path: Path) -> set[str]:
     """Top-level asc_onnx modules a file imports (relative imports resolved)."""
-    depth = len(path.relative_to(PKG).parts) - 1  # 0 for asc_onnx/x.py, 1 for asc_onnx/codegen/x.py
+    depth = len(path.relative_to(PKG).parts) - 1  # 0 for asc_onnx/x.py, 1 for asc_onnx/emulator/x.py
     out = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").startswith("asc_onnx."):
@@ -38,7 +41,24 @@ def _imports(path: Path) -> set[str]:
 
 
 def _files(stage: str) -> list[Path]:
-    return sorted((PKG / stage).glob("*.py")) if (PKG / stage).is_dir() else [PKG / f"{stage}.py"]
+    return sorted((PKG / stage).rglob("*.py")) if (PKG / stage).is_dir() else [PKG / f"{stage}.py"]
+
+
+def _kernel_imports(path: Path) -> set[str]:
+    """The modules under asc_onnx/kernels a file imports, as paths relative to it (``vector``, ``row/lower``)."""
+    here = path.relative_to(KERNELS).parent.parts
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = list(here)[:len(here) - (node.level - 1)] if node.level - 1 <= len(here) else None
+            if base is None:
+                continue
+            parts = base + [p for p in (node.module or "").split(".") if p]
+            if node.module is None:
+                out.update("/".join(parts + [a.name]) for a in node.names)
+            elif parts:
+                out.add("/".join(parts))
+    return out
 
 
 def test_stages_import_only_to_their_left():
@@ -57,15 +77,47 @@ def test_helpers_import_only_helpers():
             assert not bad, f"{f.relative_to(PKG)} is a helper but imports the stages {bad}"
 
 
-def test_no_stage_after_lowering_branches_on_a_kernel_class_ir_type():
-    """The stages after lowering ask the class registry (``kernels.of``) what a kernel class is and has; only the
-    emulator's drivers still tell the row class apart (issue 17 moves them into the classes)."""
-    for stage in ("package", "verify_kernels", "verify_deployed", "api", "report", "output"):
-        for f in _files(stage):
-            text = f.read_text()
-            for ir in ("PointwiseKernel", "RowKernel", "MatmulKernel"):
-                assert f"isinstance(k.ir, {ir})" not in text and f"isinstance(ir, {ir})" not in text, f
-            assert 'kernel == "' not in text, f
+def test_no_stage_branches_on_a_kernel_class():
+    """The stages ask the class registry (``kernels.of``) what a kernel class is and has: no module outside the
+    kernel packages names a class's IR type or compares a class's name."""
+    irs = [f"{cls.capitalize()}Kernel" for cls in CLASS_PACKAGES]
+    for f in sorted(PKG.rglob("*.py")):
+        if KERNELS in f.parents:
+            continue
+        text = f.read_text()
+        for ir in irs:
+            assert f"isinstance(k.ir, {ir})" not in text and f"isinstance(ir, {ir})" not in text, f
+        assert 'kernel == "' not in text and "kernel != \"" not in text, f
+
+
+def test_kernel_classes_share_only_the_shared_modules():
+    """A class package imports its own modules, the modules every class shares (``kernels/*.py``) and helpers,
+    never another class's: what two classes need lives in a shared module."""
+    shared = {p.stem for p in KERNELS.glob("*.py")} - {"__init__"}
+    for cls in CLASS_PACKAGES:
+        for f in sorted((KERNELS / cls).glob("*.py")):
+            for mod in _kernel_imports(f):
+                top = mod.split("/")[0]
+                assert top in shared or top == cls, f"{f.relative_to(PKG)} imports kernels/{mod}"
+    for f in sorted(KERNELS.glob("*.py")):
+        if f.name in ("__init__.py",):
+            continue
+        bad = {m for m in _kernel_imports(f) if m.split("/")[0] in CLASS_PACKAGES}
+        assert not bad, f"the shared module {f.name} imports the classes {bad}"
+
+
+def test_every_class_package_has_its_roles():
+    """Every registered class has a lowering, a renderer and an emulator driver with the functions the stages call."""
+    from asc_onnx.kernels import CLASSES
+
+    assert set(CLASS_PACKAGES) <= set(CLASSES)
+    for name in CLASS_PACKAGES:
+        cls = CLASSES[name]
+        for fn in ("kernel_source", "tiling_header", "tiling_calc", "host_source", "struct_name", "tiling_call"):
+            assert callable(getattr(cls.render, fn, None)), (name, fn)
+        assert isinstance(cls.render.REFUSALS, dict) and cls.render.REFUSALS
+        for fn in ("main_source", "output_shapes", "write_inputs"):
+            assert callable(getattr(cls.driver, fn, None)), (name, fn)
 
 
 def test_every_module_is_placed():

@@ -21,8 +21,8 @@ from onnx import helper, numpy_helper
 import asc_onnx
 from asc_onnx import FuseOptions
 from asc_onnx.emulator import cann_tiling
-from asc_onnx.emulator.harness import CUBE_FIELDS
-from asc_onnx.lower.matmul import MatmulKernel
+from asc_onnx.kernels.matmul.driver import CUBE_FIELDS
+from asc_onnx.kernels.matmul.lower import MatmulKernel
 from asc_onnx.soc import get_soc
 from asc_onnx.verify_kernels import check, matmul_inputs
 

@@ -15,8 +15,8 @@ from onnx import helper
 
 import asc_onnx
 from asc_onnx import FuseOptions
-from asc_onnx.codegen.pointwise import role
-from asc_onnx.lower import IO_TYPES
+from asc_onnx.kernels.ir import IO_TYPES
+from asc_onnx.kernels.skeleton import role
 
 CHECK = ROOT.parent / "shared" / "ascend" / "check" / "check.sh"
 pytestmark = pytest.mark.skipif(not CHECK.is_file(), reason="../shared/ascend is not present")

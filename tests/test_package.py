@@ -14,7 +14,7 @@ from onnx import helper
 
 import asc_onnx
 from asc_onnx import FuseOptions
-from asc_onnx.lower import snake_case
+from asc_onnx.kernels.ir import snake_case
 
 PROJECT_FILES = ["CMakePresets.json", "CMakeLists.txt", "build.sh", "op_host/CMakeLists.txt",
                  "op_kernel/CMakeLists.txt", "framework/CMakeLists.txt", "framework/onnx_plugin/CMakeLists.txt"]
@@ -123,7 +123,7 @@ def test_plugin_reads_int_attributes_from_atcs_json_including_absent_zero(tmp_pa
     import shutil
     import subprocess
 
-    from asc_onnx.codegen.skeleton import FIND_INT_ATTR
+    from asc_onnx.kernels.skeleton import FIND_INT_ATTR
 
     if shutil.which("g++") is None:
         pytest.skip("g++ is not installed")

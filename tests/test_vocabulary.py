@@ -12,12 +12,20 @@ from onnx import helper
 
 import asc_onnx
 from asc_onnx import FuseOptions
-from asc_onnx.chains.pointwise import BINARY, CLIP, COMPARE, ELEMENTWISE, UNARY, WHERE
+from asc_onnx.kernels.pointwise.region import CLIP, COMPARE, ELEMENTWISE, WHERE
+from asc_onnx.kernels.vector import EMITTERS
 from asc_onnx.soc import SOCS
 from asc_onnx.verify_kernels import check
 
 NODE = helper.make_node
 F = helper.make_tensor
+#: How each admitted op is called in a test chain: the binary ones take a second tensor or constant.
+BINARY = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "PRelu"})
+UNARY = ELEMENTWISE - BINARY - COMPARE - {CLIP, WHERE}
+
+
+def test_the_chain_pass_admits_exactly_the_op_table():
+    assert ELEMENTWISE == frozenset(EMITTERS) and BINARY <= ELEMENTWISE
 
 
 def _chain(op: str):

@@ -21,8 +21,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..errors import AscOnnxError
-from ..lower import IO_TYPES
-from ..lower.matmul import MatmulKernel
+from ..kernels import of
+from ..kernels.ir import IO_TYPES
+from ..kernels.matmul.lower import MatmulKernel
 from ..soc import Soc
 from .harness import _headers_digest, cache_dir
 
@@ -165,12 +166,12 @@ def for_inputs(ir: object, files: Mapping[str, str], soc: Soc, inputs: Sequence[
                core_num: int | None = None) -> dict[str, int] | int | None:
     """CANN's tiling for a matmul kernel run on ``inputs`` (x first, y's N from the weight), its refusal code, or
     None where the kernel is not a matmul kernel or the open CANN sources are not at hand."""
-    if not isinstance(ir, MatmulKernel) or source_root() is None:
+    if not of(ir).cube or source_root() is None:
         return None
-    from .harness import _output_shapes, onnx_type
+    from .harness import onnx_type, output_shapes
 
     x = inputs[0]
-    n = _output_shapes(ir, inputs)[0][-1]
+    n = output_shapes(ir, inputs)[0][-1]
     m = 1
     for d in x.shape[:-1]:
         m *= int(d)

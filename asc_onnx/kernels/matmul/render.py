@@ -21,11 +21,11 @@ Schedule (``<op>ComputeTiling``, compiled by both the CANN host file and the emu
 
 from __future__ import annotations
 
-from ..lower import IO_TYPES
-from ..lower.matmul import MatmulKernel
-from .pointwise import _step_call
-from .skeleton import GE_TYPES, HELPERS, cap, infer_dtype_and_opdef, kernel_entry, role, tiling_struct
-from .text import Lines, comment, f32
+from ..ir import IO_TYPES
+from ..skeleton import GE_TYPES, HELPERS, cap, infer_dtype_and_opdef, kernel_entry, role, tiling_struct
+from ..text import Lines, comment, f32
+from ..vector import step_call
+from .lower import MatmulKernel
 
 BUFFER_NUM = 2
 
@@ -456,7 +456,7 @@ def _compute(out: Lines, k: MatmulKernel, y: str) -> None:
         for st in k.const_steps:
             out(f"AscendC::Duplicate(r{st.dst}, {f32(st.scalar)}, count);")
         for st in k.steps:
-            out(_step_call(st))
+            out(step_call(st))
         if direct:
             out(f"FromFloat({y}Local, r{k.out_reg}, count);")
         else:
@@ -530,9 +530,9 @@ def host_source(k: MatmulKernel, compute_units: list[str]) -> str:
         out("const ge::DataType dt = context->GetInputDesc(0)->GetDataType();",
             "const uint32_t dtypeSize = dt == ge::DT_FLOAT ? 4 : 2;",
             f"auto* tiling = context->GetTilingData<{struct_name(k)}>();",
-            f"if ({k.op_type}ComputeTiling(static_cast<uint32_t>(m), static_cast<uint32_t>(n),"
-            " static_cast<uint32_t>(k), dtypeSize,",
-            "        dt == ge::DT_FLOAT, dt == ge::DT_BF16, coreNum, platform, coupled, nullptr, tiling) != 0) {",
+            *_if_nonzero(tiling_call(k, "static_cast<uint32_t>(m)", "static_cast<uint32_t>(n)",
+                                     "static_cast<uint32_t>(k)", "dtypeSize", "dt == ge::DT_FLOAT", "dt == ge::DT_BF16",
+                                     "coreNum", "platform", "coupled", "nullptr", "tiling")),
             "    return ge::GRAPH_FAILED;",
             "}",
             "context->SetBlockDim(tiling->blockDim);",
@@ -552,3 +552,15 @@ def host_source(k: MatmulKernel, compute_units: list[str]) -> str:
     out("}", "")
     infer_dtype_and_opdef(out, k.op_type, ins, [y], types, compute_units)
     return out.text()
+
+
+def tiling_call(k: MatmulKernel, m: str, n: str, kk: str, dtype_size: str, is_float: str, is_bf16: str, core_num: str,
+                platform: str, coupled: str, forced: str, out: str) -> tuple[str, str]:
+    """The call of ``<op>ComputeTiling`` with these argument expressions, as two lines (shapes, then the rest): its
+    signature in one place, for the host's TilingFunc and the emulator's driver."""
+    return (f"{k.op_type}ComputeTiling({m}, {n}, {kk}, {dtype_size},",
+            f"        {is_float}, {is_bf16}, {core_num}, {platform}, {coupled}, {forced}, {out})")
+
+
+def _if_nonzero(call: tuple[str, str]) -> tuple[str, str]:
+    return f"if ({call[0]}", f"{call[1]} != 0) {{"

@@ -34,9 +34,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from ..rewrite import FusedOp
-from .common import IO_TYPES, LoweringError, Param, snake_case
-from .pointwise import Step, _attr, _Builder, _lower_node
+from ...fusion import FusedOp
+from ..ir import IO_TYPES, LoweringError, Param, snake_case
+from ..vector import Builder, Step, attr, lower_node
 
 #: fp32 elements per stat slot: 64 bytes, so a slot cast to fp16 is one 32-byte block (DataCopyPad rows).
 STAT_SLOT = 16
@@ -96,6 +96,11 @@ class RowKernel:
     params: tuple[float, ...] = ()  # the first node's values of the scalars read from the tiling data
 
     @property
+    def input_names(self) -> tuple[str, ...]:
+        """Formal input names in kernel argument order."""
+        return tuple(x.name for x in self.inputs)
+
+    @property
     def num_params(self) -> int:
         """Scalars read from the tiling data (``td.param[i]``), set per node from its attributes."""
         return len(self.params)
@@ -116,7 +121,7 @@ class RowKernel:
         return tuple(i for i, x in enumerate(self.inputs) if x.kind == "bcast")
 
 
-class _RowBuilder(_Builder):
+class _RowBuilder(Builder):
     """Emits class-annotated steps; mixed-class binary ops become per-row forms."""
 
     def __init__(self, classes: Mapping[int, str]) -> None:
@@ -261,18 +266,18 @@ class _Row:
 
 def _trailing_axes(node, rank: int, shapes, row: _Row) -> None:
     """A reduction's axes must be a trailing group of its input (``keepdims=1``)."""
-    axes = _attr(node, "axes", None)
+    axes = attr(node, "axes", None)
     if axes is None and len(node.input) > 1 and node.input[1]:
         raise LoweringError(f"{node.op_type} takes its axes from a computed tensor")
     if axes is None:
-        if _attr(node, "noop_with_empty_axes", 0):
+        if attr(node, "noop_with_empty_axes", 0):
             raise LoweringError(f"{node.op_type} with no axes is a no-op here")
         axes = list(range(rank))
     norm = sorted(a % rank for a in axes)
     if norm != list(range(rank - len(norm), rank)):
         raise LoweringError(f"{node.op_type} reduces over axes {list(axes)} of a rank-{rank} tensor, not a trailing "
                             "group; the row kernel reduces rows")
-    if not _attr(node, "keepdims", 1):
+    if not attr(node, "keepdims", 1):
         raise LoweringError(f"{node.op_type} with keepdims=0 is not served by the row kernel")
     row.agree(shapes[node.input[0]][rank - len(norm):], node.op_type, rank)
 
@@ -388,11 +393,11 @@ def lower_row(op: FusedOp, symbolic: Mapping[str, tuple[object, ...] | None] | N
             rank = len(shape)
             if node.op_type in REDUCE_APIS:
                 axes = _axes_const(node, consts)
-                fake = helper.make_node(node.op_type, [node.input[0]], ["_"], keepdims=_attr(node, "keepdims", 1),
+                fake = helper.make_node(node.op_type, [node.input[0]], ["_"], keepdims=attr(node, "keepdims", 1),
                                         **({"axes": axes} if axes is not None else {}))
                 _trailing_axes(fake, rank, shapes, row)
             else:
-                axis = _attr(node, "axis", -1) % rank
+                axis = attr(node, "axis", -1) % rank
                 if node.op_type in ("Softmax", "LogSoftmax") and axis != rank - 1:
                     raise LoweringError(f"{node.op_type} over axis {axis} of a rank-{rank} tensor, not the last axis")
                 row.agree(shape[axis:], node.op_type, rank)
@@ -449,7 +454,7 @@ def _lower_row_node(b: _RowBuilder, node, args, shapes) -> list[int | float | No
     op = node.op_type
     x = args[0] if args else None
     if op in IDENTITY_OPS:
-        if op == "Cast" and _attr(node, "to", TensorProto.FLOAT) not in (TensorProto.FLOAT, TensorProto.FLOAT16,
+        if op == "Cast" and attr(node, "to", TensorProto.FLOAT) not in (TensorProto.FLOAT, TensorProto.FLOAT16,
                                                                           TensorProto.BFLOAT16, TensorProto.DOUBLE):
             raise LoweringError("a Cast to a non-float type is not served by the row kernel")
         return [x]
@@ -470,7 +475,7 @@ def _lower_row_node(b: _RowBuilder, node, args, shapes) -> list[int | float | No
             return [b.emit("Div", (e, s))]
         return [b.emit("Sub", (d, b.emit("Ln", (s,))))]
     if op == "LayerNormalization":
-        eps = _attr(node, "epsilon", 1e-5)
+        eps = attr(node, "epsilon", 1e-5)
         mean = b.mean(x)
         d = b.emit("Sub", (x, mean))
         var = b.mean(b.emit("Mul", (d, d)))
@@ -480,14 +485,14 @@ def _lower_row_node(b: _RowBuilder, node, args, shapes) -> list[int | float | No
             y = b.emit("Add", (y, args[2]))
         return [y, mean, rstd]
     if op == "RMSNormalization":
-        eps = _attr(node, "epsilon", 1e-5)
+        eps = attr(node, "epsilon", 1e-5)
         ms = b.mean(b.emit("Mul", (x, x)))
         rstd = b.emit("Div", (b.dup(1.0), b.emit("Sqrt", (b.emit("Adds", (ms,), eps),))))
         return [b.emit("Mul", (b.emit("Mul", (x, rstd)), args[1]))]
     if len(node.output) != 1:
         raise LoweringError(f"{op} with several outputs is not served by the row kernel")
     try:
-        return [_lower_node(b, node, args)]
+        return [lower_node(b, node, args)]
     except LoweringError as exc:
         raise LoweringError(str(exc).replace("pointwise kernel", "row kernel")) from None
 

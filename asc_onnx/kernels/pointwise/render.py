@@ -26,13 +26,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..lower import IO_TYPES, PointwiseKernel
-from .skeleton import (
+from ..ir import IO_TYPES
+from ..skeleton import (
     GE_TYPES,
     HELPERS,
     LAUNCH_LINES,
     cap,
-    driver_tiling,
     infer_dtype_and_opdef,
     kernel_entry,
     param_lines,
@@ -40,7 +39,9 @@ from .skeleton import (
     role,
     tiling_struct,
 )
-from .text import Lines, comment, f32
+from ..text import Lines, comment, f32
+from ..vector import step_call
+from .lower import PointwiseKernel
 
 BUFFER_NUM = 2
 ALIGN_ELEMS = 16  # 32 bytes of fp16/bf16, two blocks of fp32
@@ -188,33 +189,6 @@ def tiling_calc(k: PointwiseKernel) -> str:
           "return 0;")
     out("}")
     return out.text()
-
-
-def _step_call(step) -> str:
-    dst = f"r{step.dst}"
-    srcs = ", ".join(f"r{s}" for s in step.srcs)
-    mask = "template ReinterpretCast<uint8_t>()"
-    if step.api == "Compare":
-        return (f"AscendC::Compare({dst}.{mask}, {srcs}, AscendC::CMPMODE::{step.mode}, "
-                "CompareCount(count));")
-    if step.api == "Compares":
-        return (f"AscendC::Compares({dst}.{mask}, {srcs}, {f32(step.scalar)}, AscendC::CMPMODE::{step.mode}, "
-                "CompareCount(count));")
-    if step.api == "Select":
-        m, a, b = (f"r{s}" for s in step.srcs)
-        return (f"AscendC::Select({dst}, {m}.{mask}, {a}, {b}, AscendC::SELMODE::VSEL_TENSOR_TENSOR_MODE, "
-                "count);")
-    if step.api == "Duplicate":
-        return f"AscendC::Duplicate({dst}, {f32(step.scalar)}, count);"
-    if step.api == "CastToInt":  # the register's bytes as int32
-        return (f"AscendC::Cast({dst}.template ReinterpretCast<int32_t>(), {srcs}, "
-                f"AscendC::RoundMode::CAST_{step.mode}, count);")
-    if step.api == "CastFromInt":
-        return (f"AscendC::Cast({dst}, {srcs}.template ReinterpretCast<int32_t>(), AscendC::RoundMode::CAST_NONE, "
-                "count);")
-    if step.scalar is not None:
-        return f"AscendC::{step.api}({dst}, {srcs}, {f32(step.scalar)}, count);"
-    return f"AscendC::{step.api}({dst}, {srcs}, count);"
 
 
 MAX_QUEUES = 4  # QUE_MAX_EVENT = 8 buffers per position: four double-buffered queues
@@ -522,7 +496,7 @@ def _compute(out: Lines, k: PointwiseKernel, ins, outs, bc, inq, outq) -> None:
             else:
                 out(f"AscendC::LocalTensor<float> r{r} = regs[{r} * td.tileStride];")
         for step in k.steps:
-            out(_step_call(step))
+            out(step_call(step))
         for o, r in enumerate(k.out_regs):
             if r in out_of:
                 out(f"FromFloat({out_tensor[o]}, r{r}, count);")
@@ -628,21 +602,3 @@ def tiling_call(k: PointwiseKernel, total: str, periods: str, dtype_size: str, c
     """The call of ``<op>ComputeTiling`` with these argument expressions: its signature in one place, for the
     host's TilingFunc and the emulator's driver."""
     return f"{k.op_type}ComputeTiling({total}, {periods}, {dtype_size}, {core_num}, {ub}, {has_pad}, {out})"
-
-
-#: The emulator driver's elements per tile (for its traffic counters).
-DRIVER_TILE = "tiling.tileLength"
-
-
-def driver_setup(k: PointwiseKernel, struct: str) -> str:
-    """The emulator driver's host side: the tiling from the full input's length and each broadcast's period, then
-    the output sizes (the driver's ``bufs`` hold the inputs as read from their files)."""
-    nout = len(k.outputs)
-    bc = list(k.broadcast_inputs)
-    full0 = next(i for i, x in enumerate(k.inputs) if x.kind == "full")
-    call = tiling_call(k, "total", "periods", "dtypeSize", "coreNum", "tilingUb", "st.soc.hasDataCopyPad", "&tiling")
-    return f"""const uint64_t total = bufs[{full0}].size() / dtypeSize;
-    uint64_t periods[{max(1, len(bc))}] = {{0}};
-    {" ".join(f"periods[{j}] = bufs[{i}].size() / dtypeSize;" for j, i in enumerate(bc))}
-    {driver_tiling(struct, call, k.num_params)}
-    std::vector<uint64_t> outElems({nout}, total);"""

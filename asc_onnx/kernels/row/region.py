@@ -22,10 +22,11 @@ import numpy as np
 import onnx
 import onnx_graphsurgeon as gs
 
-from ..fusion import Fusion
-from ..graph import COMMUTATIVE, FLOAT_TYPES, attrs_of, const_array, onnx_dtype, producer
-from ..pattern import Rule
-from .pointwise import ELEMENTWISE, _operand_key
+from ...fusion import Fusion
+from ...graph import COMMUTATIVE, FLOAT_TYPES, attrs_of, const_array, onnx_dtype, producer
+from ...pattern import Rule
+from ..regions import operand_key
+from ..vector import EMITTERS
 
 REDUCTIONS = frozenset({"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceSumSquare", "ReduceL2"})
 ROW_OPS = frozenset({"Softmax", "LogSoftmax", "LayerNormalization", "RMSNormalization"})
@@ -123,7 +124,7 @@ def _joins(node: gs.Node, split: _Split, region: dict[int, gs.Node], claimed: se
     """A node may join: an op the row kernel lowers, on this split, with outputs that keep it, of ``floats``."""
     if id(node) in claimed or id(node) in region or (node.domain or "") not in ("", "ai.onnx"):
         return False
-    if node.op not in ELEMENTWISE | VIEWS | REDUCTIONS | ROW_OPS:
+    if node.op not in EMITTERS.keys() | VIEWS | REDUCTIONS | ROW_OPS:
         return False
     outs = [t for t in node.outputs if t.name]
     if not outs or any(onnx_dtype(t) not in floats | {onnx.TensorProto.BOOL} for t in outs):
@@ -272,7 +273,7 @@ def find_row_chains(graph: gs.Graph, rule: Rule, claimed: set[int], outputs: set
         for n in nodes:
             ins = tuple(n.inputs)
             if n.op in COMMUTATIVE and len(ins) == 2:
-                ins = tuple(sorted(ins, key=lambda t: _operand_key(t, region)))
+                ins = tuple(sorted(ins, key=lambda t: operand_key(t, region)))
             operands[id(n)] = ins
         inputs: list[gs.Tensor] = []
         for n in nodes:

@@ -19,14 +19,12 @@ staged by the scalar unit in ``edgeBuf``. Rows shorter than 32 bytes and per-row
 
 from __future__ import annotations
 
-from ..lower import IO_TYPES
-from ..lower.row import MAX_LEAD, STAT_SLOT, RowKernel, RowStep
-from .skeleton import (
+from ..ir import IO_TYPES
+from ..skeleton import (
     GE_TYPES,
     HELPERS,
     LAUNCH_LINES,
     cap,
-    driver_tiling,
     infer_dtype_and_opdef,
     kernel_entry,
     param_lines,
@@ -34,7 +32,8 @@ from .skeleton import (
     role,
     tiling_struct,
 )
-from .text import Lines, comment, f32
+from ..text import Lines, comment, f32
+from .lower import MAX_LEAD, STAT_SLOT, RowKernel, RowStep
 
 BUFFER_NUM = 2
 MIN_CORE_BYTES = 16384
@@ -881,36 +880,3 @@ def tiling_call(k: RowKernel, dims: str, rank: str, row_dims: str, bcast_dims: s
     host's TilingFunc and the emulator's driver."""
     return (f"{k.op_type}ComputeTiling({dims}, {rank}, {row_dims}, {bcast_dims}, {bcast_ranks}, {dtype_size}, "
             f"{core_num}, {ub}, {has_pad}, {out})")
-
-
-#: The emulator driver's rows per tile (0 in split mode: a row walked in chunks).
-DRIVER_TILE = "(tiling.chunkLength != 0 ? 0 : tiling.tileRows)"
-
-
-def driver_setup(k: RowKernel, struct: str) -> str:
-    """The emulator driver's host side: every input's shape and the data's from shapes.txt (the row dims too: ops
-    that differ only there share one program), the tiling, then the output sizes (statistics: one per row)."""
-    nin, nout = len(k.inputs), len(k.outputs)
-    bc = list(k.broadcast_inputs)
-    stat = [o for o, kd in enumerate(k.output_kinds) if kd == "stat"]
-    call = tiling_call(k, f"shapes[{nin}].data()", f"shapes[{nin}].size()", "rowDims", "bcastDims", "bcastRanks",
-                       "dtypeSize", "coreNum", "tilingUb", "st.soc.hasDataCopyPad", "&tiling")
-    return f"""std::vector<std::vector<uint64_t>> shapes({nin + 1});  // every input's, then the data's
-    uint32_t rowDims = 0;  // the op's, not compiled in: ops that differ only there share one program
-    {{
-        std::ifstream f(dir + "/shapes.txt");
-        f >> rowDims;
-        for (int i = 0; i < {nin + 1}; ++i) {{
-            uint32_t r = 0;
-            f >> r;
-            shapes[i].resize(r);
-            for (uint32_t d = 0; d < r; ++d) f >> shapes[i][d];
-        }}
-    }}
-    const uint64_t* bcastDims[{max(1, len(bc))}] = {{nullptr}};
-    uint32_t bcastRanks[{max(1, len(bc))}] = {{0}};
-    {" ".join(f"bcastDims[{j}] = shapes[{i}].data(); bcastRanks[{j}] = shapes[{i}].size();" for j, i in enumerate(bc))}
-    {driver_tiling(struct, call, k.num_params)}
-    const uint64_t total = tiling.rows * tiling.rowLength;
-    std::vector<uint64_t> outElems({nout}, total);
-    {" ".join(f"outElems[{o}] = tiling.rows;" for o in stat)}"""

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 from onnx import helper, numpy_helper
 
-from ..rewrite import FusedOp
-from .common import IO_TYPES, LoweringError, snake_case
-from .pointwise import Step, _allocate, _Builder, _lower_node, _scalar, _silu_products
+from ...fusion import FusedOp
+from ..ir import IO_TYPES, LoweringError, snake_case
+from ..vector import Builder, Step, allocate, lower_node, scalar, silu_products
 
 
 @dataclass(frozen=True)
@@ -57,10 +57,20 @@ class MatmulKernel:
     out_reg: int
     num_regs: int
     dtypes: tuple[int, ...]
+    params: tuple[float, ...] = ()  # the epilogue's constants are baked in: no parameters
 
     @property
     def has_bias(self) -> bool:
         return any(g.bias is not None for g in self.gemms)
+
+    @property
+    def num_params(self) -> int:
+        return len(self.params)
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        """Formal input names in kernel argument order."""
+        return self.inputs
 
 
 def _attr(node, name: str, default):
@@ -80,7 +90,7 @@ def lower_matmul(op: FusedOp) -> MatmulKernel:
     formal = {n: i for i, n in enumerate(op.input_names)}
     tensors = {n.output[0]: n.attribute[0].t for n in op.function.node if n.op_type == "Constant"}
     sizes = {n.input[1] for n in op.function.node if n.op_type == "Split" and len(n.input) > 1}  # read below
-    consts = {name: _scalar(t) for name, t in tensors.items() if name not in sizes}
+    consts = {name: scalar(t) for name, t in tensors.items() if name not in sizes}
     transposed: dict[str, int] = {}  # Transpose outputs of a formal weight
     c_of: dict[str, int] = {}  # tensor -> gemm index holding it (before the epilogue)
     gemms: list[dict] = []
@@ -151,11 +161,11 @@ def lower_matmul(op: FusedOp) -> MatmulKernel:
     if len(trans_flags) != 1:
         raise LoweringError("one MatMul's weight is transposed and the other's is not")
     split = any(g["half"] for g in gemms)
-    b = _Builder(len(gemms))
+    b = Builder(len(gemms))
     values: dict[str, int | float] = dict(consts)
     for name, gi in c_of.items():
         values[name] = gi
-    silu_of = _silu_products(op.function)
+    silu_of = silu_products(op.function)
     sig_only = {s for _, s in silu_of.values()}
     for node in epilogue:
         if len(node.output) != 1:
@@ -169,7 +179,7 @@ def lower_matmul(op: FusedOp) -> MatmulKernel:
             if i not in values:
                 raise LoweringError(f"the epilogue's {node.op_type} reads {i!r}, neither a MatMul result "
                                     "nor a constant")
-        values[node.output[0]] = _lower_node(b, node, [values[i] for i in node.input])
+        values[node.output[0]] = lower_node(b, node, [values[i] for i in node.input])
     if len(op.output_names) != 1:
         raise LoweringError("the matmul kernel writes one output")
     v = values.get(op.output_names[0])
@@ -178,7 +188,7 @@ def lower_matmul(op: FusedOp) -> MatmulKernel:
     out = v if isinstance(v, int) else b.dup(v)
     const = [st for st in b.steps if st.api == "Duplicate"]
     body = [st for st in b.steps if st.api != "Duplicate"]
-    steps, out_regs, n = _allocate(const + body, len(gemms), [out], {st.dst for st in const})
+    steps, out_regs, n = allocate(const + body, len(gemms), [out], {st.dst for st in const})
     if any(s.api == "Select" for s in steps):
         raise LoweringError("Select in a matmul epilogue is not served (it needs UB scratch at TMP_UB_OFFSET)")
     order = [formal[x_name]] + [i for i in range(len(op.input_names)) if i != formal[x_name]]

@@ -14,24 +14,20 @@ from __future__ import annotations
 import onnx
 import onnx_graphsurgeon as gs
 
-from ..fusion import Fusion
-from ..graph import COMMUTATIVE, FLOAT_TYPES, const_array, is_const, onnx_dtype, producer
-from ..pattern import Rule
+from ...fusion import Fusion
+from ...graph import COMMUTATIVE, FLOAT_TYPES, const_array, is_const, onnx_dtype, producer
+from ...pattern import Rule
+from ..regions import operand_key
+from ..vector import CMP_MODES, EMITTERS
 
-#: The ops the pointwise and row lowerings serve, and only those: a chain holding any other op would be fused
-#: into model.asc.onnx with no kernel (tests/test_vocabulary.py holds the two to each other).
-UNARY = frozenset({
-    "Abs", "Ceil", "Celu", "Cos", "Elu", "Erf", "Exp", "Floor", "Gelu", "HardSigmoid", "HardSwish", "LeakyRelu", "Log",
-    "Mish", "Neg", "Reciprocal", "Relu", "Selu", "Sigmoid", "Sign", "Sin", "Softplus", "Softsign", "Sqrt", "Tanh",
-    "ThresholdedRelu",
-})
-BINARY = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "PRelu"})
+#: The ops a chain may hold: exactly the vector op table's (what the lowering serves), so a chain holding any
+#: other op is never fused into model.asc.onnx without a kernel.
+ELEMENTWISE = frozenset(EMITTERS)
 #: Ops whose extra inputs must be scalar constants (Clip's min and max).
 CLIP = "Clip"
 #: Comparisons: float operands, a bool mask that only a Where inside the chain may read.
-COMPARE = frozenset({"Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Equal"})
+COMPARE = frozenset(CMP_MODES)
 WHERE = "Where"
-ELEMENTWISE = UNARY | BINARY | COMPARE | {CLIP, WHERE}
 
 
 def _broadcastable(t: gs.Tensor, out_shape: list) -> bool:
@@ -96,16 +92,6 @@ def _grow(root: gs.Node, claimed: set[int], outputs: set[int]) -> list[gs.Node]:
     return list(group.values())
 
 
-def _operand_key(t: gs.Tensor, members: dict[int, gs.Node]) -> str:
-    p = producer(t)
-    if p is not None and id(p) in members:
-        return "n:" + p.op + "(" + ",".join(_operand_key(i, members) for i in p.inputs) + ")"
-    arr = const_array(t, limit=1)
-    if arr is not None:
-        return f"c:{arr.reshape(-1)[0]!r}"
-    return "in"
-
-
 def _outside_inputs(root: gs.Node, operands: dict[int, tuple[gs.Tensor, ...]],
                     members: dict[int, gs.Node]) -> list[gs.Tensor]:
     """Non-constant inputs from outside the chain, in depth-first order from the root."""
@@ -145,7 +131,7 @@ def find_chains(graph: gs.Graph, rule: Rule, claimed: set[int], outputs: set[int
         for n in nodes:
             ins = tuple(n.inputs)
             if n.op in COMMUTATIVE and len(ins) == 2:
-                ins = tuple(sorted(ins, key=lambda t: _operand_key(t, members)))
+                ins = tuple(sorted(ins, key=lambda t: operand_key(t, members)))
             operands[id(n)] = ins
         inputs = _outside_inputs(root, operands, members)
         if not inputs:
@@ -157,4 +143,4 @@ def find_chains(graph: gs.Graph, rule: Rule, claimed: set[int], outputs: set[int
     return fusions
 
 
-__all__ = ["find_chains", "ELEMENTWISE", "UNARY", "BINARY"]
+__all__ = ["find_chains", "ELEMENTWISE", "CLIP", "COMPARE", "WHERE"]

@@ -1,0 +1,189 @@
+"""What every emulator driver shares: the C++ helpers a driver starts with, the driver of the vector classes, and
+the entry point every driver defines.
+
+A driver is a C++ program around one generated kernel, compiled against the emulator's headers: it reads the
+inputs from files, computes the tiling with the op's own ``<op>ComputeTiling``, runs the blocks and prints one
+JSON line of counters. Each defines ``int Drive(int argc, char** argv)`` (:data:`ENTRY`); the harness adds the
+``main`` that calls it, or one ``main`` that picks among several drivers of a batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..soc import Soc
+
+#: Every driver's entry point.
+ENTRY = "Drive"
+
+
+def write_shapes(path: Path, shapes: Sequence[Sequence[int]], head: str | None = None) -> None:
+    """``shapes.txt``: one line per array, its rank then its dims (after an optional first line)."""
+    lines = ([head] if head is not None else []) + [" ".join(str(v) for v in (len(sh), *sh)) for sh in shapes]
+    path.write_text("\n".join(lines))
+
+
+#: C++ helpers every emulator driver starts with: GM buffers from files, the counters' sum, one-line JSON errors.
+DRIVER_HELPERS = r"""static std::vector<uint8_t> ReadFile(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+static uint64_t VecElems() {
+    uint64_t n = 0;
+    for (auto& kv : asc_emu::St().vecElems) n += kv.second;
+    return n;
+}
+
+// The vector instructions by kind, closing the run's JSON line.
+static void PrintVecAndClose() {
+    bool first = true;
+    for (auto& kv : asc_emu::St().vecInstr) {
+        std::cout << (first ? "" : ", ") << "\"" << kv.first << "\": " << kv.second;
+        first = false;
+    }
+    std::cout << "}}" << std::endl;
+}
+
+static int Report(const std::string& kind, const std::string& msg) {
+    std::string m;
+    for (char c : msg) m += (c == '"' || c == '\\') ? '?' : c;
+    std::cout << "{\"error\": \"" << kind << "\", \"message\": \"" << m << "\"}" << std::endl;
+    return 2;
+}
+
+// Blocks 0..n-1 one after another; a fault becomes the run's one-line JSON error.
+template <typename F>
+static int RunBlocks(uint32_t n, F&& launch) {
+    auto& st = asc_emu::St();
+    st.blockNum = n;
+    for (uint32_t b = 0; b < n; ++b) {
+        st.blockIdx = b;
+        try {
+            launch();
+            asc_emu::EndBlock();
+        } catch (const asc_emu::Fault& e) {
+            return Report("fault", "block " + std::to_string(b) + ": " + e.what());
+        }
+    }
+    return 0;
+}
+"""
+
+
+def vector_main(k: Any, struct: str, setup: str, tile: str, prefix: str = "") -> str:
+    """The driver of a vector kernel (pointwise, row): GM buffers from files, the host tiling (``setup``: the
+    class's tiling call and output sizes), blocks one after another. ``tile`` is the C++ expression of the
+    elements per tile the run reports; ``prefix`` the folder of the op's files (``op_kernel/``, ``op_host/``)
+    relative to the compile's include root."""
+    nin, nout = len(k.inputs), len(k.outputs)
+    args = ", ".join(f"bufs[{i}].data()" for i in range(nin + nout))
+    return f"""// asc-onnx emulator driver for {k.op_type}.
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include "kernel_operator.h"
+#include "{prefix}op_kernel/{k.snake}.cpp"
+#include "{prefix}op_host/{k.snake}_tiling_calc.h"
+
+{DRIVER_HELPERS}
+int Drive(int argc, char** argv) {{
+    if (argc != 5) return Report("usage", "dir coreNum dtypeSize tilingUbBytes");
+    const std::string dir = argv[1];
+    auto& st = asc_emu::St();  // the SoC follows __NPU_ARCH__, as the kernel's own code paths do
+    const uint32_t coreNum = static_cast<uint32_t>(std::stoul(argv[2]));
+    const uint32_t dtypeSize = static_cast<uint32_t>(std::stoul(argv[3]));
+    const uint64_t tilingUb = std::stoull(argv[4]);  // GetCoreMemSize(UB) after ReserveLocalMemory
+    std::vector<std::vector<uint8_t>> bufs({nin + nout});
+    for (int i = 0; i < {nin}; ++i) bufs[i] = ReadFile(dir + "/in" + std::to_string(i) + ".bin");
+    {setup}
+    for (int o = 0; o < {nout}; ++o) bufs[{nin} + o].assign(outElems[o] * dtypeSize, 0xEE);
+    st.gm.reserve({nin + nout});
+    for (int i = 0; i < {nin + nout}; ++i) {{
+        const bool out = i >= {nin};
+        st.gm.push_back({{(out ? "output " : "input ") + std::to_string(out ? i - {nin} : i), bufs[i].data(),
+                         bufs[i].size(), out, std::vector<int32_t>(out ? bufs[i].size() : 0, -1)}});
+    }}
+    std::vector<uint8_t> tilingBuf(sizeof(tiling));
+    std::memcpy(tilingBuf.data(), &tiling, sizeof(tiling));
+    std::vector<uint8_t> workspace(32);
+    if (const int rc = RunBlocks(tiling.blockDim, [&] {{ {k.snake}({args}, workspace.data(), tilingBuf.data()); }}))
+        return rc;
+    for (auto& g : st.gm) {{
+        if (!g.output) continue;
+        for (size_t i = 0; i < g.bytes; ++i) {{
+            if (g.writer[i] == -1)
+                return Report("fault", "byte " + std::to_string(i) + " of " + g.name +
+                              " was never written by any block");
+        }}
+    }}
+    for (int o = 0; o < {nout}; ++o) {{
+        std::ofstream f(dir + "/out" + std::to_string(o) + ".bin", std::ios::binary);
+        f.write(reinterpret_cast<const char*>(bufs[{nin} + o].data()), bufs[{nin} + o].size());
+    }}
+    std::cout << "{{\\"block_dim\\": " << tiling.blockDim << ", \\"gm_read\\": " << st.gmReadBytes
+              << ", \\"gm_write\\": " << st.gmWriteBytes << ", \\"ub_peak\\": " << st.ubPeak
+              << ", \\"scalar\\": " << st.scalarInstr << ", \\"tile_length\\": " << {tile}
+              << ", \\"vec_elems\\": " << VecElems() << ", \\"vec\\": {{";
+    PrintVecAndClose();
+    return 0;
+}}
+"""
+
+
+def driver_tiling(struct: str, call: str, num_params: int) -> str:
+    """Emulator driver lines (at four spaces) that run the host tiling ``call`` into ``tiling`` and report a
+    refusal, then set the tiling data's parameters from params.txt (fp32 bits), as TilingFunc does from the
+    node's attributes."""
+    params = "" if not num_params else (
+        f"{{ std::ifstream pf(dir + \"/params.txt\"); for (int i = 0; i < {num_params}; ++i) "
+        "{ uint32_t bits = 0; pf >> bits; std::memcpy(&tiling.param[i], &bits, sizeof(bits)); } }")
+    return "\n    ".join([f"{struct} tiling{{}};", f"const int rc = {call};",
+                          'if (rc != 0) return Report("tiling", "tiling refused the shape, reason " + '
+                          'std::to_string(rc));', params])
+
+
+
+def vector_files(k: Any, folder: Path, inputs: Sequence[np.ndarray], out_shapes: Sequence[tuple[int, ...]],
+                 row_dims: int) -> None:
+    """shapes.txt of a vector kernel: the row dims (0 for pointwise), every input's shape, the first output's."""
+    write_shapes(folder / "shapes.txt", [a.shape for a in inputs] + [out_shapes[0]], head=str(row_dims))
+
+
+def vector_args(k: Any, soc: Soc, core_num: int, dtype_size: int) -> list[str]:
+    """coreNum, dtypeSize and the UB the host tiling sees (8 KB less where Select needs its scratch)."""
+    tiling_ub = soc.ub_bytes - (8192 if k.uses_select else 0)
+    return [str(core_num), str(dtype_size), str(tiling_ub)]
+
+
+def concrete(shape: Sequence[object] | None, default_dim: int) -> tuple[int, ...]:
+    """A shape with symbolic dims replaced by ``default_dim``."""
+    return tuple(d if isinstance(d, int) and d >= 0 else default_dim for d in (shape or ()))
+
+
+def vector_inputs(ir: Any, inst: Any, np_dtype: type, out_shape: tuple[int, ...], rng: np.random.Generator,
+                  broadcast_shapes: Sequence[tuple[int, ...]] | None = None, dim: int = 4) -> list[np.ndarray]:
+    """Normal inputs of a vector kernel: full inputs of ``out_shape``; the others of their instance shape with
+    dynamic dims bound to the data's at the aligned axis (or ``dim``), or ``broadcast_shapes`` in order."""
+    given = iter(broadcast_shapes or ())
+    out = []
+    for i, x in enumerate(ir.inputs):
+        if x.kind == "full":
+            shape = out_shape
+        elif broadcast_shapes:
+            shape = next(given)
+        else:  # dynamic dims take the data's binding at the aligned axis (they are that axis, or 1 there)
+            dims = list(inst.input_shapes[i] or ())
+            shape = tuple(d if isinstance(d, int) and d >= 0 else
+                          (out_shape[len(out_shape) - len(dims) + j] if len(out_shape) - len(dims) + j >= 0 else dim)
+                          for j, d in enumerate(dims))
+        # asarray: a rank-0 draw is a numpy scalar, which onnxruntime does not take as a tensor
+        out.append(np.asarray(rng.standard_normal(shape) * 2, dtype=np.float32).astype(np_dtype))
+    return out
+
+__all__ = ["DRIVER_HELPERS", "ENTRY", "concrete", "driver_tiling", "vector_args", "vector_files", "vector_inputs",
+           "vector_main", "write_shapes"]
