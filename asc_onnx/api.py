@@ -368,7 +368,7 @@ def emulate(out_dir: str | os.PathLike, options: FuseOptions = FuseOptions(),
     report, kernels = _load_kernels(out)
     options = _fuse_shapes(report, options)
     soc = get_soc(report.get("atc", {}).get("soc", options.soc))
-    source = Path(model) if model is not None else Path(report.get("source", ""))
+    source = Path(model) if model is not None else Path(report.get("source") or "")
     feeds = None
     if source.is_file():
         feeds = make_inputs(onnx.load(str(source), load_external_data=False), options.shape_map, options.seed,
