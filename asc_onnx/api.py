@@ -346,7 +346,8 @@ def _report(name: str, p: Planned, r: RewriteResult, pkg: PackageResult, options
     report["control_flow_bodies"] = list(p.subgraphs)
     report["kernels"] = {
         "generated": [{"op_type": k.op.op_type, "entry": k.ir.snake, "files": sorted(k.files),
-                       "input_kinds": of(k).input_kinds(k.ir)} for k in pkg.kernels],
+                       "input_kinds": of(k).input_kinds(k.ir), "schedule": of(k).schedule_record(k.ir)}
+                      for k in pkg.kernels],
         "not_generated": [{"op_type": t, "reason": why} for t, why in pkg.skipped],
         "emulated": [asdict(c) for c in state["checks"]],
         "data_movement": [asdict(m) for m in state["moves"]],
@@ -405,7 +406,10 @@ def _load_kernels(out: Path) -> tuple[dict[str, Any], list[Kernel]]:
             if not path.is_file():
                 raise AscOnnxError(f"{path} is missing from the op package")
             files[rel] = path.read_text()
-        kernels.append(Kernel(op, lower(op, kinds=entry.get("input_kinds")), files))
+        ir = lower(op, kinds=entry.get("input_kinds"))
+        if isinstance(entry.get("schedule"), dict):  # the schedule the files were rendered with
+            ir = of(op.kernel).scheduled(ir, None, entry["schedule"])
+        kernels.append(Kernel(op, ir, files))
     if not kernels:
         raise AscOnnxError(f"{out} has no generated kernels to emulate")
     return report, kernels

@@ -191,6 +191,14 @@ def lower(op: FusedOp, symbolic: Mapping[str, tuple[object, ...] | None] | None 
     return of(op.kernel).lower(op, symbolic, kinds)
 
 
+def render(op: FusedOp, ir: KernelIR, soc: Soc, atc_mode: str = "compat") -> Kernel:
+    """Every file of one op's kernel from its IR (a benchmark renders one op under several schedules)."""
+    body_ops = [n.op_type for n in op.function.node if n.op_type != "Constant"]
+    files = skeleton.render(of(ir).render, ir, op.rule, body_ops, list(op.instances[0].source_nodes),
+                            [soc.compute_unit], origin_keys(op.op_type, atc_mode))
+    return Kernel(op, ir, files)
+
+
 def package(rewritten: RewriteResult, soc: Soc, atc_mode: str, shape_map: Mapping[str, Sequence[int]],
             exclude: Mapping[str, str] | None = None,
             symbolic: Mapping[str, tuple[object, ...] | None] | None = None) -> PackageResult:
@@ -207,17 +215,14 @@ def package(rewritten: RewriteResult, soc: Soc, atc_mode: str, shape_map: Mappin
             continue
         try:
             cls = of(op.kernel)
-            ir = cls.lower(op, symbolic, None)
+            ir = cls.scheduled(cls.lower(op, symbolic, None), soc)
             why = cls.unsupported(ir, soc)
             if why:
                 raise LoweringError(why)
         except LoweringError as exc:
             skipped.append((op.op_type, str(exc)))
             continue
-        body_ops = [n.op_type for n in op.function.node if n.op_type != "Constant"]
-        files = skeleton.render(cls.render, ir, op.rule, body_ops, list(op.instances[0].source_nodes),
-                                [soc.compute_unit], origin_keys(op.op_type, atc_mode))
-        kernels.append(Kernel(op, ir, files))
+        kernels.append(render(op, ir, soc, atc_mode))
     served = {k.op.op_type for k in kernels}
     unserved = [(DOMAIN, op.op_type) for op in rewritten.ops if op.op_type not in served]
     asc = rewritten.asc_model
@@ -246,5 +251,5 @@ def package(rewritten: RewriteResult, soc: Soc, atc_mode: str, shape_map: Mappin
     return PackageResult(tuple(kernels), tuple(skipped), atc, notes, files, renamed)
 
 
-__all__ = ["package", "lower", "PackageResult", "Kernel", "origin_keys", "atc_script",
+__all__ = ["package", "lower", "render", "PackageResult", "Kernel", "origin_keys", "atc_script",
            "rename_atc_inputs", "VENDOR"]

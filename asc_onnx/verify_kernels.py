@@ -49,6 +49,8 @@ class KernelCheck:
     cube: Mapping[str, int] | None = None  # matmul kernels: cube counters and the tiling used
     tiling: str = ""  # matmul kernels: whose Matmul tiling the run used ("CANN" or "asc-onnx")
     refused: bool = False  # the host tiling refused the shape (the kernel never ran): ``error`` says why
+    tile_length: int = 0  # the run's tile: elements (pointwise), rows (row; 0 in split mode), C block elements
+    ub_peak: int = 0  # unified-buffer bytes the run used at most
 
 
 @dataclass(frozen=True)
@@ -193,7 +195,7 @@ def check(k: Kernel, inputs: Sequence[np.ndarray], soc: Soc, label: str, core_nu
     cmps = [compare_arrays(n, r, g, dtype) for n, r, g in zip(k.op.output_names, refs, res.outputs)]
     return KernelCheck(k.op.op_type, label, shape, name, max(c.max_abs for c in cmps), max(c.max_rel for c in cmps),
                        res.gm_read_bytes + res.gm_write_bytes, res.block_dim, all(c.ok for c in cmps), None,
-                       res.vec_elems, res.cube, whose)
+                       res.vec_elems, res.cube, whose, tile_length=res.tile_length, ub_peak=res.ub_peak_bytes)
 
 
 def _saturated(a: np.ndarray) -> np.ndarray:

@@ -32,6 +32,7 @@ from onnx import TensorProto  # noqa: E402
 import asc_onnx  # noqa: E402
 from asc_onnx import FuseOptions  # noqa: E402
 from asc_onnx.emulator.harness import run  # noqa: E402
+from asc_onnx.kernels import of  # noqa: E402
 from asc_onnx.soc import SOCS  # noqa: E402
 from asc_onnx.verify_kernels import check, concrete, data_movement, random_inputs, unfused_bytes  # noqa: E402
 
@@ -106,7 +107,7 @@ def main() -> int:
         for path in models:
             res = asc_onnx.fuse(path, options=FuseOptions(emulate=False, soc=soc_name), validate=False)
             for k in res.kernels:
-                if k.op.kernel == "pointwise":  # rows: bench_rows.py; matmul+epilogue: bench_matmul.py
+                if of(k).name == "pointwise":  # rows: bench_rows.py; matmul+epilogue: bench_matmul.py
                     kernels.setdefault((k.op.signature, k.ir.dtypes), k)
         for (_, dtypes), k in sorted(kernels.items(), key=lambda kv: (kv[1].op.op_type, kv[0][1])):
             real = concrete(k.op.instances[0].output_shapes[0], 4)

@@ -38,7 +38,7 @@ from onnx import TensorProto  # noqa: E402
 
 import asc_onnx  # noqa: E402
 from asc_onnx import FuseOptions  # noqa: E402
-from asc_onnx.kernels.matmul.lower import MatmulKernel  # noqa: E402
+from asc_onnx.kernels import of  # noqa: E402
 from asc_onnx.soc import SOCS  # noqa: E402
 from asc_onnx.verify_kernels import check, concrete, data_movement, matmul_inputs, unfused_bytes  # noqa: E402
 
@@ -90,7 +90,7 @@ def main() -> int:
     ran = 0
     print(f"{'op':<34} {'soc':<10} {'dtype':<6} {'M x K x N':<16} {'cores':>5} {'fused/min':>9} {'fused/til':>9} "
           f"{'unf/fused':>9} {'staging':>7} {'MACs':>11} {'vec/elem':>8} {'t us':>8} {'t unf us':>8} "
-          f"{'speedup':>7}  ok")
+          f"{'speedup':>7} {'model/emu':>9}  ok")
     bad = 0
     for soc_name in socs:
         soc = SOCS[soc_name]
@@ -99,13 +99,13 @@ def main() -> int:
         for path in models:
             res = asc_onnx.fuse(path, options=FuseOptions(emulate=False, soc=soc_name), validate=False)
             for k in res.kernels:
-                if isinstance(k.ir, MatmulKernel) and (k.op.signature, k.ir.dtypes) not in seen:
+                if of(k).cube and (k.op.signature, k.ir.dtypes) not in seen:
                     seen.add((k.op.signature, k.ir.dtypes))
                     lead = concrete(k.op.instances[0].output_shapes[0], 4)[:-1]
                     cases.append((f"{path.stem}:{k.op.op_type}", k, lead, k.ir.dtypes[0]))
         for name, (m, lead) in ({} if args.smoke else _deployment()).items():
             res = asc_onnx.fuse(m, options=FuseOptions(emulate=False, soc=soc_name), validate=False)
-            ks = [k for k in res.kernels if isinstance(k.ir, MatmulKernel)]
+            ks = [k for k in res.kernels if of(k).cube]
             if ks:
                 cases.append((name, ks[0], lead, ks[0].ir.dtypes[0]))
         for name, k, lead, dtype in cases:
@@ -128,10 +128,13 @@ def main() -> int:
             t = max(time_us(d.fused, c.vec_elems, soc_name, cores),
                     cube_us(c.cube["macs"], soc_name, cube_cores, fp32)) + LAUNCH_US
             t_unf = _unfused_us(k, inputs, soc_name, c.cube["macs"])
+            # The class's traffic model of its block loop under the tiling the run used (exact when 1.00).
+            model = of(k).schedule.traffic(k.ir, [a.shape for a in inputs], inputs[0].itemsize, soc, c.block_dim,
+                                           c.cube)
             print(f"{name[:34]:<34} {soc_name:<10} {c.dtype:<6} {f'{mm}x{kk}x{nn}':<16} {cores:>5} "
                   f"{d.fused / d.compulsory:>9.2f} {d.fused / max(1, d.tiling_min):>9.2f} {d.unfused / d.fused:>9.2f} "
                   f"{staging / d.fused:>7.0%} {c.cube['macs']:>11} {c.vec_elems / (mm * nn):>8.2f} {t:>8.2f} "
-                  f"{t_unf:>8.2f} {t_unf / t:>7.1f}  ok")
+                  f"{t_unf:>8.2f} {t_unf / t:>7.1f} {model / max(1, c.gm_bytes):>9.2f}  ok")
     return 0 if ran and not bad else 1
 
 

@@ -34,6 +34,7 @@ from onnx import TensorProto, helper  # noqa: E402
 import asc_onnx  # noqa: E402
 from asc_onnx import FuseOptions  # noqa: E402
 from asc_onnx.emulator.harness import EmulatorFaultError, run  # noqa: E402
+from asc_onnx.kernels import of  # noqa: E402
 from asc_onnx.soc import SOCS  # noqa: E402
 from asc_onnx.validate import compare_arrays  # noqa: E402
 from asc_onnx.verify_kernels import (  # noqa: E402
@@ -143,10 +144,14 @@ def _row(label, k, inputs, soc_name) -> tuple[float, bool, bool]:
     t_unf = sum(time_us(b, HAND_COST.get(node.op_type, 1) * n, soc_name, soc.vector_cores) + LAUNCH_US
                 for node, b in unfused_bytes(k, inputs))
     split = r.tile_length == 0  # rows per tile; 0 in split mode
+    # The class's traffic model (its host tiling's plan and the bytes it moves; exact when 1.00).
+    model = of(k).schedule.traffic(k.ir, [a.shape for a in inputs], inputs[0].itemsize, soc)
+    emu = r.gm_read_bytes + r.gm_write_bytes
     print(f"{label[:32]:<32} {soc_name:<10} {str(list(shape))[:20]:<20} {r.block_dim:>3} "
           f"{r.tile_length if not split else 0:>5} {k.ir.passes if split else 1:>3} {m.fused / m.compulsory:>9.3f} "
           f"{m.unfused / m.fused:>9.2f} {vec:>8.2f} {hand:>4} {vec / hand:>8.2f} {r.scalar_instr / rows:>8.1f} "
-          f"{r.ub_peak_bytes:>7} {t:>8.1f} {t_unf:>8.1f} {t_unf / t:>7.1f}  {'ok' if ok else 'MISMATCH'}")
+          f"{r.ub_peak_bytes:>7} {t:>8.1f} {t_unf:>8.1f} {t_unf / t:>7.1f} {model / max(1, emu):>9.2f}  "
+          f"{'ok' if ok else 'MISMATCH'}")
     return (m.fused / m.compulsory) if not split else 0.0, ok, split
 
 
@@ -160,7 +165,7 @@ def main() -> int:
     ran = 0
     print(f"{'op':<32} {'soc':<10} {'shape':<20} {'blk':>3} {'rows':>5} {'rd':>3} {'fused/min':>9} {'unf/fused':>9} "
           f"{'vec/elem':>8} {'hand':>4} {'vec/hand':>8} {'get/row':>8} {'UB B':>7} {'t us':>8} {'t unf':>8} "
-          f"{'speedup':>7}  ok")
+          f"{'speedup':>7} {'model/emu':>9}  ok")
     worst, bad = 0.0, 0
     for soc_name in socs:
         seen = set()

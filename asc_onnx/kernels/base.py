@@ -14,6 +14,7 @@ own modules, by role:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
@@ -63,6 +64,11 @@ class KernelClass:
             around its reductions before the elementwise pass can).
         region_supersedes: a named rule's near miss inside a region this class fused is dropped (the region did
             what the rule wanted); false where the miss still explains a larger fusion that did not happen.
+        schedule: the module of the class's schedules, or None for a class without one: ``choose(ir, soc)``
+            (the schedule a kernel ships with, the IR's ``schedule`` field), ``VARIANTS`` (named schedules a
+            benchmark sets side by side) and ``traffic(ir, shapes, dtype_size, soc, block_dim, cube)`` (the GM
+            bytes the kernel moves for inputs of ``shapes``, from the launch and, for a cube kernel, the tiling
+            it ran under).
         cube: runs on the cube (matmul): fp32 accumulation, CANN's Matmul tiling, the emulation budget.
     """
 
@@ -74,7 +80,22 @@ class KernelClass:
     region: Callable[..., Any] | None = None
     region_rank: int = 0
     region_supersedes: bool = False
+    schedule: ModuleType | None = None
     cube: bool = False
+
+    def scheduled(self, ir: Any, soc: Soc | None, recorded: Mapping[str, Any] | None = None) -> Any:
+        """``ir`` with the schedule it ships with on ``soc``, or the one a written package ``recorded``."""
+        if self.schedule is None:
+            return ir
+        if recorded is not None:
+            return dataclasses.replace(ir, schedule=type(ir.schedule)(**recorded))
+        return dataclasses.replace(ir, schedule=self.schedule.choose(ir, soc))
+
+    @staticmethod
+    def schedule_record(ir: Any) -> dict[str, Any] | None:
+        """The IR's schedule as a written package records it (None for a class without one)."""
+        sched = getattr(ir, "schedule", None)
+        return dataclasses.asdict(sched) if sched is not None else None
 
     @property
     def refusals(self) -> Mapping[int, str]:

@@ -15,6 +15,7 @@ from ...soc import Soc
 from ..drive import DRIVER_HELPERS, concrete, write_shapes
 from .lower import MatmulKernel
 from .render import tiling_call
+from .schedule import tiling_min
 
 #: TCubeTiling's fields (kernel_tiling.h), the keys of a forced tiling and of the run's report.
 CUBE_FIELDS = ("usedCoreNum M N Ka Kb singleCoreM singleCoreN singleCoreK baseM baseN baseK depthA1 depthB1 stepM "
@@ -152,23 +153,11 @@ def write_inputs(k: MatmulKernel, folder: Path, inputs: Sequence[np.ndarray], ou
     return [str(core_num), str(dtype_size), dtype_name]
 
 
-def tiling_min(k: MatmulKernel, inputs: Sequence[np.ndarray], cube: Mapping[str, int], dtype_size: int) -> int:
-    """The least GM traffic the tiling allows: C written once, and each core's Matmul objects reading its x rows
-    and weight columns (and bias) once per gemm."""
-    kk = inputs[0].shape[-1]
-    mm = inputs[0].size // max(1, kk)
-    nn = output_shapes(k, inputs)[0][-1]
-    total = mm * nn * dtype_size
-    for core in range(cube["mDim"] * cube["nDim"]):
-        m0, n0 = (core % cube["mDim"]) * cube["singleCoreM"], (core // cube["mDim"]) * cube["singleCoreN"]
-        tm, tn = max(0, min(mm - m0, cube["singleCoreM"])), max(0, min(nn - n0, cube["singleCoreN"]))
-        total += len(k.gemms) * (tm * kk + kk * tn + (1 if k.has_bias else 0) * tn) * dtype_size
-    return total
-
-
 def finish(k: MatmulKernel, inputs: Sequence[np.ndarray], info: dict[str, Any], dtype_size: int) -> dict[str, Any]:
     """The run's counters with the tiling's traffic floor beside the cube's."""
-    info["cube"]["tiling_min"] = tiling_min(k, inputs, info["cube"], dtype_size)
+    kk = inputs[0].shape[-1]
+    n = output_shapes(k, inputs)[0][-1]
+    info["cube"]["tiling_min"] = tiling_min(k, inputs[0].size // max(1, kk), n, kk, info["cube"], dtype_size)
     return info
 
 

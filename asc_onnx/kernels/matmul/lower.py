@@ -20,6 +20,7 @@ from onnx import helper, numpy_helper
 from ...fusion import FusedOp
 from ..ir import IO_TYPES, LoweringError, snake_case
 from ..vector import Builder, Step, allocate, lower_node, scalar, silu_products
+from .schedule import MatmulSchedule
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,7 @@ class MatmulKernel:
     num_regs: int
     dtypes: tuple[int, ...]
     params: tuple[float, ...] = ()  # the epilogue's constants are baked in: no parameters
+    schedule: MatmulSchedule = MatmulSchedule()  # the policies the kernel is rendered with
 
     @property
     def has_bias(self) -> bool:

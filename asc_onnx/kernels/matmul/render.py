@@ -27,8 +27,6 @@ from ..text import Lines, comment, f32
 from ..vector import step_call
 from .lower import MatmulKernel
 
-BUFFER_NUM = 2
-
 #: What each non-zero return of ``<op>ComputeTiling`` means (the report's words for a refused shape).
 REFUSALS = {
     1: "bad sizes",
@@ -51,7 +49,8 @@ def _ub_bytes_per_elem(k: MatmulKernel, dtype_size: str) -> str:
     fp32 registers (the C blocks widened too, unless the I/O type is fp32)."""
     nc = len(k.gemms)
     extra = max(0, k.num_regs - nc)
-    return f"({BUFFER_NUM * (nc + 1)}u * {dtype_size} + {extra * 4}u + ({dtype_size} == 4u ? 0u : {nc * 4}u))"
+    bn = k.schedule.epilogue_buffers
+    return f"({bn * (nc + 1)}u * {dtype_size} + {extra * 4}u + ({dtype_size} == 4u ? 0u : {nc * 4}u))"
 
 
 def tiling_header(k: MatmulKernel) -> str:
@@ -100,7 +99,7 @@ def tiling_calc(k: MatmulKernel) -> str:
         with out.indent():
             if nb:
                 out("// bias rows beside the C blocks, and their fp32 copy: the vector unit adds them",
-                    f"bytes += {BUFFER_NUM * nb}u * static_cast<uint64_t>(c.baseN) * dtypeSize + "
+                    f"bytes += {k.schedule.epilogue_buffers * nb}u * static_cast<uint64_t>(c.baseN) * dtypeSize + "
                     "static_cast<uint64_t>(c.baseN) * 4u;")
             out("const uint64_t share = c.shareUbSize > 0 ? static_cast<uint64_t>(c.shareUbSize) : 0u;",
                 "const uint64_t trans = c.transLength > 0 ? 2u * static_cast<uint64_t>(c.transLength) : 0u;",
@@ -231,7 +230,7 @@ def kernel_source(k: MatmulKernel, rule: str, body_ops: list[str], sources: list
         f'#include "{k.snake}_tiling.h"',
         "",
         "namespace {",
-        "constexpr int32_t BUFFER_NUM = 2;",
+        f"constexpr int32_t BUFFER_NUM = {k.schedule.epilogue_buffers};",
         f"constexpr uint32_t NUM_C = {nc};  // C blocks per round: one per gemm",
         f"constexpr uint32_t NUM_REGS = {max(0, k.num_regs - nc)};  // epilogue registers beside the C blocks",
         "#if __NPU_ARCH__ == 2002",

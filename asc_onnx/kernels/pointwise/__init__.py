@@ -2,8 +2,9 @@
 vector kernel that streams tiles through the unified buffer."""
 
 from ..base import KernelClass
-from . import driver, render
+from . import driver, render, schedule
 from .lower import PointwiseKernel, lower_pointwise
 from .region import find_chains
 
-CLASS = KernelClass("pointwise", PointwiseKernel, lower_pointwise, render, driver, region=find_chains)
+CLASS = KernelClass("pointwise", PointwiseKernel, lower_pointwise, render, driver, region=find_chains,
+                    schedule=schedule)

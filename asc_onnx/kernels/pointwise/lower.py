@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from ...fusion import FusedOp
 from ..ir import IO_TYPES, LoweringError, Param, snake_case
+from ..schedule import VectorSchedule
 from ..vector import Builder, Step, allocate, lower_node, scalar, silu_products
 
 
@@ -56,6 +57,7 @@ class PointwiseKernel:
     dtypes: tuple[int, ...]
     const_steps: tuple[Step, ...] = ()  # Duplicates of constants: run once per core, their registers pinned
     params: tuple[float, ...] = ()  # the first node's values of the scalars read from the tiling data
+    schedule: VectorSchedule = VectorSchedule()  # the policies the kernel is rendered with
 
     @property
     def input_names(self) -> tuple[str, ...]:

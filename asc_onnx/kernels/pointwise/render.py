@@ -43,9 +43,7 @@ from ..text import Lines, comment, f32
 from ..vector import step_call
 from .lower import PointwiseKernel
 
-BUFFER_NUM = 2
 ALIGN_ELEMS = 16  # 32 bytes of fp16/bf16, two blocks of fp32
-MIN_CORE_BYTES = 16384  # GM transfers are efficient from 16 KB per burst (cann_facts.md §7)
 
 #: What each non-zero return of ``<op>ComputeTiling`` means (the report's words for a refused shape).
 REFUSALS = {
@@ -121,9 +119,9 @@ def tiling_calc(k: PointwiseKernel) -> str:
           "    t->period[i] = periods[i];",
           "    if (periods[i] > rowLength) rowLength = periods[i];",
           "}",
-          f"// Unified-buffer bytes per tile element: {BUFFER_NUM} x (inputs + outputs) in the I/O type,",
+          f"// Unified-buffer bytes per tile element: {k.schedule.buffer_num} x (inputs + outputs) in the I/O type,",
           f"// {k.num_regs} fp32 work registers, one fp32 expanded copy per broadcast input.",
-          f"const uint64_t perElem = {BUFFER_NUM}ull * {n_full + n_out} * dtypeSize + 4ull * {k.num_regs}"
+          f"const uint64_t perElem = {k.schedule.buffer_num}ull * {n_full + n_out} * dtypeSize + 4ull * {k.num_regs}"
           f" + 4ull * {nb};",
           "uint64_t fixed = 256;  // slack for 32-byte padding of each buffer",
           f"for (int i = 0; i < {nb}; ++i) fixed += (periods[i] * dtypeSize + 31) / 32 * 32;  // staging",
@@ -163,8 +161,9 @@ def tiling_calc(k: PointwiseKernel) -> str:
           "} else {",
           "    return 2;",
           "}",
-          f"// At least {MIN_CORE_BYTES // 1024} KiB per core: smaller slices cost launches and broadcast re-reads.",
-          f"const uint64_t minUnits = ({MIN_CORE_BYTES} + unit * dtypeSize - 1) / (unit * dtypeSize);",
+          f"// At least {k.schedule.min_core_bytes // 1024} KiB per core: smaller slices cost launches and broadcast "
+          "re-reads.",
+          f"const uint64_t minUnits = ({k.schedule.min_core_bytes} + unit * dtypeSize - 1) / (unit * dtypeSize);",
           "uint64_t blockDim = units / minUnits > 0 ? units / minUnits : 1;",
           "if (blockDim > coreNum) blockDim = coreNum;",
           "const uint64_t perCore = units / blockDim;",
@@ -342,7 +341,7 @@ def kernel_source(k: PointwiseKernel, rule: str, body_ops: list[str], sources: l
         f'#include "{k.snake}_tiling.h"',
         "")
     out("namespace {",
-        "constexpr int32_t BUFFER_NUM = 2;  // double buffering: two buffers per queue, queue depth 1",
+        f"constexpr int32_t BUFFER_NUM = {k.schedule.buffer_num};  // {k.schedule.buffering}",
         f"constexpr uint32_t NUM_REGS = {k.num_regs};",
         "")
     out(*HELPERS.splitlines())

@@ -37,9 +37,9 @@ from onnx import TensorProto, helper, numpy_helper
 from ...fusion import FusedOp
 from ..ir import IO_TYPES, LoweringError, Param, snake_case
 from ..vector import Builder, Step, attr, lower_node
+from .schedule import STAT_SLOT, RowSchedule
 
 #: fp32 elements per stat slot: 64 bytes, so a slot cast to fp16 is one 32-byte block (DataCopyPad rows).
-STAT_SLOT = 16
 #: Leading axes a ``bcast`` input's row index is mapped through.
 MAX_LEAD = 6
 REDUCE_APIS = {"ReduceSum": "ReduceSum", "ReduceMean": "ReduceSum", "ReduceMax": "ReduceMax",
@@ -94,6 +94,7 @@ class RowKernel:
     row_dims: int  # trailing dims of the first row input that form one row
     passes: int  # split mode: reads of the row (reductions finish in passes 0..passes-2)
     params: tuple[float, ...] = ()  # the first node's values of the scalars read from the tiling data
+    schedule: RowSchedule = RowSchedule()  # the policies the kernel is rendered with
 
     @property
     def input_names(self) -> tuple[str, ...]:

@@ -33,11 +33,8 @@ from ..skeleton import (
     tiling_struct,
 )
 from ..text import Lines, comment, f32
-from .lower import MAX_LEAD, STAT_SLOT, RowKernel, RowStep
-
-BUFFER_NUM = 2
-MIN_CORE_BYTES = 16384
-MAX_TILE_ROWS = 4095  # DataCopyPad blockCount
+from .lower import MAX_LEAD, RowKernel, RowStep
+from .schedule import MAX_TILE_ROWS, STAT_SLOT, pass_steps, ub_counts
 
 #: What each non-zero return of ``<op>ComputeTiling`` means (the report's words for a refused shape).
 REFUSALS = {
@@ -82,15 +79,10 @@ def tiling_header(k: RowKernel) -> str:
     ], " (row kernel)")
 
 
-def _counts(k: RowKernel) -> dict[str, int]:
-    ins = [x.kind for x in k.inputs]
-    return {"io": ins.count("full") + ins.count("bcast") + k.output_kinds.count("row"),
-            "statout": k.output_kinds.count("stat"), "vec_in": ins.count("vec"),
-            "row": k.num_regs["row"], "stat": k.num_regs["stat"], "vec": k.num_regs["vec"]}
-
-
 def tiling_calc(k: RowKernel) -> str:
-    c = _counts(k)
+    c = ub_counts(k)
+    sched = k.schedule
+    bn = sched.buffer_num
     fn = f"{k.op_type}ComputeTiling"
     nb = len(k.broadcast_inputs)
     out = Lines()
@@ -137,19 +129,20 @@ def tiling_calc(k: RowKernel) -> str:
             "t->rowLength = rowLength;",
             "t->invLength = 1.0f / static_cast<float>(rowLength);",
             "t->rowStride = (rowLength + alignElems - 1) / alignElems * alignElems;",
-            "// Cores: at least 16 KiB of data each (smaller slices cost launches and weight re-reads).",
-            f"const uint64_t minRows = ({MIN_CORE_BYTES} + rowLength * dtypeSize - 1) / (rowLength * dtypeSize);",
+            f"// Cores: at least {sched.min_core_bytes / 1024:g} KiB of data each (smaller slices cost launches and "
+            "weight re-reads).",
+            f"const uint64_t minRows = ({sched.min_core_bytes} + rowLength * dtypeSize - 1) / (rowLength * dtypeSize);",
             "uint64_t blockDim = rows / minRows > 0 ? rows / minRows : 1;",
             "if (blockDim > coreNum) blockDim = coreNum;",
             "t->blockDim = static_cast<uint32_t>(blockDim);",
             "t->rowsPerCore = rows / blockDim;",
             "t->extraRows = rows % blockDim;",
             "const uint64_t coreRows = t->rowsPerCore + (t->extraRows > 0 ? 1 : 0);",
-            f"// Whole rows, per row of a tile: {BUFFER_NUM} x {c['io']} I/O tiles of T, {c['row']} fp32 row",
-            f"// registers, {c['stat']} stat registers (+1 for split-mode partials), {BUFFER_NUM} x {c['statout']}",
+            f"// Whole rows, per row of a tile: {bn} x {c['io']} I/O tiles of T, {c['row']} fp32 row",
+            f"// registers, {c['stat']} stat registers (+1 for split-mode partials), {bn} x {c['statout']}",
             f"// stat outputs of {STAT_SLOT}.",
-            f"const uint64_t perRow = {BUFFER_NUM}ull * {c['io']} * t->rowStride * dtypeSize + 4ull * {c['row']} * "
-            f"t->rowStride + 4ull * {STAT_SLOT} * {c['stat'] + 1} + {BUFFER_NUM}ull * {STAT_SLOT} * {c['statout']} * "
+            f"const uint64_t perRow = {bn}ull * {c['io']} * t->rowStride * dtypeSize + 4ull * {c['row']} * "
+            f"t->rowStride + 4ull * {STAT_SLOT} * {c['stat'] + 1} + {bn}ull * {STAT_SLOT} * {c['statout']} * "
             "dtypeSize + edge;",
             "const uint64_t vecRow = (t->rowStride + 63) / 64 * 64;",
             "const uint64_t tmpElems = (2 * ((t->rowLength + 63) / 64) + 7) / 8 * 8;",
@@ -169,7 +162,7 @@ def tiling_calc(k: RowKernel) -> str:
             "    const uint64_t bytes = (maskRows * t->rowStride * dtypeSize + 31) / 32 * 32;",
             "    t->bcastRows[j] = maskRows;",
             "    t->residentRows[j] = 0;",
-            "    if (maskRows < coreRows && residentBytes + bytes <= ubBytes / 3) {",
+            f"    if (maskRows < coreRows && residentBytes + bytes <= ubBytes / {sched.resident_share}) {{",
             "        t->residentRows[j] = maskRows;",
             "        residentBytes += bytes;",
             "    }",
@@ -190,9 +183,9 @@ def tiling_calc(k: RowKernel) -> str:
             "    // Split mode: one row at a time in chunks of 64-element multiples; masks stream.",
             f"    for (int j = 0; j < {nb}; ++j) t->residentRows[j] = 0;",
             "    residentBytes = 0;",
-            f"    const uint64_t perElem = {BUFFER_NUM}ull * {c['io']} * dtypeSize + 4ull * {c['row']} + 4ull * "
+            f"    const uint64_t perElem = {bn}ull * {c['io']} * dtypeSize + 4ull * {c['row']} + 4ull * "
             f"{c['vec']} + {c['vec_in']}ull * dtypeSize + 4ull * 2 / 64 + 1;  // + the scratch's share",
-            f"    const uint64_t splitFixed = 1024 + 4ull * 64 * {c['stat'] + 1} + {BUFFER_NUM}ull * {STAT_SLOT} * "
+            f"    const uint64_t splitFixed = 1024 + 4ull * 64 * {c['stat'] + 1} + {bn}ull * {STAT_SLOT} * "
             f"{c['statout']} * dtypeSize + 32ull * {2 * (c['io'] + c['statout']) + 4 + c['vec_in']} + 3 * edge;",
             "    if (ubBytes <= splitFixed) return 2;",
             "    uint64_t chunk = (ubBytes - splitFixed) / perElem / 64 * 64;",
@@ -397,24 +390,6 @@ def _emit_step(out: Lines, st: RowStep, split: bool) -> None:
         out(f"AscendC::{st.api}({st.dst}, {srcs}, {count});")
 
 
-def _pass_steps(k: RowKernel, p: int, final: bool) -> list[RowStep]:
-    """Row steps (program order) that pass ``p`` must run per chunk: those feeding its reductions, read where
-    each reduction stands (row registers are reused later), and on the final pass those feeding the outputs."""
-    need: set[str] = {k.out_regs[o] for o, kd in enumerate(k.output_kinds) if kd == "row"} if final else set()
-    keep = []
-    for st in reversed(k.steps):
-        if st.form == "reduce":
-            if st.avail == p + 1:
-                need.add(st.srcs[0])
-            continue
-        if st.dst[0] == "s" or st.dst not in need:
-            continue
-        keep.append(st)
-        need.discard(st.dst)
-        need.update(s for s in st.srcs if s[0] == "r")
-    return list(reversed(keep))
-
-
 def kernel_source(k: RowKernel, rule: str, body_ops: list[str], sources: list[str]) -> str:
     ins, outs = _roles(k)
     io_in = [i for i, x in enumerate(k.inputs) if x.kind in ("full", "bcast")]
@@ -435,7 +410,7 @@ def kernel_source(k: RowKernel, rule: str, body_ops: list[str], sources: list[st
         f"// Replaces model nodes: {comment(', '.join(sources[:8]) + (' ...' if len(sources) > 8 else ''), 400)}",
         "// Rows are reduced and normalized in fp32 registers; statistics are fp32 whatever the I/O type.",
         '#include "kernel_operator.h"', f'#include "{k.snake}_tiling.h"', "", "namespace {",
-        "constexpr int32_t BUFFER_NUM = 2;  // double buffering: two buffers per queue, queue depth 1",
+        f"constexpr int32_t BUFFER_NUM = {k.schedule.buffer_num};  // {k.schedule.buffering}",
         f"constexpr uint32_t STAT_SLOT = {STAT_SLOT};  // fp32 elements per row statistic (64 bytes)", "")
     out(*HELPERS.splitlines())
     out("", "template <typename T>", f"class {cls} {{", "public:")
@@ -718,7 +693,7 @@ def _split(out: Lines, k: RowKernel, ins, outs, io_in, vec_in, row_out, stat_out
     out("}", "")
     for p in range(k.passes):
         reduces = [st for st in k.steps if st.form == "reduce" and st.avail == p + 1]
-        chunk_steps = _pass_steps(k, p, p == final)
+        chunk_steps = pass_steps(k, p, p == final)
         vec_steps = [st for st in k.hoisted if st.api != "Duplicate"]
         uses_vec = any(s[0] == "v" for st in chunk_steps for s in st.srcs)
         out(f"__aicore__ inline void ComputePass{p}(uint64_t col, uint32_t len, bool first)", "{")

@@ -1,0 +1,82 @@
+"""The matmul class's schedule: its policies (:class:`MatmulSchedule`, carried by the IR and printed by the
+renderer) and, in Python beside them, the traffic model of its block loop under a tiling (:func:`block_bytes`)
+and the floor any schedule under that tiling could reach (:func:`tiling_min`)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .lower import MatmulKernel
+
+
+@dataclass(frozen=True)
+class MatmulSchedule:
+    """The matmul class's policies.
+
+    Attributes:
+        epilogue_buffers: buffers of the epilogue's C-block and y queues. The block loop calls the Matmul's
+            synchronous ``IterateAll`` per block, so a second buffer overlaps only the y copy-out with the next
+            block; its UB share caps the L0C the tiling may use (issue 19 replaces the loop).
+    """
+
+    epilogue_buffers: int = 2
+
+    def __post_init__(self) -> None:
+        if self.epilogue_buffers not in (1, 2):
+            raise ValueError(f"epilogue_buffers must be 1 or 2, not {self.epilogue_buffers}")
+
+
+def tiling_min(k: MatmulKernel, m: int, n: int, kk: int, cube: Mapping[str, int], dtype_size: int) -> int:
+    """The least GM traffic a tiling allows for ``m x kk @ kk x n``: y written once, and each core's Matmul
+    objects reading its x rows and weight columns (and bias) once per gemm."""
+    total = m * n * dtype_size
+    for core in range(cube["mDim"] * cube["nDim"]):
+        m0, n0 = (core % cube["mDim"]) * cube["singleCoreM"], (core // cube["mDim"]) * cube["singleCoreN"]
+        tm, tn = max(0, min(m - m0, cube["singleCoreM"])), max(0, min(n - n0, cube["singleCoreN"]))
+        total += len(k.gemms) * (tm * kk + kk * tn + (1 if k.has_bias else 0) * tn) * dtype_size
+    return total
+
+
+def choose(k: MatmulKernel, soc: object) -> MatmulSchedule:
+    """The schedule a kernel ships with."""
+    return MatmulSchedule()
+
+
+#: Schedules a benchmark may set side by side: today's and the single-buffered epilogue.
+VARIANTS = {"double-buffered epilogue": MatmulSchedule(), "single-buffered epilogue": MatmulSchedule(1)}
+
+def block_bytes(k: MatmulKernel, m: int, n: int, kk: int, cube: Mapping[str, int], dtype_size: int) -> int:
+    """GM bytes of the block loop under a tiling: each core walks its region in base blocks; per block and gemm
+    the Matmul reads the block's x rows and weight columns over all of K (and its bias columns), writes the C
+    block to the core's workspace slot and a vector core reads it back; the epilogue writes y once."""
+    total = 0
+    base_m, base_n = cube["baseM"], cube["baseN"]
+    for core in range(cube["mDim"] * cube["nDim"]):
+        m0, n0 = (core % cube["mDim"]) * cube["singleCoreM"], (core // cube["mDim"]) * cube["singleCoreN"]
+        tm, tn = max(0, min(m - m0, cube["singleCoreM"])), max(0, min(n - n0, cube["singleCoreN"]))
+        for r in range(0, tm, base_m):
+            rows = min(base_m, tm - r)
+            for c in range(0, tn, base_n):
+                cols = min(base_n, tn - c)
+                for g in k.gemms:
+                    total += (rows * kk + kk * cols + (cols if g.bias is not None else 0) + 2 * rows * cols)
+                total += rows * cols
+    return total * dtype_size
+
+
+def traffic(k: MatmulKernel, shapes: Sequence[Sequence[int]], dtype_size: int, soc: object, block_dim: int,
+            cube: Mapping[str, int] | None = None) -> int:
+    """The model's GM bytes under the tiling the run used (:func:`block_bytes`; 0 without one)."""
+    if not cube:
+        return 0
+    kk = shapes[0][-1]
+    w = shapes[k.gemms[0].weight]
+    n = (w[0] if k.trans_b else w[1]) // (2 if k.split else 1)
+    return block_bytes(k, math.prod(shapes[0]) // max(1, kk), n, kk, cube, dtype_size)
+
+
+__all__ = ["VARIANTS", "MatmulSchedule", "block_bytes", "choose", "tiling_min", "traffic"]

@@ -1,0 +1,195 @@
+"""The row class's schedule: its policies (:class:`RowSchedule`, carried by the IR and printed by the renderer)
+and, beside them, the traffic model: :func:`plan` is the host tiling's choice for a shape (whole rows per tile,
+or split mode's column chunks) and :func:`gm_bytes` the global-memory bytes the kernel then moves. The tests hold
+both to the emulated kernel, so a schedule can be judged before it is emulated, and a bench can show two side
+by side."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..schedule import VectorSchedule
+
+if TYPE_CHECKING:
+    from .lower import RowKernel, RowStep
+
+#: fp32 elements per row statistic (64 bytes: a whole number of 32-byte blocks).
+STAT_SLOT = 16
+#: Rows per tile at most: DataCopyPad's blockCount is 12 bits.
+MAX_TILE_ROWS = 4095
+
+
+@dataclass(frozen=True)
+class RowSchedule(VectorSchedule):
+    """The row class's policies.
+
+    Attributes:
+        resident_share: a mask input with fewer rows than a core reads is loaded whole, once per core, when it
+            fits 1/resident_share of the unified buffer (else one mapped row is streamed per data row).
+    """
+
+    resident_share: int = 3
+
+
+def ub_counts(k: RowKernel) -> dict[str, int]:
+    """What a tile row holds in the unified buffer, by kind: I/O rows of T (``io``), statistic outputs
+    (``statout``), weights staged in T (``vec_in``) and fp32 registers (``row``, ``stat``, ``vec``)."""
+    ins = [x.kind for x in k.inputs]
+    return {"io": ins.count("full") + ins.count("bcast") + k.output_kinds.count("row"),
+            "statout": k.output_kinds.count("stat"), "vec_in": ins.count("vec"),
+            "row": k.num_regs["row"], "stat": k.num_regs["stat"], "vec": k.num_regs["vec"]}
+
+
+@dataclass(frozen=True)
+class RowPlan:
+    """The host tiling's choice for one shape (None fields where it refuses)."""
+
+    rows: int
+    row_length: int
+    block_dim: int
+    tile_rows: int  # whole rows per tile (1 in split mode)
+    chunk: int  # split mode: columns per chunk; 0 when whole rows fit
+    resident: tuple[bool, ...]  # per mask input: loaded whole once per core
+
+    @property
+    def mode(self) -> str:
+        return "split" if self.chunk else "whole"
+
+
+def plan(k: RowKernel, shapes: Sequence[Sequence[int]], dtype_size: int, ub_bytes: int, core_num: int,
+         has_pad: bool = True) -> RowPlan | None:
+    """The tiling ``<op>ComputeTiling`` computes for inputs of ``shapes`` (None where it refuses): the same
+    arithmetic, in Python."""
+    s = k.schedule
+    data = [int(d) for d in math_broadcast([shapes[i] for i in k.data_inputs])]
+    rank, rd = len(data), k.row_dims
+    if rank < rd or rd == 0 or core_num == 0:
+        return None
+    row_length, rows = math.prod(data[rank - rd:]), math.prod(data[:rank - rd])
+    if row_length == 0 or rows == 0:
+        return None
+    align = 32 // dtype_size
+    edge = 32 if not has_pad and row_length % align else 0
+    stride = -(-row_length // align) * align
+    min_rows = -(-s.min_core_bytes // (row_length * dtype_size))
+    block_dim = min(max(1, rows // min_rows), core_num)
+    core_rows = rows // block_dim + (1 if rows % block_dim else 0)
+    c, bn = ub_counts(k), s.buffer_num
+    per_row = (bn * c["io"] * stride * dtype_size + 4 * c["row"] * stride + 4 * STAT_SLOT * (c["stat"] + 1)
+               + bn * STAT_SLOT * c["statout"] * dtype_size + edge)
+    vec_row = -(-stride // 64) * 64
+    tmp = (2 * -(-row_length // 64) + 7) // 8 * 8
+    fixed = (256 * (c["row"] + c["stat"] + 1) + 4 * tmp + 4 * c["vec"] * vec_row + c["vec_in"] * vec_row * dtype_size
+             + 32 * (2 * (c["io"] + c["statout"]) + 4 + c["vec_in"]) + 2 * edge)
+    resident, used = [], 0
+    for i in k.broadcast_inputs:
+        mask_rows = math.prod(shapes[i]) // row_length
+        size = (mask_rows * stride * dtype_size + 31) // 32 * 32
+        keep = mask_rows < core_rows and used + size <= ub_bytes // s.resident_share
+        resident.append(keep)
+        used += size if keep else 0
+    tile_rows = (ub_bytes - fixed - used) // per_row if ub_bytes > fixed + used else 0
+    if tile_rows == 0 and used:
+        resident = [False] * len(resident)
+        tile_rows = (ub_bytes - fixed) // per_row if ub_bytes > fixed else 0
+    tile_rows = min(tile_rows, MAX_TILE_ROWS, core_rows)
+    if tile_rows >= 1:
+        return RowPlan(rows, row_length, block_dim, tile_rows, 0, tuple(resident))
+    per_elem = bn * c["io"] * dtype_size + 4 * c["row"] + 4 * c["vec"] + c["vec_in"] * dtype_size + 1
+    split_fixed = (1024 + 4 * 64 * (c["stat"] + 1) + bn * STAT_SLOT * c["statout"] * dtype_size
+                   + 32 * (2 * (c["io"] + c["statout"]) + 4 + c["vec_in"]) + 3 * edge)
+    if ub_bytes <= split_fixed:
+        return None
+    chunk = (ub_bytes - split_fixed) // per_elem // 64 * 64
+    if chunk < 64:
+        return None
+
+    def short_end(n: int) -> bool:
+        return row_length % n != 0 and row_length % n < align
+
+    while edge and chunk > 64 and short_end(chunk):
+        chunk -= 64
+    if edge and short_end(chunk):
+        return None
+    return RowPlan(rows, row_length, block_dim, 1, chunk, (False,) * len(resident))
+
+
+def pass_steps(k: RowKernel, p: int, final: bool) -> list[RowStep]:
+    """Row steps (program order) that pass ``p`` must run per chunk: those feeding its reductions, read where
+    each reduction stands (row registers are reused later), and on the final pass those feeding the outputs."""
+    need: set[str] = {k.out_regs[o] for o, kd in enumerate(k.output_kinds) if kd == "row"} if final else set()
+    keep = []
+    for st in reversed(k.steps):
+        if st.form == "reduce":
+            if st.avail == p + 1:
+                need.add(st.srcs[0])
+            continue
+        if st.dst[0] == "s" or st.dst not in need:
+            continue
+        keep.append(st)
+        need.discard(st.dst)
+        need.update(s for s in st.srcs if s[0] == "r")
+    return list(reversed(keep))
+
+
+def weight_passes(k: RowKernel) -> int:
+    """Split-mode passes that read the weights (``vec`` inputs): those whose chunk steps use a weight register."""
+    final = k.passes - 1
+    return sum(any(s[0] == "v" for st in pass_steps(k, p, p == final) for s in st.srcs) for p in range(k.passes))
+
+
+def gm_bytes(k: RowKernel, p: RowPlan, shapes: Sequence[Sequence[int]], dtype_size: int) -> int:
+    """Global-memory bytes the kernel moves under plan ``p`` (910B's byte-exact copies): the data's rows once
+    per pass over them (split mode reads a row ``passes`` times), masks once per core when resident, weights
+    once per core (split mode: once per row and pass that uses them), each output once."""
+    row_bytes = p.row_length * dtype_size
+    passes = k.passes if p.chunk else 1
+    total = 0
+    for i, x in enumerate(k.inputs):
+        if x.kind == "full":
+            total += passes * p.rows * row_bytes
+        elif x.kind == "bcast":
+            j = k.broadcast_inputs.index(i)
+            total += p.block_dim * math.prod(shapes[i]) * dtype_size if p.resident[j] else passes * p.rows * row_bytes
+        elif x.kind == "vec":
+            total += (weight_passes(k) * p.rows if p.chunk else p.block_dim) * row_bytes
+    for kd in k.output_kinds:
+        total += p.rows * (row_bytes if kd == "row" else dtype_size)
+    return total
+
+
+def math_broadcast(shapes: Sequence[Sequence[int]]) -> tuple[int, ...]:
+    """numpy's broadcast of shapes (leading 1s added; a 1 takes the other's dim)."""
+    rank = max((len(s) for s in shapes), default=0)
+    out = [1] * rank
+    for s in shapes:
+        for i, d in enumerate(s):
+            j = rank - len(s) + i
+            out[j] = d if out[j] == 1 else out[j]
+    return tuple(out)
+
+
+
+
+def choose(k: RowKernel, soc: object) -> RowSchedule:
+    """The schedule a kernel ships with."""
+    return RowSchedule()
+
+
+#: Schedules a benchmark may set side by side.
+VARIANTS = {"double-buffered": RowSchedule(), "single-buffered": RowSchedule(buffer_num=1)}
+
+def traffic(k: RowKernel, shapes: Sequence[Sequence[int]], dtype_size: int, soc: Any, block_dim: int = 0,
+            cube: object = None) -> int:
+    """The model's GM bytes: :func:`plan` on the SoC's unified buffer and cores, then :func:`gm_bytes`
+    (0 where the tiling refuses the shape)."""
+    ub = soc.ub_bytes - (8192 if k.uses_select else 0)  # the host reserves 8 KB for Select's scratch
+    p = plan(k, shapes, dtype_size, ub, soc.vector_cores, soc.has_data_copy_pad)
+    return gm_bytes(k, p, shapes, dtype_size) if p is not None else 0
+
+
+__all__ = ["MAX_TILE_ROWS", "STAT_SLOT", "VARIANTS", "RowPlan", "RowSchedule", "choose", "gm_bytes", "pass_steps",
+           "plan", "traffic", "ub_counts", "weight_passes"]
