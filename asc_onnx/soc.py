@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import AscOnnxError
+from .hardware import fact
 
 
 @dataclass(frozen=True)
@@ -20,8 +21,8 @@ class Soc:
         has_data_copy_pad: DataCopyPad exists (not on 310P).
         has_bf16: bf16 vector data exists (not on 310P).
         npu_arch: ``__NPU_ARCH__`` its kernels are compiled for (selects SoC code paths at compile time).
-        gm_bandwidth: global-memory bytes per second, for estimates only: HBM2e of Atlas 800T A2 (910B,
-            1.6 TB/s) and LPDDR4X of Atlas 300I Pro (310P, 204.8 GB/s), from the product datasheets.
+        gm_bandwidth: global-memory bytes per second, for estimates only (:mod:`asc_onnx.hardware` has it with
+            its source).
         l1_bytes / l0ab_bytes / l0c_bytes: the cube's memories as the host tiling sees them (GetCoreMemSize;
             910B's L1 less 256 B, as its UB), what CANN's Matmul tiling is given.
         saturates: the vector unit computes in saturation mode only (310P): a result beyond the type's range
@@ -45,8 +46,10 @@ class Soc:
 
 SOCS = {
     # GetCoreMemSize(UB): 196608 - 256 (KFC) on 910B; the whole 256 KiB on 310P (platform_ascendc.cpp).
-    "Ascend910B": Soc("Ascend910B", "Ascend910B1", "ascend910b", 196352, 48, True, True, 2201),
-    "Ascend310P": Soc("Ascend310P", "Ascend310P3", "ascend310p", 262144, 8, False, False, 2002, 204.8e9,
+    "Ascend910B": Soc("Ascend910B", "Ascend910B1", "ascend910b", 196352, 48, True, True, 2201,
+                      fact("Ascend910B", "gm_bandwidth")),
+    "Ascend310P": Soc("Ascend310P", "Ascend310P3", "ascend310p", 262144, 8, False, False, 2002,
+                      fact("Ascend310P", "gm_bandwidth"),
                       l1_bytes=1048576, l0c_bytes=262144, saturates=True),
 }
 

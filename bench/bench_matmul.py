@@ -38,11 +38,12 @@ from onnx import TensorProto  # noqa: E402
 
 import asc_onnx  # noqa: E402
 from asc_onnx import FuseOptions  # noqa: E402
+from asc_onnx.hardware import fact  # noqa: E402
 from asc_onnx.kernels import of  # noqa: E402
 from asc_onnx.soc import SOCS  # noqa: E402
 from asc_onnx.verify_kernels import check, concrete, data_movement, matmul_inputs, unfused_bytes  # noqa: E402
 
-CUBE_CORES = {"Ascend910B": 24, "Ascend310P": 8}
+CUBE_CORES = {"Ascend910B": int(fact("Ascend910B", "cube_cores")), "Ascend310P": int(fact("Ascend310P", "ai_cores"))}
 F32, F16 = TensorProto.FLOAT, TensorProto.FLOAT16
 
 

@@ -7,6 +7,8 @@ own modules, by role:
 * ``lower``: its kernel IR and the lowering of a fused op into it (no C++);
 * ``render``: the Ascend C of the IR: kernel, tiling header and arithmetic, host file (``skeleton.render``
   drives it);
+* ``schedule``: the class's schedule policies (carried by the IR), the one a kernel ships with, named variants,
+  and the traffic model: the GM bytes the kernel moves, in Python;
 * ``driver``: the emulator's driver program for the IR, its input files and its output shapes.
 
 :mod:`asc_onnx.kernels` registers the built-in classes; :func:`~asc_onnx.kernels.register` adds another.
