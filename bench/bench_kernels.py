@@ -100,7 +100,7 @@ def main() -> int:
     socs = list(SOCS) if args.soc == "all" else [args.soc]
     models = [ROOT / "models" / SMOKE_MODEL] if args.smoke else sorted((ROOT / "models").glob("*.onnx"))
     print(f"{'op':<20} {'soc':<10} {'dtype':<6} {'shape':<18} {'blk':>3} {'fused/min':>9} {'unf/fused':>9} "
-          f"{'vec/elem':>8} {'hand':>4} {'vec/hand':>8} {'scal/tile':>9} {'UB B':>7} {'t us':>8} {'t unf us':>8} "
+          f"{'vec/elem':>8} {'hand':>4} {'vec/hand':>8} {'scal/tile':>9} {'UB B':>7} {'est us':>8} {'est unf':>8} "
           f"{'speedup':>7}  ok")
     worst_gm, worst_vec, bad = 0.0, 0.0, 0
     for soc_name in socs:

@@ -90,7 +90,7 @@ def main() -> int:
     models = [ROOT / "models" / SMOKE_MODEL] if args.smoke else sorted((ROOT / "models").glob("*.onnx"))
     ran = 0
     print(f"{'op':<34} {'soc':<10} {'dtype':<6} {'M x K x N':<16} {'cores':>5} {'fused/min':>9} {'fused/til':>9} "
-          f"{'unf/fused':>9} {'staging':>7} {'MACs':>11} {'vec/elem':>8} {'t us':>8} {'t unf us':>8} "
+          f"{'unf/fused':>9} {'staging':>7} {'MACs':>11} {'vec/elem':>8} {'est us':>8} {'est unf':>8} "
           f"{'speedup':>7} {'model/emu':>9}  ok")
     bad = 0
     for soc_name in socs:

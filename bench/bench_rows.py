@@ -164,7 +164,7 @@ def main() -> int:
     models = [ROOT / "models" / SMOKE_MODEL] if args.smoke else sorted((ROOT / "models").glob("*.onnx"))
     ran = 0
     print(f"{'op':<32} {'soc':<10} {'shape':<20} {'blk':>3} {'rows':>5} {'rd':>3} {'fused/min':>9} {'unf/fused':>9} "
-          f"{'vec/elem':>8} {'hand':>4} {'vec/hand':>8} {'get/row':>8} {'UB B':>7} {'t us':>8} {'t unf':>8} "
+          f"{'vec/elem':>8} {'hand':>4} {'vec/hand':>8} {'get/row':>8} {'UB B':>7} {'est us':>8} {'est unf':>8} "
           f"{'speedup':>7} {'model/emu':>9}  ok")
     worst, bad = 0.0, 0
     for soc_name in socs:
