@@ -55,6 +55,29 @@ class Param(float):
         return f"(-td.param[{self.index}])" if self.neg else f"td.param[{self.index}]"
 
 
+class IRBase:
+    """What every class's IR derives the same way from its fields (a base without fields: each IR stays a frozen
+    dataclass of its own)."""
+
+    params: tuple[float, ...]
+
+    @property
+    def num_params(self) -> int:
+        """Scalars read from the tiling data (``td.param[i]``), set per node from its attributes."""
+        return len(self.params)
+
+
+class NamedInputs(IRBase):
+    """An IR whose inputs are records with a ``name`` (and a ``kind``)."""
+
+    inputs: tuple
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        """Formal input names in kernel argument order."""
+        return tuple(x.name for x in self.inputs)
+
+
 def snake_case(op_type: str) -> str:
     """CANN's OpType -> kernel name rule (cann_facts §1.2): ``AscFusedEw3f`` -> ``asc_fused_ew3f``."""
     s = op_type[0].lower() + op_type[1:]
@@ -63,4 +86,4 @@ def snake_case(op_type: str) -> str:
     return s.lower()
 
 
-__all__ = ["IO_TYPES", "LoweringError", "Param", "snake_case"]
+__all__ = ["IO_TYPES", "IRBase", "LoweringError", "NamedInputs", "Param", "snake_case"]

@@ -75,6 +75,11 @@ __aicore__ inline void ToTile(const AscendC::LocalTensor<T>& dst, const AscendC:
 """
 
 
+def struct_name(k) -> str:
+    """The tiling data struct of an op (every class names it alike)."""
+    return f"{k.op_type}TilingData"
+
+
 def tiling_guard(snake: str) -> str:
     """The include guard of op_kernel/<op>_tiling.h."""
     return f"ASC_ONNX_{snake.upper()}_TILING_H"

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from onnx import helper, numpy_helper
 
 from ...fusion import FusedOp
-from ..ir import IO_TYPES, LoweringError, snake_case
+from ..ir import IO_TYPES, IRBase, LoweringError, snake_case
 from ..vector import Builder, Step, allocate, lower_node, scalar, silu_products
 from .schedule import MatmulSchedule
 
@@ -33,7 +33,7 @@ class Gemm:
 
 
 @dataclass(frozen=True)
-class MatmulKernel:
+class MatmulKernel(IRBase):
     """Kernel IR of one matmul+epilogue fused op type.
 
     Attributes:
@@ -64,10 +64,6 @@ class MatmulKernel:
     @property
     def has_bias(self) -> bool:
         return any(g.bias is not None for g in self.gemms)
-
-    @property
-    def num_params(self) -> int:
-        return len(self.params)
 
     @property
     def input_names(self) -> tuple[str, ...]:

@@ -22,7 +22,7 @@ Schedule (``<op>ComputeTiling``, compiled by both the CANN host file and the emu
 from __future__ import annotations
 
 from ..ir import IO_TYPES
-from ..skeleton import GE_TYPES, HELPERS, cap, infer_dtype_and_opdef, kernel_entry, role, tiling_struct
+from ..skeleton import GE_TYPES, HELPERS, cap, infer_dtype_and_opdef, kernel_entry, role, struct_name, tiling_struct
 from ..text import Lines, comment, f32
 from ..vector import step_call
 from .lower import MatmulKernel
@@ -34,10 +34,6 @@ REFUSALS = {
     3: "N not a multiple of 16 on 310P (no DataCopyPad: y's rows must be whole 32-byte blocks)",
     4: "float inputs on 310P (its cube takes half)",
 }
-
-
-def struct_name(k: MatmulKernel) -> str:
-    return f"{k.op_type}TilingData"
 
 
 def _roles(k: MatmulKernel) -> list[str]:

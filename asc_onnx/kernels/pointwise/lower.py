@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ...fusion import FusedOp
-from ..ir import IO_TYPES, LoweringError, Param, snake_case
+from ..ir import IO_TYPES, LoweringError, NamedInputs, Param, snake_case
 from ..schedule import VectorSchedule
 from ..vector import Builder, Step, allocate, lower_node, scalar, silu_products
 
@@ -32,7 +32,7 @@ class PwInput:
 
 
 @dataclass(frozen=True)
-class PointwiseKernel:
+class PointwiseKernel(NamedInputs):
     """Kernel IR of one pointwise fused op type.
 
     Attributes:
@@ -58,16 +58,6 @@ class PointwiseKernel:
     const_steps: tuple[Step, ...] = ()  # Duplicates of constants: run once per core, their registers pinned
     params: tuple[float, ...] = ()  # the first node's values of the scalars read from the tiling data
     schedule: VectorSchedule = VectorSchedule()  # the policies the kernel is rendered with
-
-    @property
-    def input_names(self) -> tuple[str, ...]:
-        """Formal input names in kernel argument order."""
-        return tuple(x.name for x in self.inputs)
-
-    @property
-    def num_params(self) -> int:
-        """Scalars read from the tiling data (``td.param[i]``), set per node from its attributes."""
-        return len(self.params)
 
     @property
     def broadcast_inputs(self) -> tuple[int, ...]:

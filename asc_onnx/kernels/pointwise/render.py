@@ -37,6 +37,7 @@ from ..skeleton import (
     param_lines,
     platform_lines,
     role,
+    struct_name,
     tiling_struct,
 )
 from ..text import Lines, comment, f32
@@ -52,10 +53,6 @@ REFUSALS = {
     3: "a period too long for one tile that is not whole 32-byte blocks, on a SoC without DataCopyPad",
     4: "periods that do not divide each other or the output",
 }
-
-
-def struct_name(k: PointwiseKernel) -> str:
-    return f"{k.op_type}TilingData"
 
 
 def tiling_header(k: PointwiseKernel) -> str:

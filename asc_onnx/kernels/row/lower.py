@@ -35,7 +35,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from ...fusion import FusedOp
-from ..ir import IO_TYPES, LoweringError, Param, snake_case
+from ..ir import IO_TYPES, LoweringError, NamedInputs, Param, snake_case
 from ..vector import Builder, Step, attr, lower_node
 from .schedule import STAT_SLOT, RowSchedule
 
@@ -78,7 +78,7 @@ class RowStep:
 
 
 @dataclass(frozen=True)
-class RowKernel:
+class RowKernel(NamedInputs):
     """Kernel IR of one row-class fused op type."""
 
     op_type: str
@@ -95,16 +95,6 @@ class RowKernel:
     passes: int  # split mode: reads of the row (reductions finish in passes 0..passes-2)
     params: tuple[float, ...] = ()  # the first node's values of the scalars read from the tiling data
     schedule: RowSchedule = RowSchedule()  # the policies the kernel is rendered with
-
-    @property
-    def input_names(self) -> tuple[str, ...]:
-        """Formal input names in kernel argument order."""
-        return tuple(x.name for x in self.inputs)
-
-    @property
-    def num_params(self) -> int:
-        """Scalars read from the tiling data (``td.param[i]``), set per node from its attributes."""
-        return len(self.params)
 
     @property
     def uses_select(self) -> bool:

@@ -30,6 +30,7 @@ from ..skeleton import (
     param_lines,
     platform_lines,
     role,
+    struct_name,
     tiling_struct,
 )
 from ..text import Lines, comment, f32
@@ -44,10 +45,6 @@ REFUSALS = {
     4: "per-row statistics as outputs on a SoC without DataCopyPad",
     5: "too many leading axes",
 }
-
-
-def struct_name(k: RowKernel) -> str:
-    return f"{k.op_type}TilingData"
 
 
 def _nb(k: RowKernel) -> int:
