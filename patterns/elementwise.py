@@ -1,7 +1,7 @@
 """The generic passes: a reduction over trailing axes with the elementwise ops around it becomes one
 row fused op (AscFusedRow<hash>); any remaining chain of two or more elementwise ops (unary ops,
 binary ops with scalar or broadcast operands) one pointwise fused op (AscFusedEw<hash>). The
-searches live in :mod:`asc_onnx.chains`; this module only names the rules."""
+searches are the kernel classes' region passes (:mod:`asc_onnx.kernels`); this module only names the rules."""
 
 from __future__ import annotations
 
