@@ -125,7 +125,10 @@ class _Program:
 
     def record_names(self) -> None:
         """Keep the names the program was compiled under: a kernel that shares it maps messages back."""
-        (self.target / "names.json").write_text(json.dumps({"op_type": self.k.op_type, "snake": self.k.snake}))
+        self.target.mkdir(parents=True, exist_ok=True)
+        tmp = self.target / f"names.json.{os.getpid()}"  # atomic: another worker may read it at once
+        tmp.write_text(json.dumps({"op_type": self.k.op_type, "snake": self.k.snake}))
+        os.replace(tmp, self.target / "names.json")
 
 
 def _program(k: KernelIR, sources: Mapping[str, str], struct: str, dtype: int, soc: Soc) -> _Program:
