@@ -214,7 +214,7 @@ def rule(name: str, *variants: Callable[..., Any], op_name: str, kernel: str, do
 
 
 def generic_rule(name: str, *, op_name: str, doc: str, kernel: str = "pointwise") -> Rule:
-    """The rule that names a generic pass of :mod:`asc_onnx.kernels` (a class's region pass) (one per kernel class)."""
+    """The rule that runs a kernel class's generic region pass (:mod:`asc_onnx.kernels`)."""
     return Rule(name, op_name, (), kernel, doc)
 
 

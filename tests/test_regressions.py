@@ -4,6 +4,7 @@ the emulator rejects: it is not shipped."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -15,7 +16,9 @@ from onnx import helper
 import asc_onnx
 from asc_onnx import FuseOptions
 from asc_onnx.cli import main
-from asc_onnx.emulator.harness import EmulatorFaultError, run
+from asc_onnx.emulator.harness import EmulatorFaultError, build, run
+from asc_onnx.kernels.ir import snake_case
+from asc_onnx.package import render
 from asc_onnx.soc import SOCS
 from asc_onnx.verify_kernels import random_inputs
 
@@ -48,6 +51,27 @@ def test_fp16_broadcast_staging_needs_its_mte2_v_flag():
     _run(k, k.files, inputs)
     with pytest.raises(EmulatorFaultError, match=r"pipe race \(read after write\).*Cast \(V.*DataCopyPad GM->UB"):
         _run(k, _without(k, "SetFlag<AscendC::HardEvent::MTE2_V>", "WaitFlag<AscendC::HardEvent::MTE2_V>"), inputs)
+
+
+def test_a_shared_program_reports_in_each_kernels_own_names():
+    """Two ops whose files differ only in their names share one compiled program; a fault in the second is told
+    with the second's file and op names, not those the program was compiled under."""
+    k = _kernel(MODELS / "llama_tiny_dynamo_fp16.onnx", "ElementwiseChain")
+    name = "AscRenamedEw123456"  # as long as the generated hash names: alignment padding follows a name's length
+    assert len(name) == len(k.ir.op_type)
+    other = render(dataclasses.replace(k.op, op_type=name),
+                   dataclasses.replace(k.ir, op_type=name, snake=snake_case(name)), SOCS["Ascend910B"])
+    assert other.files[f"op_kernel/{other.ir.snake}.cpp"] != k.files[f"op_kernel/{k.ir.snake}.cpp"]
+    inputs = random_inputs(k, onnx.TensorProto.FLOAT16, (2, 4, 8, 8))
+    flags = ("SetFlag<AscendC::HardEvent::MTE2_V>", "WaitFlag<AscendC::HardEvent::MTE2_V>")
+    with pytest.raises(EmulatorFaultError, match=f"{k.ir.snake}.cpp:"):
+        _run(k, _without(k, *flags), inputs)
+    with pytest.raises(EmulatorFaultError) as raised:
+        run(other.ir, _without(other, *flags), f"{other.ir.op_type}TilingData", inputs, SOCS["Ascend910B"])
+    assert f"{other.ir.snake}.cpp:" in str(raised.value) and k.ir.snake not in str(raised.value)
+    assert build(other.ir, _without(other, *flags), f"{other.ir.op_type}TilingData", onnx.TensorProto.FLOAT16,
+                 SOCS["Ascend910B"]) == build(k.ir, _without(k, *flags), f"{k.op.op_type}TilingData",
+                                              onnx.TensorProto.FLOAT16, SOCS["Ascend910B"])  # one program
 
 
 def test_310p_end_window_needs_its_mte3_barrier():

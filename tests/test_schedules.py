@@ -22,6 +22,7 @@ from asc_onnx.emulator.harness import prebuild
 from asc_onnx.kernels import of
 from asc_onnx.kernels.row.schedule import RowSchedule, plan
 from asc_onnx.kernels.schedule import VectorSchedule
+from asc_onnx.kernels.skeleton import tiling_ub_bytes
 from asc_onnx.package import render
 from asc_onnx.soc import SOCS
 from asc_onnx.verify_kernels import check, np_type, random_inputs
@@ -121,7 +122,7 @@ def test_row_traffic_model_with_resident_and_streamed_masks():
             inputs = _inputs(v, [(1, h, q, kk), (1, 1, q, kk)])
             c = check(v, inputs, B910, f"{h}x{q}x{kk}")
             assert c.ok, c
-            p = plan(v.ir, [a.shape for a in inputs], 4, B910.ub_bytes - 8192 * v.ir.uses_select, B910.vector_cores)
+            p = plan(v.ir, [a.shape for a in inputs], 4, tiling_ub_bytes(v.ir, B910), B910.vector_cores)
             assert of(v).schedule.traffic(v.ir, [a.shape for a in inputs], 4, B910) == c.gm_bytes, (h, q, kk, p)
             resident.add(p.resident)
     assert resident == {(True,), (False,)}  # the mask loaded once per core, and streamed row by row

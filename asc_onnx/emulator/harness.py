@@ -5,7 +5,7 @@ emulator's counters (GM bytes, vector instructions by kind, UB peak, the cube's)
 The files compiled are the generated files as written, unedited: what a class's driver needs (its entry point,
 the tiling call, the include folder) it generates from the kernel IR. Programs are shared between kernels
 whose files differ only in their names and comments: the cache key is computed from a canonical form of the
-text (names replaced, comments blanked), and the names a program was compiled under are kept beside it."""
+text (names replaced, comments blanked), and a program's error line names the op it was compiled for."""
 
 from __future__ import annotations
 
@@ -123,13 +123,6 @@ class _Program:
         """The class's driver for this kernel, its files under ``prefix``."""
         return of(self.k).driver.main_source(self.k, self.struct, prefix)
 
-    def record_names(self) -> None:
-        """Keep the names the program was compiled under: a kernel that shares it maps messages back."""
-        self.target.mkdir(parents=True, exist_ok=True)
-        tmp = self.target / f"names.json.{os.getpid()}"  # atomic: another worker may read it at once
-        tmp.write_text(json.dumps({"op_type": self.k.op_type, "snake": self.k.snake}))
-        os.replace(tmp, self.target / "names.json")
-
 
 def _program(k: KernelIR, sources: Mapping[str, str], struct: str, dtype: int, soc: Soc) -> _Program:
     ctype = IO_TYPES[dtype][0]
@@ -171,7 +164,7 @@ def _compile(main: str, sources: Mapping[str, str], flags: Sequence[str], dest: 
 def _usable(prog: Path) -> bool:
     """A cached program, or a batch entry whose batch program is still there (a pruned or moved cache
     leaves entries pointing nowhere: those are rebuilt)."""
-    if not prog.is_file() or not (prog.parent / "names.json").is_file():
+    if not prog.is_file():
         return False
     with open(prog, "rb") as f:
         head = f.read(2)
@@ -188,7 +181,6 @@ def build(k: KernelIR, sources: Mapping[str, str], struct: str, dtype: int, soc:
     pr = _program(k, sources, struct, dtype, soc)
     if not _usable(pr.prog):
         _compile(_single_main(pr.driver()), pr.sources, pr.flags + pr.defines, pr.prog, k.op_type)
-        pr.record_names()
     return pr.prog
 
 
@@ -270,7 +262,6 @@ def _compile_batch(group: Sequence[_Program]) -> int:
         tmp.write_text(f'#!/bin/sh\nexec {shlex.quote(str(dest))} {j} "$@"\n')
         tmp.chmod(0o755)
         os.replace(tmp, pr.prog)
-        pr.record_names()
     return len(group)
 
 
@@ -291,7 +282,6 @@ def run(k: KernelIR, sources: Mapping[str, str], struct: str,
         raise AscOnnxError(f"{k.op_type}: emulator inputs must share one dtype, got {dtypes}")
     dtype = dtypes.pop()
     prog = build(k, sources, struct, dtype, soc)
-    compiled = json.loads((prog.parent / "names.json").read_text())
     driver = of(k).driver
     ctype, size = IO_TYPES[dtype]
     with tempfile.TemporaryDirectory(prefix="asc-emu-run-") as d:
@@ -309,7 +299,8 @@ def run(k: KernelIR, sources: Mapping[str, str], struct: str,
             raise AscOnnxError(f"emulator run of {k.op_type} crashed (exit {proc.returncode}): "
                                f"{proc.stderr[-500:]}") from None
         if "error" in info:
-            message = info["message"].replace(compiled["snake"], k.snake).replace(compiled["op_type"], k.op_type)
+            # A shared program names the op it was compiled for: its messages are told in this kernel's names.
+            message = info["message"].replace(info["snake"], k.snake).replace(info["op_type"], k.op_type)
             refused = re.fullmatch(r"tiling refused the shape, reason (\d+)", message)
             if info["error"] == "tiling" and refused:
                 raise TilingRefusedError(f"{k.op_type} on {soc.name}: {refusal_text(k, int(refused[1]))}")

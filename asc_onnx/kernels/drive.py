@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..soc import Soc
+from .skeleton import tiling_ub_bytes
 
 #: Every driver's entry point.
 ENTRY = "Drive"
@@ -27,7 +28,8 @@ def write_shapes(path: Path, shapes: Sequence[Sequence[int]], head: str | None =
     path.write_text("\n".join(lines))
 
 
-#: C++ helpers every emulator driver starts with: GM buffers from files, the counters' sum, one-line JSON errors.
+#: C++ helpers every emulator driver starts with: GM buffers from files, the counters' sum, one-line JSON errors
+#: (which name the op the driver was compiled for: a program may serve kernels of other names, see the harness).
 DRIVER_HELPERS = r"""static std::vector<uint8_t> ReadFile(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
     return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
@@ -52,7 +54,8 @@ static void PrintVecAndClose() {
 static int Report(const std::string& kind, const std::string& msg) {
     std::string m;
     for (char c : msg) m += (c == '"' || c == '\\') ? '?' : c;
-    std::cout << "{\"error\": \"" << kind << "\", \"message\": \"" << m << "\"}" << std::endl;
+    std::cout << "{\"error\": \"" << kind << "\", \"message\": \"" << m << "\", \"op_type\": \"" << kOpType
+              << "\", \"snake\": \"" << kSnake << "\"}" << std::endl;
     return 2;
 }
 
@@ -75,6 +78,12 @@ static int RunBlocks(uint32_t n, F&& launch) {
 """
 
 
+def driver_helpers(k: Any) -> str:
+    """:data:`DRIVER_HELPERS` after the names of the op they are compiled for."""
+    return (f'static const char* const kOpType = "{k.op_type}";\n'
+            f'static const char* const kSnake = "{k.snake}";\n\n{DRIVER_HELPERS}')
+
+
 def vector_main(k: Any, struct: str, setup: str, tile: str, prefix: str = "") -> str:
     """The driver of a vector kernel (pointwise, row): GM buffers from files, the host tiling (``setup``: the
     class's tiling call and output sizes), blocks one after another. ``tile`` is the C++ expression of the
@@ -90,7 +99,7 @@ def vector_main(k: Any, struct: str, setup: str, tile: str, prefix: str = "") ->
 #include "{prefix}op_kernel/{k.snake}.cpp"
 #include "{prefix}op_host/{k.snake}_tiling_calc.h"
 
-{DRIVER_HELPERS}
+{driver_helpers(k)}
 int Drive(int argc, char** argv) {{
     if (argc != 5) return Report("usage", "dir coreNum dtypeSize tilingUbBytes");
     const std::string dir = argv[1];
@@ -147,17 +156,13 @@ def driver_tiling(struct: str, call: str, num_params: int) -> str:
                           'std::to_string(rc));', params])
 
 
-
-def vector_files(k: Any, folder: Path, inputs: Sequence[np.ndarray], out_shapes: Sequence[tuple[int, ...]],
-                 row_dims: int) -> None:
-    """shapes.txt of a vector kernel: the row dims (0 for pointwise), every input's shape, the first output's."""
+def vector_write_inputs(k: Any, folder: Path, inputs: Sequence[np.ndarray], out_shapes: Sequence[tuple[int, ...]],
+                        soc: Soc, core_num: int, dtype_size: int, row_dims: int = 0) -> list[str]:
+    """A vector kernel's run: shapes.txt (the row dims, 0 for pointwise; every input's shape; the first
+    output's); returns the program's arguments after the folder: coreNum, dtypeSize and the UB the host
+    tiling sees."""
     write_shapes(folder / "shapes.txt", [a.shape for a in inputs] + [out_shapes[0]], head=str(row_dims))
-
-
-def vector_args(k: Any, soc: Soc, core_num: int, dtype_size: int) -> list[str]:
-    """coreNum, dtypeSize and the UB the host tiling sees (8 KB less where Select needs its scratch)."""
-    tiling_ub = soc.ub_bytes - (8192 if k.uses_select else 0)
-    return [str(core_num), str(dtype_size), str(tiling_ub)]
+    return [str(core_num), str(dtype_size), str(tiling_ub_bytes(k, soc))]
 
 
 def concrete(shape: Sequence[object] | None, default_dim: int) -> tuple[int, ...]:
@@ -185,5 +190,6 @@ def vector_inputs(ir: Any, inst: Any, np_dtype: type, out_shape: tuple[int, ...]
         out.append(np.asarray(rng.standard_normal(shape) * 2, dtype=np.float32).astype(np_dtype))
     return out
 
-__all__ = ["DRIVER_HELPERS", "ENTRY", "concrete", "driver_tiling", "vector_args", "vector_files", "vector_inputs",
-           "vector_main", "write_shapes"]
+
+__all__ = ["DRIVER_HELPERS", "ENTRY", "concrete", "driver_helpers", "driver_tiling", "vector_inputs", "vector_main",
+           "vector_write_inputs", "write_shapes"]

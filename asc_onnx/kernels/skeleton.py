@@ -95,6 +95,16 @@ def tiling_struct(op_type: str, snake: str, struct: str, fields: list[str], what
         f"struct {struct} {{", *(f"    {f}" for f in fields), "};", "", f"#endif  // {guard}").text()
 
 
+#: UB bytes the host reserves for Select's scratch at TMP_UB_OFFSET (``RESERVED_SIZE_8K``).
+SELECT_RESERVE = 8192
+
+
+def tiling_ub_bytes(k, soc) -> int:
+    """The UB a kernel's host tiling sees on ``soc``: GetCoreMemSize(UB), after the reserve for Select where the
+    kernel uses it (:func:`platform_lines`)."""
+    return soc.ub_bytes - (SELECT_RESERVE if k.uses_select else 0)
+
+
 def platform_lines(uses_select: bool) -> list[str]:
     """The start of every TilingFunc: UB size (8 KB reserved where Select needs TMP_UB_OFFSET), vector core
     count and whether the SoC has DataCopyPad, all from the platform."""

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from asc_onnx.kernels.drive import driver_tiling, vector_args, vector_files, vector_inputs, vector_main
+from asc_onnx.kernels.drive import driver_tiling, vector_inputs, vector_main, vector_write_inputs
 
 from .lower import AbsKernel
 from .render import struct_name, tiling_call
@@ -26,8 +26,7 @@ def output_shapes(k: AbsKernel, inputs: Sequence[np.ndarray]) -> list[tuple[int,
 
 def write_inputs(k: AbsKernel, folder: Path, inputs, out_shapes, soc, core_num, dtype_size, dtype_name,
                  cube_tiling=None) -> list[str]:
-    vector_files(k, folder, inputs, out_shapes, 0)
-    return vector_args(k, soc, core_num, dtype_size)
+    return vector_write_inputs(k, folder, inputs, out_shapes, soc, core_num, dtype_size)
 
 
 random_inputs = vector_inputs

@@ -12,7 +12,7 @@ import numpy as np
 
 from ...errors import AscOnnxError
 from ...soc import Soc
-from ..drive import DRIVER_HELPERS, concrete, write_shapes
+from ..drive import concrete, driver_helpers, write_shapes
 from .lower import MatmulKernel
 from .render import tiling_call
 from .schedule import tiling_min
@@ -47,7 +47,7 @@ def main_source(k: MatmulKernel, struct: str, prefix: str = "") -> str:
 #include "{prefix}op_kernel/{k.snake}.cpp"
 #include "{prefix}op_host/{k.snake}_tiling_calc.h"
 
-{DRIVER_HELPERS}
+{driver_helpers(k)}
 int Drive(int argc, char** argv) {{
     if (argc != 5) return Report("usage", "dir coreNum dtypeSize dtypeName");
     const std::string dir = argv[1];

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ...soc import Soc
-from ..drive import driver_tiling, vector_args, vector_files, vector_inputs, vector_main
+from ..drive import driver_tiling, vector_inputs, vector_main, vector_write_inputs
 from .lower import PointwiseKernel
 from .render import tiling_call
 
@@ -45,8 +45,7 @@ def output_shapes(k: PointwiseKernel, inputs: Sequence[np.ndarray]) -> list[tupl
 def write_inputs(k: PointwiseKernel, folder: Path, inputs: Sequence[np.ndarray], out_shapes: Sequence[tuple[int, ...]],
                  soc: Soc, core_num: int, dtype_size: int, dtype_name: str, cube_tiling: object = None) -> list[str]:
     """The run's files beside the inputs' bytes; returns the program's arguments after the folder."""
-    vector_files(k, folder, inputs, out_shapes, 0)
-    return vector_args(k, soc, core_num, dtype_size)
+    return vector_write_inputs(k, folder, inputs, out_shapes, soc, core_num, dtype_size)
 
 
 #: Seeded inputs for a check: full inputs of the data's shape, broadcast ones of their own.

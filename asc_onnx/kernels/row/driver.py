@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ...soc import Soc
-from ..drive import driver_tiling, vector_args, vector_files, vector_inputs, vector_main
+from ..drive import driver_tiling, vector_inputs, vector_main, vector_write_inputs
 from .lower import RowKernel
 from .render import tiling_call
 
@@ -61,8 +61,7 @@ def output_shapes(k: RowKernel, inputs: Sequence[np.ndarray]) -> list[tuple[int,
 def write_inputs(k: RowKernel, folder: Path, inputs: Sequence[np.ndarray], out_shapes: Sequence[tuple[int, ...]],
                  soc: Soc, core_num: int, dtype_size: int, dtype_name: str, cube_tiling: object = None) -> list[str]:
     """The run's files beside the inputs' bytes; returns the program's arguments after the folder."""
-    vector_files(k, folder, inputs, out_shapes, k.row_dims)
-    return vector_args(k, soc, core_num, dtype_size)
+    return vector_write_inputs(k, folder, inputs, out_shapes, soc, core_num, dtype_size, k.row_dims)
 
 
 #: Seeded inputs for a check: full inputs of the data's shape, the others of their own.

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..schedule import VectorSchedule
+from ..skeleton import tiling_ub_bytes
 
 if TYPE_CHECKING:
     from .lower import RowKernel, RowStep
@@ -186,8 +187,7 @@ def traffic(k: RowKernel, shapes: Sequence[Sequence[int]], dtype_size: int, soc:
             cube: object = None) -> int:
     """The model's GM bytes: :func:`plan` on the SoC's unified buffer and cores, then :func:`gm_bytes`
     (0 where the tiling refuses the shape)."""
-    ub = soc.ub_bytes - (8192 if k.uses_select else 0)  # the host reserves 8 KB for Select's scratch
-    p = plan(k, shapes, dtype_size, ub, soc.vector_cores, soc.has_data_copy_pad)
+    p = plan(k, shapes, dtype_size, tiling_ub_bytes(k, soc), soc.vector_cores, soc.has_data_copy_pad)
     return gm_bytes(k, p, shapes, dtype_size) if p is not None else 0
 
 
