@@ -110,7 +110,7 @@ class _Program:
 
     k: KernelIR
     struct: str
-    sources: Mapping[str, str]  # the op's files as written, by path relative to the op package
+    sources: Mapping[str, str]  # the op's files the driver compiles, as written, by path relative to the op package
     defines: tuple[str, ...]  # -DDTYPE_<NAME>=<type>
     flags: tuple[str, ...]  # every flag but the defines
     target: Path
@@ -124,13 +124,20 @@ class _Program:
         return of(self.k).driver.main_source(self.k, self.struct, prefix)
 
 
+def _compiled(sources: Mapping[str, str]) -> dict[str, str]:
+    """The files a driver compiles: the kernel, its tiling header and the tiling calc; never the host file or the
+    plugin, which neither enter the program nor its cache key."""
+    return {rel: text for rel, text in sources.items() if rel.startswith("op_kernel/") or rel.endswith(".h")}
+
+
 def _program(k: KernelIR, sources: Mapping[str, str], struct: str, dtype: int, soc: Soc) -> _Program:
+    sources = _compiled(sources)
     ctype = IO_TYPES[dtype][0]
     defines = tuple(f"-DDTYPE_{n.upper()}={ctype}" for n in k.input_names + k.outputs)
     # -O1: a cold test run is dominated by these compiles (-O1 builds a kernel ~30% faster than -O2); the
     # emulated runs stay short either way.
     flags = ("-std=c++17", "-O1", "-w", f"-D__NPU_ARCH__={soc.npu_arch}")
-    pr = _Program(k, struct, dict(sources), defines, flags, Path())
+    pr = _Program(k, struct, sources, defines, flags, Path())
     h = hashlib.sha256()
     keyed = {_key_text(k, rel): _key_text(k, text) for rel, text in sources.items()}
     for part in [_key_text(k, pr.driver()), _headers_digest(), " ".join(flags + defines)] + \
@@ -237,10 +244,8 @@ def _compile_batch(group: Sequence[_Program]) -> int:
         for rel, text in pr.sources.items():
             sources[f"k{j}/{rel}"] = text
         driver = pr.driver(f"k{j}/")
-        # The driver includes the kernel, its tiling header and the tiling calc, never the host file or plugin;
-        # their system headers go before every namespace.
-        compiled = [text for rel, text in pr.sources.items() if rel.startswith("op_kernel/") or rel.endswith(".h")]
-        for text in [driver, *compiled]:
+        # The system headers of the driver and the files it compiles go before every namespace.
+        for text in [driver, *pr.sources.values()]:
             for line in text.split("\n"):
                 if line.startswith("#include <"):
                     hoisted.setdefault(line)
