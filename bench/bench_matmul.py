@@ -64,7 +64,7 @@ def _deployment() -> dict[str, tuple[object, tuple[int, ...]]]:
 
 def _unfused_us(k, inputs, soc: str, macs: int) -> float:
     """The MatMul(s) at the cube rate or the bandwidth, every other node as bench_kernels times it."""
-    n = int(np.prod(inputs[0].shape[:-1])) * _n(k, inputs)
+    n = int(np.prod(inputs[0].shape[:-1])) * k.ir.out_cols([a.shape for a in inputs])
     fp32 = inputs[0].dtype == np.float32
     total = 0.0
     for node, b in unfused_bytes(k, inputs):
@@ -74,11 +74,6 @@ def _unfused_us(k, inputs, soc: str, macs: int) -> float:
             total += time_us(b, HAND_COST.get(node.op_type, 1) * n, soc, SOCS[soc].vector_cores)
         total += LAUNCH_US
     return total
-
-
-def _n(k, inputs) -> int:
-    w = inputs[k.ir.gemms[0].weight].shape
-    return (w[0] if k.ir.trans_b else w[1]) // (2 if k.ir.split else 1)
 
 
 def main() -> int:
@@ -121,7 +116,7 @@ def main() -> int:
                 print(f"{name[:34]:<34} {soc_name:<10} FAILED: {c.error}")
                 continue
             d = data_movement(k, inputs, c.gm_bytes, c.vec_elems, c.cube)
-            mm, kk, nn = int(np.prod(lead)), inputs[0].shape[-1], _n(k, inputs)
+            mm, kk, nn = int(np.prod(lead)), inputs[0].shape[-1], k.ir.out_cols([a.shape for a in inputs])
             staging = 2 * c.cube["c_bytes"]
             cores = c.cube["usedCoreNum"]
             cube_cores = math.ceil(cores / 2) if soc_name == "Ascend910B" else cores

@@ -137,9 +137,7 @@ int Drive(int argc, char** argv) {{
 
 def output_shapes(k: MatmulKernel, inputs: Sequence[np.ndarray]) -> list[tuple[int, ...]]:
     """x's leading dims and N."""
-    w = inputs[k.gemms[0].weight].shape
-    n = (w[0] if k.trans_b else w[1]) // (2 if k.split else 1)
-    return [tuple(inputs[0].shape[:-1]) + (n,)]
+    return [tuple(inputs[0].shape[:-1]) + (k.out_cols([a.shape for a in inputs]),)]
 
 
 def write_inputs(k: MatmulKernel, folder: Path, inputs: Sequence[np.ndarray], out_shapes: Sequence[tuple[int, ...]],
@@ -156,7 +154,7 @@ def write_inputs(k: MatmulKernel, folder: Path, inputs: Sequence[np.ndarray], ou
 def finish(k: MatmulKernel, inputs: Sequence[np.ndarray], info: dict[str, Any], dtype_size: int) -> dict[str, Any]:
     """The run's counters with the tiling's traffic floor beside the cube's."""
     kk = inputs[0].shape[-1]
-    n = output_shapes(k, inputs)[0][-1]
+    n = k.out_cols([a.shape for a in inputs])
     info["cube"]["tiling_min"] = tiling_min(k, inputs[0].size // max(1, kk), n, kk, info["cube"], dtype_size)
     return info
 

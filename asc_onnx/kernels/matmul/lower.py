@@ -13,6 +13,7 @@ registers ``0 .. len(gemms)-1`` holding the C blocks. Forms read from the body:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from onnx import helper, numpy_helper
@@ -64,6 +65,11 @@ class MatmulKernel(IRBase):
     @property
     def has_bias(self) -> bool:
         return any(g.bias is not None for g in self.gemms)
+
+    def out_cols(self, shapes: Sequence[Sequence[int]]) -> int:
+        """N, the output's columns, from the inputs' shapes (a gate-up weight holds both halves)."""
+        w = shapes[self.gemms[0].weight]
+        return (w[0] if self.trans_b else w[1]) // (2 if self.split else 1)
 
     @property
     def input_names(self) -> tuple[str, ...]:

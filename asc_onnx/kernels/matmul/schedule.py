@@ -5,7 +5,7 @@ and the floor any schedule under that tiling could reach (:func:`tiling_min`).""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -30,24 +30,21 @@ class MatmulSchedule:
             raise ValueError(f"epilogue_buffers must be 1 or 2, not {self.epilogue_buffers}")
 
 
+def _core_regions(m: int, n: int, cube: Mapping[str, int]) -> Iterator[tuple[int, int]]:
+    """Each core's region of the ``m x n`` output under a tiling: its rows and columns (0 past the edge)."""
+    for core in range(cube["mDim"] * cube["nDim"]):
+        m0, n0 = (core % cube["mDim"]) * cube["singleCoreM"], (core // cube["mDim"]) * cube["singleCoreN"]
+        yield max(0, min(m - m0, cube["singleCoreM"])), max(0, min(n - n0, cube["singleCoreN"]))
+
+
 def tiling_min(k: MatmulKernel, m: int, n: int, kk: int, cube: Mapping[str, int], dtype_size: int) -> int:
     """The least GM traffic a tiling allows for ``m x kk @ kk x n``: y written once, and each core's Matmul
     objects reading its x rows and weight columns (and bias) once per gemm."""
-    total = m * n * dtype_size
-    for core in range(cube["mDim"] * cube["nDim"]):
-        m0, n0 = (core % cube["mDim"]) * cube["singleCoreM"], (core // cube["mDim"]) * cube["singleCoreN"]
-        tm, tn = max(0, min(m - m0, cube["singleCoreM"])), max(0, min(n - n0, cube["singleCoreN"]))
-        total += len(k.gemms) * (tm * kk + kk * tn + (1 if k.has_bias else 0) * tn) * dtype_size
-    return total
+    total = m * n
+    for tm, tn in _core_regions(m, n, cube):
+        total += len(k.gemms) * (tm * kk + kk * tn + (1 if k.has_bias else 0) * tn)
+    return total * dtype_size
 
-
-def choose(k: MatmulKernel, soc: object) -> MatmulSchedule:
-    """The schedule a kernel ships with."""
-    return MatmulSchedule()
-
-
-#: Schedules a benchmark may set side by side: today's and the single-buffered epilogue.
-VARIANTS = {"double-buffered epilogue": MatmulSchedule(), "single-buffered epilogue": MatmulSchedule(1)}
 
 def block_bytes(k: MatmulKernel, m: int, n: int, kk: int, cube: Mapping[str, int], dtype_size: int) -> int:
     """GM bytes of the block loop under a tiling: each core walks its region in base blocks; per block and gemm
@@ -55,9 +52,7 @@ def block_bytes(k: MatmulKernel, m: int, n: int, kk: int, cube: Mapping[str, int
     block to the core's workspace slot and a vector core reads it back; the epilogue writes y once."""
     total = 0
     base_m, base_n = cube["baseM"], cube["baseN"]
-    for core in range(cube["mDim"] * cube["nDim"]):
-        m0, n0 = (core % cube["mDim"]) * cube["singleCoreM"], (core // cube["mDim"]) * cube["singleCoreN"]
-        tm, tn = max(0, min(m - m0, cube["singleCoreM"])), max(0, min(n - n0, cube["singleCoreN"]))
+    for tm, tn in _core_regions(m, n, cube):
         for r in range(0, tm, base_m):
             rows = min(base_m, tm - r)
             for c in range(0, tn, base_n):
@@ -68,15 +63,22 @@ def block_bytes(k: MatmulKernel, m: int, n: int, kk: int, cube: Mapping[str, int
     return total * dtype_size
 
 
+def choose(k: MatmulKernel, soc: object) -> MatmulSchedule:
+    """The schedule a kernel ships with."""
+    return MatmulSchedule()
+
+
+#: Schedules a benchmark may set side by side: today's and the single-buffered epilogue.
+VARIANTS = {"double-buffered epilogue": MatmulSchedule(), "single-buffered epilogue": MatmulSchedule(1)}
+
+
 def traffic(k: MatmulKernel, shapes: Sequence[Sequence[int]], dtype_size: int, soc: object, block_dim: int,
             cube: Mapping[str, int] | None = None) -> int:
     """The model's GM bytes under the tiling the run used (:func:`block_bytes`; 0 without one)."""
     if not cube:
         return 0
     kk = shapes[0][-1]
-    w = shapes[k.gemms[0].weight]
-    n = (w[0] if k.trans_b else w[1]) // (2 if k.split else 1)
-    return block_bytes(k, math.prod(shapes[0]) // max(1, kk), n, kk, cube, dtype_size)
+    return block_bytes(k, math.prod(shapes[0]) // max(1, kk), k.out_cols(shapes), kk, cube, dtype_size)
 
 
 __all__ = ["VARIANTS", "MatmulSchedule", "block_bytes", "choose", "tiling_min", "traffic"]
