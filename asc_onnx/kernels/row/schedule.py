@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ..schedule import VectorSchedule
 from ..skeleton import tiling_ub_bytes
 
@@ -65,7 +67,7 @@ def plan(k: RowKernel, shapes: Sequence[Sequence[int]], dtype_size: int, ub_byte
     """The tiling ``<op>ComputeTiling`` computes for inputs of ``shapes`` (None where it refuses): the same
     arithmetic, in Python."""
     s = k.schedule
-    data = [int(d) for d in math_broadcast([shapes[i] for i in k.data_inputs])]
+    data = [int(d) for d in np.broadcast_shapes(*(tuple(shapes[i]) for i in k.data_inputs))]
     rank, rd = len(data), k.row_dims
     if rank < rd or rd == 0 or core_num == 0:
         return None
@@ -160,17 +162,6 @@ def gm_bytes(k: RowKernel, p: RowPlan, shapes: Sequence[Sequence[int]], dtype_si
     for kd in k.output_kinds:
         total += p.rows * (row_bytes if kd == "row" else dtype_size)
     return total
-
-
-def math_broadcast(shapes: Sequence[Sequence[int]]) -> tuple[int, ...]:
-    """numpy's broadcast of shapes (leading 1s added; a 1 takes the other's dim)."""
-    rank = max((len(s) for s in shapes), default=0)
-    out = [1] * rank
-    for s in shapes:
-        for i, d in enumerate(s):
-            j = rank - len(s) + i
-            out[j] = d if out[j] == 1 else out[j]
-    return tuple(out)
 
 
 
