@@ -59,7 +59,8 @@ class KernelClass:
         lower: the lowering (:data:`Lower`).
         render: the module that renders the IR (``skeleton.render`` takes it).
         driver: the module that drives the IR in the emulator (``main_source``, ``write_inputs``,
-            ``output_shapes``).
+            ``output_shapes``, ``random_inputs``, ``data_shape``, ``output_bytes``; ``finish``, where the class adds
+            figures to a run's counters).
         region: ``find(graph, rule, claimed, outputs, ...)``, the generic region pass of rules with this kernel
             and no pattern, or None.
         region_rank: region passes run in ascending rank (rows first: a row region takes the elementwise ops
