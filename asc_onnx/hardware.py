@@ -12,6 +12,7 @@ Representative parts: ``Ascend910B`` is Atlas A2 with 24 AI Cores (910B1/910B2; 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 #: Where the open-source documents cited by path live, relative to the repository's parent folder.
@@ -85,6 +86,20 @@ FACTS: dict[str, dict[str, Fact]] = {
         "kfc_message_us": Fact(1.0, "us", "none published",
                                note="a vector core's Matmul request to the cube core and back (KFC): assumed",
                                assumed=(0.3, 3.0)),
+        **{n: Fact(v, u, "none published", note=why, assumed=r) for n, (v, u, why, r) in {
+            "core_dma_bytes": (64, "bytes/cycle", "what one core's DMA engines move at most, whatever share of GM "
+                               "bandwidth it has: binds only when fewer than about 14 cores run", (32, 128)),
+            "dma_latency_cycles": (500, "cycles", "a copy's completion after its last byte (GM round trip)",
+                                   (200, 1000)),
+            "vec_issue_cycles": (8, "cycles", "a vector instruction's fixed cost before its first repeat", (2, 20)),
+            "vec_slow_repeat_cycles": (2, "cycles", "one repeat of Exp, Ln, Sqrt, Rsqrt, Div or Reciprocal", (1, 4)),
+            "scalar_op_cycles": (2, "cycles", "one scalar access of UB or GM", (1, 10)),
+            "mte1_bytes_per_cycle": (256, "bytes/cycle", "L1 -> L0A/L0B", (128, 512)),
+            "fix_bytes_per_cycle": (128, "bytes/cycle", "L0C out through the fixpipe, before the GM share", (64, 256)),
+        }.items()},
+        "matmul_efficiency": Fact(0.889, "fraction", "zzc0721/torch-performance-test-data issue 109 (GitHub)",
+                                  note="torch_npu's fp16 MatMul at 4096^3 on 910B2: 314.5 of 353.9 TFLOPS; the "
+                                       "unfused MatMul nodes are costed at this fraction of the cube peak"),
     },
     "Ascend310P": {
         "clock": Fact(1.08e9, "Hz", "Atlas 300I Pro datasheet (AI Core frequency)",
@@ -98,8 +113,20 @@ FACTS: dict[str, dict[str, Fact]] = {
         "l1_bytes": Fact(1024 * 1024, "bytes", FACTS_15, note="L1 1 MB (ini-derived, third-party)"),
         "l0c_bytes": Fact(256 * 1024, "bytes", FACTS_15, note="L0C 256 KB (ini-derived, third-party)"),
         "launch_us": Fact(10.0, "us", "none published for 310P", note="assumed, as on 910B", assumed=(3.0, 21.0)),
+        "cube_fp16_flops": Fact(70e12, "FLOP/s", "Atlas 300I Pro datasheet (70 TFLOPS FP16)",
+                                note="8 AI cores x 16x16x16 MACs x 2 x 1.08 GHz = 70.8T: the clock agrees",
+                                assumed=(60e12, 70.8e12)),
+        "vector_fp16_elems": Fact(8 * 128 * 1.08e9, "elements/s", "derived",
+                                  note="8 AI cores x one 256-byte repeat (128 fp16 lanes) per cycle x 1.08 GHz"),
+        "matmul_efficiency": Fact(0.80, "fraction", "none published for 310P",
+                                  note="assumed below 910B's published 0.889", assumed=(0.6, 0.9)),
     },
 }
+
+#: The 910B assumptions the emulator's timing model shares on 310P (nobody publishes either SoC's).
+SHARED_ASSUMPTIONS = ("v_to_s_drain_cycles", "flag_latency_cycles", "core_dma_bytes", "dma_latency_cycles",
+                      "vec_issue_cycles", "vec_slow_repeat_cycles", "scalar_op_cycles", "mte1_bytes_per_cycle",
+                      "fix_bytes_per_cycle")
 
 
 def fact(soc: str, name: str) -> float:
@@ -107,9 +134,38 @@ def fact(soc: str, name: str) -> float:
     return FACTS[soc][name].value
 
 
+def value(soc: str, name: str, overrides: dict[str, float] | None = None) -> float:
+    """A constant as an estimate uses it: an override (an assumption moved within its range, for the tests that
+    show a decision holds across it), the SoC's own figure, or the 910B assumption both SoCs share."""
+    if overrides and name in overrides:
+        return overrides[name]
+    if name in FACTS[soc]:
+        return FACTS[soc][name].value
+    if name in SHARED_ASSUMPTIONS:
+        return FACTS["Ascend910B"][name].value
+    raise KeyError(f"{soc} has no constant {name!r}")
+
+
+def emulator_table(soc: str, overrides: dict[str, float] | None = None) -> dict[str, float]:
+    """The emulator timing model's constants (``TimingConsts`` in ``emu_runtime.h``) from this table."""
+    v = functools.partial(value, soc, overrides=overrides)
+    coupled = soc == "Ascend310P"
+    cores = v("ai_cores") if coupled else v("vector_cores")
+    return {
+        "clock_hz": v("clock"), "gm_bytes_per_s": v("gm_bandwidth"),
+        "l2_bytes_per_s": 0 if coupled else v("l2_bandwidth"), "l2_bytes": 0 if coupled else v("l2_bytes"),
+        "core_dma_bytes": v("core_dma_bytes"), "dma_latency": v("dma_latency_cycles"),
+        "vec_issue": v("vec_issue_cycles"), "vec_repeat": 1, "vec_slow_repeat": v("vec_slow_repeat_cycles"),
+        "scalar_op": v("scalar_op_cycles"), "dispatch": 1, "v_to_s": v("v_to_s_drain_cycles"),
+        "flag": v("flag_latency_cycles"), "kfc": 0 if coupled else v("kfc_message_us") * 1e-6 * v("clock"),
+        "cube_macs": 16 ** 3, "mte1_bytes": v("mte1_bytes_per_cycle"), "fix_bytes": v("fix_bytes_per_cycle"),
+        "cores": cores, "cube_cores": cores if coupled else v("cube_cores"), "coupled": 1 if coupled else 0,
+    }
+
+
 def assumptions() -> list[tuple[str, str, Fact]]:
     """Every constant given as a range: (SoC, name, fact)."""
     return [(s, n, f) for s, table in FACTS.items() for n, f in table.items() if f.assumed is not None]
 
 
-__all__ = ["FACTS", "Fact", "assumptions", "fact"]
+__all__ = ["FACTS", "Fact", "assumptions", "emulator_table", "fact", "value"]

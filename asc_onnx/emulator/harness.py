@@ -27,6 +27,7 @@ from onnx import TensorProto
 
 from ..cache import cache_root
 from ..errors import AscOnnxError
+from ..hardware import emulator_table
 from ..kernels import KernelIR, of
 from ..kernels.drive import ENTRY
 from ..kernels.ir import IO_TYPES
@@ -66,6 +67,7 @@ class EmuResult:
     tile_length: int = 0
     vec_elems: int = 0
     cube: Mapping[str, int] | None = None  # matmul kernels: cube counters and the tiling the run used
+    time: Mapping[str, object] | None = None  # the timing model's estimate (emu_runtime.h TimingJson)
 
 
 def cache_dir() -> Path:
@@ -272,13 +274,18 @@ def _compile_batch(group: Sequence[_Program]) -> int:
 
 def run(k: KernelIR, sources: Mapping[str, str], struct: str,
         inputs: Sequence[np.ndarray], soc: Soc, core_num: int | None = None,
-        cube_tiling: Mapping[str, int] | None = None, params: Sequence[float] | None = None) -> EmuResult:
+        cube_tiling: Mapping[str, int] | None = None, params: Sequence[float] | None = None,
+        values: bool = True, timing: Mapping[str, float] | None = None) -> EmuResult:
     """Run one kernel on ``inputs`` (all of the kernel's I/O dtype) and return outputs and counters.
 
     ``cube_tiling`` (matmul kernels): a TCubeTiling to run under instead of the host tiling's choice.
     ``params``: the op's parameters at the node being run (the tiling data's ``param``, as the host copies
     them from the node's attributes; by default the values the kernel was lowered with); they are data, not
-    code, so every value runs the same program."""
+    code, so every value runs the same program.
+
+    ``values=False`` runs the kernel for its timing only: the same program, the pipes and their orderings, with no
+    arithmetic (outputs are garbage). ``timing``: the timing model's constants (default: the SoC's row of
+    :func:`asc_onnx.hardware.emulator_table`)."""
     params = tuple(k.params if params is None else params)
     if len(params) != k.num_params:
         raise AscOnnxError(f"{k.op_type} takes {k.num_params} parameters, {len(params)} given")
@@ -297,7 +304,10 @@ def run(k: KernelIR, sources: Mapping[str, str], struct: str,
         out_shapes = driver.output_shapes(k, inputs)
         args = driver.write_inputs(k, Path(d), inputs, out_shapes, soc, core_num or soc.vector_cores, size, ctype,
                                    cube_tiling)
-        proc = subprocess.run([str(prog), d, *args], capture_output=True, text=True)
+        table = dict(emulator_table(soc.name)) if timing is None else dict(timing)
+        Path(d, "timing.txt").write_text("".join(f"{n} {v!r}\n" for n, v in table.items()))
+        env = {**os.environ, "ASC_EMU_TIMING": str(Path(d, "timing.txt")), "ASC_EMU_VALUES": "1" if values else "0"}
+        proc = subprocess.run([str(prog), d, *args], capture_output=True, text=True, env=env)
         try:
             info = json.loads(proc.stdout.strip().splitlines()[-1])
         except (IndexError, json.JSONDecodeError):
@@ -314,7 +324,7 @@ def run(k: KernelIR, sources: Mapping[str, str], struct: str,
     if hasattr(driver, "finish"):
         info = driver.finish(k, inputs, info, size)
     return EmuResult(outs, info["block_dim"], info["gm_read"], info["gm_write"], info["vec"], info["ub_peak"],
-                     info["scalar"], info["tile_length"], info["vec_elems"], info.get("cube"))
+                     info["scalar"], info["tile_length"], info["vec_elems"], info.get("cube"), info.get("time"))
 
 
 def output_shapes(k: KernelIR, inputs: Sequence[np.ndarray]) -> list[tuple[int, ...]]:

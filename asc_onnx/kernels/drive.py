@@ -135,7 +135,7 @@ int Drive(int argc, char** argv) {{
         f.write(reinterpret_cast<const char*>(bufs[{nin} + o].data()), bufs[{nin} + o].size());
     }}
     std::cout << "{{\\"block_dim\\": " << tiling.blockDim << ", \\"gm_read\\": " << st.gmReadBytes
-              << ", \\"gm_write\\": " << st.gmWriteBytes << ", \\"ub_peak\\": " << st.ubPeak
+              << ", \\"gm_write\\": " << st.gmWriteBytes << ", \\"time\\": " << asc_emu::TimingJson() << ", \\"ub_peak\\": " << st.ubPeak
               << ", \\"scalar\\": " << st.scalarInstr << ", \\"tile_length\\": " << {tile}
               << ", \\"vec_elems\\": " << VecElems() << ", \\"vec\\": {{";
     PrintVecAndClose();

@@ -3,8 +3,11 @@
 // shared/ascend/asc-devkit (see shared/reference/cann_facts.md). It runs a kernel one block after
 // another and fails loudly where the hardware would misbehave.
 #pragma once
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <map>
@@ -78,6 +81,33 @@ inline const char* PipeName(int p) {
     return n[p];
 }
 
+// The timing model's constants: cycles of the core clock unless named otherwise. The harness writes them from
+// asc_onnx/hardware.py (one table per SoC, every figure with its source) into the file ASC_EMU_TIMING names; the
+// defaults below are that table's 910B values, so hand-written test kernels time without a file.
+struct TimingConsts {
+    double clockHz = 1.8e9;
+    double gmBytesPerS = 1.6e12;     // HBM, shared by every core the kernel runs on
+    double l2BytesPerS = 7e12;       // L2 hits (a re-read while the kernel's tensors fit in L2)
+    double l2Bytes = 192.0 * 1048576;
+    double coreDmaBytes = 64;        // per cycle, one core's DMA engines at most (assumed)
+    double dmaLatency = 500;         // a copy's completion after its last byte left (assumed)
+    double vecIssue = 8;             // a vector instruction's fixed cost before its first repeat (assumed)
+    double vecRepeat = 1;            // one 256-byte repeat
+    double vecSlowRepeat = 2;        // Exp, Ln, Sqrt, Div, Reciprocal, Rsqrt per repeat (assumed)
+    double scalarOp = 2;             // a scalar access (assumed)
+    double dispatch = 1;             // the scalar unit hands one instruction to a pipe
+    double vToS = 30;                // a scalar wait on the vector pipe drains it (assumed)
+    double flag = 20;                // a cross-pipe flag from set to wait (assumed)
+    double kfc = 1800;               // a vector core's Matmul message to the cube core and back (assumed)
+    double cubeMacs = 4096;          // fp16 multiply-accumulates per cycle (16 x 16 x 16)
+    double mte1Bytes = 256;          // L1 -> L0A/L0B per cycle (assumed)
+    double fixBytes = 128;           // L0C -> GM per cycle through the fixpipe, before the GM share (assumed)
+    double cores = 48;               // cores sharing GM: vector cores (910B) or AI Cores (310P)
+    double cubeCores = 24;
+    bool coupled = false;            // 310P: cube and vector in one core, no KFC
+    bool values = true;              // ASC_EMU_VALUES=0: timing only, no arithmetic
+};
+
 // One issued operation, for fault messages.
 struct OpRec {
     int pipe;
@@ -118,6 +148,7 @@ struct GmBuffer {
     std::vector<GmBlock> mte3 = {};  // in-flight MTE3 writes, per 32-byte block
     bool cubeShared = false;         // a workspace the cube core writes and the vector core reads
     std::vector<GmBlock> mte2 = {};  // last MTE2 read per 32-byte block (cube-shared buffers only)
+    std::vector<uint8_t> seen = {};  // 32-byte blocks this kernel has read or written (the L2 rule)
 };
 
 // One 64-byte line of the scalar data cache (GlobalTensor::GetValue/SetValue).
@@ -145,7 +176,25 @@ struct CubeCounters {
     uint64_t l1Peak = 0;      // most L1 the registered objects of one block reserve
 };
 
+// Per-block timing: every operation starts when its pipe is free, the scalar unit has dispatched it and what it is
+// ordered after (the vector clocks below) is complete; `done` is each operation's completion by sequence number.
+struct PipeTimes {
+    std::vector<double> done[NPIPES];
+    double free[NPIPES] = {0, 0, 0, 0};  // free[PS] is the scalar unit's own time, the dispatch point
+    double lastDone[NPIPES] = {0, 0, 0, 0};
+    double busy[NPIPES] = {0, 0, 0, 0};
+    std::map<double, double> port;        // the core's GM port, busy intervals (start -> end): MTE2 and MTE3 share it
+    double start = 0;                     // start of the operation issued last
+};
+
+// One cube core's stages (910B: shared by its two vector cores; 310P: inside the AI Core).
+struct CubeTimes {
+    double mte2 = 0, mte1 = 0, m = 0, fix = 0;             // when each stage is free
+    double busyMte2 = 0, busyMte1 = 0, busyM = 0, busyFix = 0;
+};
+
 struct PipeState {
+    PipeTimes t;
     uint64_t seq[NPIPES] = {0, 0, 0, 0};  // operations issued per pipe
     Clock known[NPIPES];                   // known[p]: what pipe p's next operation is ordered after
     std::vector<UbBlock> ub = std::vector<UbBlock>(512 * 1024 / 32);
@@ -157,8 +206,21 @@ struct PipeState {
     std::vector<PendingC> pending;         // cube output not yet waited for
 };
 
+// Timing of one finished block.
+struct BlockTime {
+    double cycles = 0;
+    double busy[NPIPES] = {0, 0, 0, 0};
+};
+
 struct State {
     Soc soc;
+    TimingConsts tm;
+    std::vector<BlockTime> blockTimes;
+    std::map<int64_t, CubeTimes> cubeCores;  // by cube core
+    uint64_t hbmBytes = 0;                     // GM bytes costed at HBM bandwidth
+    uint64_t l2Bytes = 0;                      // GM bytes costed as L2 hits
+    int l2Fits = -1;                           // the kernel's GM tensors fit in L2 (-1: not yet known)
+    bool cubeUsed = false;                     // a Matmul object was registered: cube cores share GM too
     int64_t blockIdx = 0;
     int64_t blockNum = 1;
     uint64_t gmReadBytes = 0;
@@ -174,10 +236,48 @@ struct State {
     CubeCounters cube;
 };
 
+inline TimingConsts LoadTiming();
+
 inline State& St() {
-    static State s;
+    static State s = [] {
+        State x;
+        x.tm = LoadTiming();
+        return x;
+    }();
     return s;
 }
+
+// The constants from the file ASC_EMU_TIMING names ("name value" lines), and ASC_EMU_VALUES=0 for timing only.
+inline TimingConsts LoadTiming() {
+    TimingConsts t;
+#if __NPU_ARCH__ == 2002
+    t.clockHz = 1.08e9, t.gmBytesPerS = 204.8e9, t.l2Bytes = 0, t.cores = 8, t.cubeCores = 8, t.coupled = true;
+    t.kfc = 0;
+#endif
+    if (const char* v = std::getenv("ASC_EMU_VALUES")) t.values = std::string(v) != "0";
+    const char* path = std::getenv("ASC_EMU_TIMING");
+    if (path == nullptr) return t;
+    std::map<std::string, double*> slot = {
+        {"clock_hz", &t.clockHz}, {"gm_bytes_per_s", &t.gmBytesPerS}, {"l2_bytes_per_s", &t.l2BytesPerS},
+        {"l2_bytes", &t.l2Bytes}, {"core_dma_bytes", &t.coreDmaBytes}, {"dma_latency", &t.dmaLatency},
+        {"vec_issue", &t.vecIssue}, {"vec_repeat", &t.vecRepeat}, {"vec_slow_repeat", &t.vecSlowRepeat},
+        {"scalar_op", &t.scalarOp}, {"dispatch", &t.dispatch}, {"v_to_s", &t.vToS}, {"flag", &t.flag},
+        {"kfc", &t.kfc}, {"cube_macs", &t.cubeMacs}, {"mte1_bytes", &t.mte1Bytes}, {"fix_bytes", &t.fixBytes},
+        {"cores", &t.cores}, {"cube_cores", &t.cubeCores}};
+    FILE* f = std::fopen(path, "r");
+    if (f == nullptr) throw std::runtime_error(std::string("ASC_EMU_TIMING: cannot read ") + path);
+    char name[64];
+    double value = 0;
+    while (std::fscanf(f, "%63s %lf", name, &value) == 2) {
+        auto it = slot.find(name);
+        if (it != slot.end()) *it->second = value;
+        else if (std::string(name) == "coupled") t.coupled = value != 0;
+    }
+    std::fclose(f);
+    return t;
+}
+
+inline bool Values() { return St().tm.values; }
 
 // Start a block: fresh pipes, no pending flags, an empty data cache.
 inline void ResetBlock() {
@@ -201,7 +301,145 @@ inline int32_t Issue(int pipe, const std::string& what, const Loc& loc) {
         for (int q = 0; q < NPIPES; ++q) ps.known[PS].c[q] = ps.seq[q] - (q == PS ? 1 : 0);
     }
     St().ops.push_back(OpRec{pipe, what, loc});
+    // Timing: the operation starts once its pipe is free, the scalar unit has dispatched it (in program order) and
+    // what it is ordered after is complete (a cross-pipe ordering costs a flag's latency).
+    auto& t = ps.t;
+    const auto& tm = St().tm;
+    double start = t.free[pipe];
+    for (int q = 0; q < NPIPES; ++q) {
+        const uint64_t c = ps.known[pipe].c[q];
+        if (c > 0 && c <= t.done[q].size()) start = std::max(start, t.done[q][c - 1] + (q == pipe ? 0.0 : tm.flag));
+    }
+    if (pipe != PS) {
+        start = std::max(start, t.free[PS]);
+        t.free[PS] += tm.dispatch;
+        t.busy[PS] += tm.dispatch;
+    }
+    t.start = start;
+    t.free[pipe] = start;
+    t.done[pipe].push_back(start);
+    t.lastDone[pipe] = std::max(t.lastDone[pipe], start);
     return static_cast<int32_t>(St().ops.size() - 1);
+}
+
+// The operation issued last on `pipe` keeps the pipe busy `cycles` more and completes `latency` after that.
+inline void Spend(int pipe, double cycles, double latency = 0) {
+    auto& t = St().pipes.t;
+    t.free[pipe] += cycles;
+    t.busy[pipe] += cycles;
+    t.done[pipe].back() = std::max(t.done[pipe].back(), t.free[pipe] + latency);
+    t.lastDone[pipe] = std::max(t.lastDone[pipe], t.done[pipe].back());
+}
+
+// The scalar unit waits until `at` (a drain, a flag), then spends `cycles`.
+inline void SWait(double at, double cycles = 0) {
+    auto& t = St().pipes.t;
+    t.free[PS] = std::max(t.free[PS], at) + cycles;
+    t.busy[PS] += cycles;
+}
+
+// Bytes per cycle one core's DMA moves: its share of GM bandwidth among the cores the kernel runs on, at most what
+// one core's engines move.
+inline double GmShare(double bytesPerS) {
+    const auto& tm = St().tm;
+    double active = std::min<double>(static_cast<double>(St().blockNum), tm.cores);
+    if (St().cubeUsed && !tm.coupled) active += std::min<double>(std::ceil(active / 2), tm.cubeCores);
+    return std::min(tm.coreDmaBytes, bytesPerS / tm.clockHz / std::max(1.0, active));
+}
+
+// The L2 rule: while every GM tensor of the kernel fits in L2 together, a 32-byte block read again after any core
+// read or wrote it is an L2 hit; everything else is HBM traffic (310P: no L2 credit). Returns the HBM bytes.
+inline uint64_t Classify(const void* p, size_t bytes) {
+    auto& st = St();
+    if (st.l2Fits < 0) {
+        double total = 0;
+        for (const auto& b : st.gm) total += static_cast<double>(b.bytes);
+        st.l2Fits = total <= st.tm.l2Bytes ? 1 : 0;
+    }
+    GmBuffer* buf = nullptr;
+    auto* a = static_cast<const uint8_t*>(p);
+    for (auto& b : st.gm)
+        if (a >= b.base && a < b.base + b.bytes) buf = &b;
+    if (buf == nullptr) return bytes;
+    if (buf->seen.size() != (buf->bytes + 31) / 32) buf->seen.assign((buf->bytes + 31) / 32, 0);
+    const size_t off = static_cast<size_t>(a - buf->base);
+    uint64_t hbm = 0;
+    for (size_t blk = off / 32; blk <= (off + bytes - 1) / 32 && blk < buf->seen.size(); ++blk) {
+        const size_t lo = std::max(off, blk * 32), hi = std::min(off + bytes, blk * 32 + 32);
+        if (!(buf->seen[blk] && st.l2Fits)) hbm += hi - lo;
+        buf->seen[blk] = 1;
+    }
+    return hbm;
+}
+
+// A transfer of `need` cycles of the core's GM port from `at`: it takes the port's free time from `at` on, in bursts
+// between the transfers already placed (MTE2 and MTE3 interleave on the port, their sum bounded by its share).
+// Returns when its last burst ends.
+inline double PortTransfer(double at, double need) {
+    auto& port = St().pipes.t.port;
+    double cur = at;
+    auto it = port.upper_bound(cur);
+    if (it != port.begin() && std::prev(it)->second > cur) cur = std::prev(it)->second;
+    while (need > 1e-9) {
+        const double gapEnd = it == port.end() ? 1e300 : it->first;
+        const double take = std::min(need, gapEnd - cur);
+        if (take > 0) {
+            port[cur] = cur + take;
+            need -= take;
+            cur += take;
+        }
+        if (need > 1e-9) {
+            cur = it->second;
+            ++it;
+        }
+    }
+    // merge touching intervals so the map stays as small as the port's idle gaps
+    for (auto a = port.begin(); a != port.end();) {
+        auto b = std::next(a);
+        if (b != port.end() && b->first <= a->second + 1e-9) {
+            a->second = std::max(a->second, b->second);
+            port.erase(b);
+        } else {
+            a = b;
+        }
+    }
+    return cur;
+}
+
+// A DMA of `bytes` at `p` by the operation issued last on `pipe` (MTE2 reads, MTE3 writes): it holds the core's GM
+// port for its transfer (HBM bytes at the core's HBM share, L2 hits at its L2 share) and completes a DMA latency
+// after. A write always costs HBM bandwidth.
+inline void Dma(int pipe, const void* p, size_t bytes, bool write) {
+    if (bytes == 0) return;
+    auto& st = St();
+    const uint64_t hbm = Classify(p, bytes);
+    const uint64_t l2 = write ? 0 : bytes - hbm;
+    const uint64_t h = write ? bytes : hbm;
+    st.hbmBytes += h;
+    st.l2Bytes += l2;
+    auto& t = st.pipes.t;
+    const double s = t.free[pipe];
+    const double need = static_cast<double>(h) / GmShare(st.tm.gmBytesPerS) +
+                        (l2 > 0 ? static_cast<double>(l2) / GmShare(st.tm.l2BytesPerS) : 0.0);
+    const double e = PortTransfer(s, need);
+    t.busy[pipe] += need;
+    t.free[pipe] = e;
+    t.done[pipe].back() = std::max(t.done[pipe].back(), e + st.tm.dmaLatency);
+    t.lastDone[pipe] = std::max(t.lastDone[pipe], t.done[pipe].back());
+}
+
+// The vector instruction issued last moves `bytes` through the vector unit (256 bytes per repeat).
+inline void VecCost(uint64_t bytes, bool slow = false) {
+    const auto& tm = St().tm;
+    const double repeats = std::ceil(static_cast<double>(bytes) / 256.0);
+    Spend(PV, tm.vecIssue + repeats * (slow ? tm.vecSlowRepeat : tm.vecRepeat));
+}
+
+// A reduction that ends in a scalar register (dav_c220/dav_m200 ReduceSum, ReduceMax, ReduceMin count forms): the
+// implementation waits V -> S (a drain of the vector pipe), stores the scalar, then waits S -> V and S -> MTE3.
+inline void ReduceDrain() {
+    const auto& tm = St().tm;
+    SWait(St().pipes.t.lastDone[PV] + tm.vToS, tm.scalarOp + 2 * tm.flag);
 }
 
 inline bool Ordered(int pipe, int otherPipe, uint64_t otherSeq) {
@@ -248,6 +486,7 @@ inline void SAccess(uint64_t offset, uint64_t bytes, bool write, const Loc& loc 
     St().scalarInstr += 1;
     if (!ASC_EMU_AUTO_SYNC) {  // ordered only by flags: an unordered access is a race like any other pipe's
         UbAccess(Issue(PS, write ? "LocalTensor::SetValue" : "LocalTensor::GetValue", loc), offset, bytes, write);
+        Spend(PS, St().tm.scalarOp);
         return;
     }
     for (uint64_t b = offset / 32; b < (offset + bytes + 31) / 32 && b < ps.ub.size(); ++b) {
@@ -258,14 +497,18 @@ inline void SAccess(uint64_t offset, uint64_t bytes, bool write, const Loc& loc 
             Clock c = ps.known[q];
             c.c[q] = ps.seq[q];
             for (int p = 0; p < NPIPES; ++p) ps.known[p].Join(c);
+            // the scalar unit waits for pipe q to drain (the vector pipe costs a drain, others a flag)
+            SWait(ps.t.lastDone[q] + (q == PV ? St().tm.vToS : St().tm.flag));
         }
     }
+    SWait(0, St().tm.scalarOp);
 }
 
 // SetFlag on the source pipe: the flag fires once every operation issued there so far is done.
 inline void SetFlag(int src, int key, const Loc& loc) {
     auto& ps = St().pipes;
     Issue(src, "SetFlag", loc);
+    ps.t.done[src].back() = ps.t.lastDone[src];
     Clock c = ps.known[src];
     c.c[src] = ps.seq[src];
     ps.flags[key] = c;
@@ -281,6 +524,13 @@ inline void WaitFlag(int dst, int key, const char* event, const Loc& loc) {
     Issue(dst, "WaitFlag", loc);
     ps.known[dst].Join(it->second);
     if (dst == PS) ps.sExplicit.Join(it->second);
+    for (int q = 0; q < NPIPES; ++q) {  // the pipe stalls until the flag's operations are complete
+        const uint64_t c = it->second.c[q];
+        if (c > 0 && c <= ps.t.done[q].size())
+            ps.t.free[dst] = std::max(ps.t.free[dst], ps.t.done[q][c - 1] + (q == dst ? 0.0 : St().tm.flag));
+    }
+    ps.t.done[dst].back() = ps.t.free[dst];
+    ps.t.lastDone[dst] = std::max(ps.t.lastDone[dst], ps.t.free[dst]);
     ps.flags.erase(it);
 }
 
@@ -422,11 +672,88 @@ inline void CountVec(const char* api, uint64_t elems) {
 
 // End of a block: SetValue bytes still in the data cache never reach global memory.
 inline void EndBlock() {
+    const auto& t = St().pipes.t;
+    BlockTime bt;
+    for (int p = 0; p < NPIPES; ++p) {
+        bt.cycles = std::max({bt.cycles, t.free[p], t.lastDone[p]});
+        bt.busy[p] = t.busy[p];
+    }
+    St().blockTimes.push_back(bt);
     for (auto& kv : St().pipes.cache) {
         if (kv.second.dirty != 0)
             Fail(Describe(kv.second.op) + " wrote global memory through the data cache and nothing cleaned it "
                  "(DataCacheCleanAndInvalid): the bytes are lost when the kernel ends");
     }
+}
+
+// The cube core serving the running block: 910B pairs vector cores 2c and 2c+1 with cube core c; 310P's AI Core
+// has its own.
+inline int64_t CubeCore() { return St().tm.coupled ? St().blockIdx : St().blockIdx / 2; }
+
+// One K step of a C block on the cube core: the GM bytes its L1 misses load (HBM and L2), the L1 -> L0 bytes, MACs.
+struct CubeStep {
+    double hbm = 0, l2 = 0, l0 = 0, macs = 0;
+};
+
+// The cube core computes one C block requested at `at`: per K step its L1 loads, L0 loads and MACs, each stage
+// starting at most two steps ahead of the MACs (double-buffered L1 and L0), then the fixpipe writes `cBytes`.
+// Stages are shared by every block the core serves. Returns when C is written.
+inline double CubeBlock(double at, const std::vector<CubeStep>& steps, double macsPerCycle, double cBytes) {
+    auto& st = St();
+    const auto& tm = st.tm;
+    CubeTimes& c = st.cubeCores[CubeCore()];
+    const double hbmRate = GmShare(tm.gmBytesPerS), l2Rate = GmShare(std::max(tm.l2BytesPerS, 1.0));
+    double mEnd[2] = {c.m, c.m};  // MAC ends of the two steps before
+    for (size_t i = 0; i < steps.size(); ++i) {
+        const CubeStep& k = steps[i];
+        const double s2 = std::max({at, c.mte2, mEnd[i % 2]});
+        const double load = k.hbm / hbmRate + (k.l2 > 0 ? k.l2 / l2Rate : 0.0);
+        c.mte2 = s2 + load;
+        c.busyMte2 += load;
+        const double ready = load > 0 ? c.mte2 + tm.dmaLatency : s2;
+        const double s1 = std::max({ready, c.mte1, mEnd[i % 2]});
+        c.mte1 = s1 + k.l0 / tm.mte1Bytes;
+        c.busyMte1 += k.l0 / tm.mte1Bytes;
+        const double sm = std::max(c.mte1, c.m);
+        c.m = sm + k.macs / macsPerCycle;
+        c.busyM += k.macs / macsPerCycle;
+        mEnd[i % 2] = c.m;
+    }
+    const double sf = std::max(c.m, c.fix);
+    const double out = cBytes / std::min(tm.fixBytes, hbmRate);
+    c.fix = sf + out;
+    c.busyFix += out;
+    st.hbmBytes += static_cast<uint64_t>(cBytes);
+    return c.fix + tm.dmaLatency;
+}
+
+// The kernel's estimate as one JSON object: blocks run on cores in turn (block b on core b mod cores), a core's
+// time is the sum of its blocks', the kernel's the longest core's; busy cycles per pipe of that core (and of
+// its cube core).
+inline std::string TimingJson() {
+    const auto& st = St();
+    const auto& tm = st.tm;
+    const size_t cores = static_cast<size_t>(std::max(1.0, tm.cores));
+    std::vector<double> coreCycles(std::min(cores, st.blockTimes.size() ? st.blockTimes.size() : 1), 0.0);
+    for (size_t b = 0; b < st.blockTimes.size(); ++b) coreCycles[b % coreCycles.size()] += st.blockTimes[b].cycles;
+    size_t crit = 0;
+    for (size_t i = 1; i < coreCycles.size(); ++i)
+        if (coreCycles[i] > coreCycles[crit]) crit = i;
+    double busy[NPIPES] = {0, 0, 0, 0};
+    for (size_t b = crit; b < st.blockTimes.size(); b += coreCycles.size())
+        for (int p = 0; p < NPIPES; ++p) busy[p] += st.blockTimes[b].busy[p];
+    CubeTimes cube;
+    const int64_t cubeCore = tm.coupled ? static_cast<int64_t>(crit) : static_cast<int64_t>(crit) / 2;
+    if (st.cubeCores.count(cubeCore)) cube = st.cubeCores.at(cubeCore);
+    char buf[1024];
+    std::snprintf(buf, sizeof(buf),
+                  "{\"cycles\": %.1f, \"clock_hz\": %.6g, \"critical_core\": %zu, \"blocks\": %zu, \"values\": %s, "
+                  "\"hbm_bytes\": %llu, \"l2_bytes\": %llu, \"busy\": {\"S\": %.1f, \"V\": %.1f, \"MTE2\": %.1f, "
+                  "\"MTE3\": %.1f, \"CUBE_MTE2\": %.1f, \"MTE1\": %.1f, \"M\": %.1f, \"FIX\": %.1f}}",
+                  coreCycles[crit], tm.clockHz, crit, st.blockTimes.size(), tm.values ? "true" : "false",
+                  static_cast<unsigned long long>(st.hbmBytes), static_cast<unsigned long long>(st.l2Bytes), busy[PS],
+                  busy[PV], busy[PMTE2], busy[PMTE3], cube.busyMte2, cube.busyMte1, cube.busyM, cube.busyFix);
+    return buf;
 }
 
 }  // namespace asc_emu

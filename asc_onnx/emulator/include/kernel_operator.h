@@ -27,11 +27,15 @@ __aicore__ inline void PipeBarrier(asc_emu::Loc loc = ASC_EMU_HERE) {
         for (int p = 0; p < asc_emu::NPIPES; ++p)
             for (int q = 0; q < asc_emu::NPIPES; ++q) ps.known[p].c[q] = ps.seq[q];
         for (int q = 0; q < asc_emu::NPIPES; ++q) ps.sExplicit.c[q] = ps.seq[q];
+        double all = 0;  // every pipe stalls until everything issued is complete
+        for (int q = 0; q < asc_emu::NPIPES; ++q) all = std::max({all, ps.t.lastDone[q], ps.t.free[q]});
+        for (int q = 0; q < asc_emu::NPIPES; ++q) ps.t.free[q] = all;
     } else {
         constexpr int p = P == PIPE_S ? asc_emu::PS : P == PIPE_V ? asc_emu::PV : P == PIPE_MTE2 ? asc_emu::PMTE2
                                                                                                 : asc_emu::PMTE3;
         asc_emu::Issue(p, "PipeBarrier", loc);
         ps.known[p].c[p] = ps.seq[p];
+        ps.t.free[p] = ps.t.done[p].back() = ps.t.lastDone[p];  // the pipe stalls until its operations complete
     }
 }
 

@@ -55,7 +55,8 @@ __aicore__ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>
     const int32_t op = asc_emu::Issue(asc_emu::PMTE2, "DataCopy GM->UB", loc);
     asc_emu::Mte2Read(op, src.GetPhyAddr(), bytes);
     asc_emu::UbAccess(op, emu_ub::Offset(dst.GetPhyAddr()), bytes, true);
-    std::memcpy(dst.GetPhyAddr(), src.GetPhyAddr(), bytes);
+    asc_emu::Dma(asc_emu::PMTE2, src.GetPhyAddr(), bytes, false);
+    if (asc_emu::Values()) std::memcpy(dst.GetPhyAddr(), src.GetPhyAddr(), bytes);
 }
 
 // UB -> GM, same 32-byte rounding down.
@@ -69,7 +70,8 @@ __aicore__ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>
     const int32_t op = asc_emu::Issue(asc_emu::PMTE3, "DataCopy UB->GM", loc);
     asc_emu::UbAccess(op, emu_ub::Offset(src.GetPhyAddr()), bytes, false);
     asc_emu::GmWrite(dst.GetPhyAddr(), bytes, "DataCopy UB->GM", op);
-    std::memcpy(dst.GetPhyAddr(), src.GetPhyAddr(), bytes);
+    asc_emu::Dma(asc_emu::PMTE3, dst.GetPhyAddr(), bytes, true);
+    if (asc_emu::Values()) std::memcpy(dst.GetPhyAddr(), src.GetPhyAddr(), bytes);
 }
 
 
@@ -96,6 +98,7 @@ __aicore__ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor
         uint8_t* ur = u + r * (rowUb + p.dstStride * 32ull);
         asc_emu::GmRead(gr, p.blockLen, "DataCopyPad GM->UB");
         asc_emu::Mte2Read(op, gr, p.blockLen);
+        asc_emu::Dma(asc_emu::PMTE2, gr, p.blockLen, false);
         T* row = reinterpret_cast<T*>(ur);
         uint32_t n = p.blockLen / sizeof(T);
         uint32_t rowElems = static_cast<uint32_t>(rowUb / sizeof(T));
@@ -124,6 +127,7 @@ __aicore__ inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor
     for (uint32_t r = 0; r < p.blockCount; ++r) {
         uint8_t* gr = g + r * (static_cast<uint64_t>(p.blockLen) + p.dstStride);
         asc_emu::GmWrite(gr, p.blockLen, "DataCopyPad UB->GM", op);
+        asc_emu::Dma(asc_emu::PMTE3, gr, p.blockLen, true);
         std::memcpy(gr, u + r * (rowUb + p.srcStride * 32ull), p.blockLen);
     }
 }

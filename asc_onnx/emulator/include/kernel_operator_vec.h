@@ -32,13 +32,26 @@ void NoPartialOverlap(const char* api, const LocalTensor<D>& d, const LocalTenso
         asc_emu::Fail(std::string(api) + ": destination partially overlaps a source");
 }
 
+// The transcendental and divide APIs take more than one cycle per repeat (the timing model's vecSlowRepeat).
+inline bool SlowApi(const char* api) {
+    static const char* slow[] = {"Exp", "Ln", "Sqrt", "Rsqrt", "Div", "Reciprocal"};
+    for (const char* s : slow)
+        if (std::strcmp(api, s) == 0) return true;
+    return false;
+}
+
 // Issue one vector instruction: reads of every source, then the write of dst, on the V pipe.
 template <typename D>
 void VecAccess(const char* api, const asc_emu::Loc& loc, const LocalTensor<D>& dst, uint64_t dstBytes,
                std::initializer_list<std::pair<const void*, uint64_t>> srcs) {
     const int32_t op = asc_emu::Issue(asc_emu::PV, api, loc);
-    for (auto& s : srcs) asc_emu::UbAccess(op, emu_ub::Offset(s.first), s.second, false);
+    uint64_t widest = dstBytes;
+    for (auto& s : srcs) {
+        asc_emu::UbAccess(op, emu_ub::Offset(s.first), s.second, false);
+        widest = std::max(widest, s.second);
+    }
     asc_emu::UbAccess(op, emu_ub::Offset(dst.GetPhyAddr()), dstBytes, true);
+    asc_emu::VecCost(widest, SlowApi(api));
 }
 
 // 310P's AI Core computes in saturation mode only ("AI Core仅支持饱和模式", docs: 如何在矢量编程时启用
@@ -89,7 +102,8 @@ void Binary(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& a,
     VecAccess(api, loc, dst, count * sizeof(T), {{a.GetPhyAddr(), count * sizeof(T)}, {b.GetPhyAddr(), count * sizeof(T)}});
     T* d = dst.GetPhyAddr();
     const T *x = a.GetPhyAddr(), *y = b.GetPhyAddr();
-    for (uint32_t i = 0; i < count; ++i) d[i] = Sat(f(x[i], y[i]));
+    if (asc_emu::Values())
+        for (uint32_t i = 0; i < count; ++i) d[i] = Sat(f(x[i], y[i]));
     asc_emu::CountVec(api, count);
 }
 
@@ -102,7 +116,8 @@ void Unary(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& a, 
     VecAccess(api, loc, dst, count * sizeof(T), {{a.GetPhyAddr(), count * sizeof(T)}});
     T* d = dst.GetPhyAddr();
     const T* x = a.GetPhyAddr();
-    for (uint32_t i = 0; i < count; ++i) d[i] = Sat(f(x[i]));
+    if (asc_emu::Values())
+        for (uint32_t i = 0; i < count; ++i) d[i] = Sat(f(x[i]));
     asc_emu::CountVec(api, count);
 }
 

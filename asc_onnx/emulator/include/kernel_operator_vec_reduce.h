@@ -98,6 +98,11 @@ void Access(const char* api, const asc_emu::Loc& loc, const LocalTensor<T>& dst,
     if (tmpElems > 0) asc_emu::UbAccess(op, emu_ub::Offset(tmp.GetPhyAddr()), tmpElems * sizeof(T), true);
     asc_emu::UbAccess(op, emu_ub::Offset(dst.GetPhyAddr()), dstElems * sizeof(T), true);
     asc_emu::CountVec(api, count);
+    // The first round reads every element; later rounds are short. The result ends in a scalar register, so the
+    // implementation drains the vector pipe into S (ReduceMax/ReduceMin with a partial last repeat: twice).
+    asc_emu::VecCost(static_cast<uint64_t>(count) * sizeof(T));
+    asc_emu::ReduceDrain();
+    if (std::strcmp(api, "ReduceSum") != 0 && count % PerRepeat<T>() != 0) asc_emu::ReduceDrain();
 }
 
 // Max or min with its index (first occurrence), NaN propagating as the vector unit's vcmax does.
@@ -273,6 +278,7 @@ __aicore__ inline void ReduceRepeat(const LocalTensor<T>& dst, const LocalTensor
     const int32_t op = asc_emu::Issue(asc_emu::PV, "ReduceRepeat", loc);
     asc_emu::UbAccess(op, emu_ub::Offset(src.GetPhyAddr()), srcBytes, false);
     asc_emu::UbAccess(op, emu_ub::Offset(dst.GetPhyAddr()), dstElems * sizeof(T), true);
+    asc_emu::Spend(asc_emu::PV, asc_emu::St().tm.vecIssue + repeatTime * asc_emu::St().tm.vecRepeat);
     for (int32_t r = 0; r < repeatTime; ++r) {
         auto elems = emu_red::RepeatElems(src, mask, r, srcBlkStride, srcRepStride);
         T* d = dst.GetPhyAddr() + static_cast<uint64_t>(r) * dstRepStride * unit;
@@ -320,6 +326,7 @@ __aicore__ inline void ReduceDataBlock(const LocalTensor<T>& dst, const LocalTen
     const int32_t op = asc_emu::Issue(asc_emu::PV, "ReduceDataBlock", loc);
     asc_emu::UbAccess(op, emu_ub::Offset(src.GetPhyAddr()), srcBytes, false);
     asc_emu::UbAccess(op, emu_ub::Offset(dst.GetPhyAddr()), dstElems * sizeof(T), true);
+    asc_emu::Spend(asc_emu::PV, asc_emu::St().tm.vecIssue + repeatTime * asc_emu::St().tm.vecRepeat);
     for (int32_t r = 0; r < repeatTime; ++r) {
         auto elems = emu_red::RepeatElems(src, mask, r, srcBlkStride, srcRepStride);
         T* d = dst.GetPhyAddr() + static_cast<uint64_t>(r) * dstRepStride * 8;

@@ -159,6 +159,7 @@ public:
                 " bytes > " + std::to_string(caps.l1));
         asc_emu::St().cube.l1Peak = std::max(asc_emu::St().cube.l1Peak, asc_emu::St().pipes.l1Reserved);
         registered_ = true;
+        asc_emu::St().cubeUsed = true;
         tailM_ = c.singleCoreM;
         tailN_ = c.singleCoreN;
         tailK_ = c.singleCoreK;
@@ -236,7 +237,7 @@ public:
             done_ = true;  // false again until SetTensorA/B starts a new round (matmul_client.h)
             return false;
         }
-        Compute(order_[next_++]);
+        AwaitCube(Compute(order_[next_++], Request()));
         haveC_ = true;
         return true;
     }
@@ -281,6 +282,13 @@ public:
         // 910B: fixpipe to the workspace, then the client's MTE2 copy into UB, waited before return.
         const int32_t op = asc_emu::Issue(asc_emu::PMTE2, "Matmul::GetTensorC", loc);
         asc_emu::UbAccess(op, emu_ub::Offset(ub.GetPhyAddr()), n * sizeof(CT), true);
+        {  // from the workspace the fixpipe just wrote: L2 hits at the core's L2 share (310P: its own UB path)
+            const auto& tm = asc_emu::St().tm;
+            asc_emu::Spend(asc_emu::PMTE2, n * sizeof(CT) / asc_emu::GmShare(tm.coupled ? tm.gmBytesPerS : tm.l2BytesPerS),
+                           tm.dmaLatency);
+            asc_emu::St().pipes.t.free[asc_emu::PS] = std::max(asc_emu::St().pipes.t.free[asc_emu::PS],
+                                                               asc_emu::St().pipes.t.lastDone[asc_emu::PMTE2]);
+        }
         asc_emu::Join(asc_emu::PV, asc_emu::Snapshot(asc_emu::PMTE2));
         for (int32_t i = 0; i < blockH_; ++i)
             for (uint32_t j = 0; j < width; ++j)
@@ -319,8 +327,10 @@ public:
 #endif
         const uint8_t* lo = nullptr;
         const uint8_t* hi = nullptr;
+        const double at = Request();
+        double cubeDone = at;
         for (const auto& blk : order_) {
-            Compute(blk);
+            cubeDone = Compute(blk, at);
             haveC_ = false;
             auto* p = reinterpret_cast<const uint8_t*>(gm.GetPhyAddr() + (enSequentialWrite ? 0 : BlockOffset()));
             const uint64_t stride = enSequentialWrite ? blockW_ : tiling_.N;
@@ -338,6 +348,9 @@ public:
             asc_emu::St().pipes.pending.push_back({lo, static_cast<size_t>(hi - lo), "Matmul::IterateAll<false> at " + loc.Str()});
             waitAll_ = true;
             notify_ = waitIterateAll;
+            asyncDone_ = cubeDone;
+        } else {
+            AwaitCube(cubeDone);
         }
     }
     __aicore__ inline void WaitIterateAll(asc_emu::Loc loc = ASC_EMU_HERE) {
@@ -351,6 +364,7 @@ public:
                           "= true: the cube core never signals, the vector core would wait forever");
         waitAll_ = false;
         asc_emu::St().pipes.pending.clear();
+        AwaitCube(asyncDone_);
     }
     __aicore__ inline void End(asc_emu::Loc loc = ASC_EMU_HERE) {
         Need("End");
@@ -440,20 +454,33 @@ private:
     }
     // L1 model: base tiles kept while they fit depthA1 (depthB1); the scheduler drops A when its N inner loop
     // restarts (ORDER_M) and B likewise (ORDER_N).
-    void Load(std::list<std::pair<int64_t, int64_t>>& cache, int32_t capacity, std::pair<int64_t, int64_t> key,
+    bool Load(std::list<std::pair<int64_t, int64_t>>& cache, int32_t capacity, std::pair<int64_t, int64_t> key,
               uint64_t bytes, uint64_t& counter) {
         for (auto it = cache.begin(); it != cache.end(); ++it) {
             if (*it == key) {
                 cache.splice(cache.begin(), cache, it);
-                return;
+                return false;
             }
         }
         cache.push_front(key);
         while (static_cast<int32_t>(cache.size()) > capacity) cache.pop_back();
         counter += bytes;
         asc_emu::St().gmReadBytes += bytes;
+        return true;
     }
-    void Compute(const Blk& blk) {
+    // The HBM bytes of `rows` rows of `rowBytes` at `pitch` bytes apart (the rest are L2 hits, see Classify).
+    static double Rows(const void* p, int64_t rows, uint64_t rowBytes, uint64_t pitch) {
+        double hbm = 0;
+        for (int64_t r = 0; r < rows; ++r)
+            hbm += static_cast<double>(asc_emu::Classify(static_cast<const uint8_t*>(p) + r * pitch, rowBytes));
+        return hbm;
+    }
+    // The vector core's request reaches the cube core half a KFC round trip after its scalar unit sends it.
+    static double Request() {
+        return asc_emu::St().pipes.t.free[asc_emu::PS] + asc_emu::St().tm.kfc / 2;
+    }
+    static void AwaitCube(double done) { asc_emu::SWait(done + asc_emu::St().tm.kfc / 2); }
+    double Compute(const Blk& blk, double at) {
         const auto& c = tiling_;
         blockM_ = blk.m;
         blockN_ = blk.n;
@@ -468,23 +495,36 @@ private:
             lastGroup_ = group;
         }
         // NORM loads single base tiles (copy_cube_in_norm.h) and keeps up to depthA1 (depthB1) of them.
-        for (int32_t kc = 0; kc < kIter; ++kc) {
-            const int64_t rows = blockH_, cols = std::min<int64_t>(c.baseK, K - static_cast<int64_t>(kc) * c.baseK);
-            Load(aCache_, c.depthA1, {blk.m, kc}, rows * cols * sizeof(AT), asc_emu::St().cube.aReadBytes);
-            Load(bCache_, c.depthB1, {kc, blk.n}, cols * blockW_ * sizeof(BT), asc_emu::St().cube.bReadBytes);
-        }
         // A[h, K] row-major with Ka columns; B[K, w] with N columns, or B^T[w, K] with Kb columns.
         const AT* a = a_.GetPhyAddr() + static_cast<uint64_t>(blk.m) * c.baseM * c.Ka;
         const BT* b = b_.GetPhyAddr() + (transB_ ? static_cast<uint64_t>(blk.n) * c.baseN * c.Kb
                                                  : static_cast<uint64_t>(blk.n) * c.baseN);
+        const int32_t frac = 32 / sizeof(AT);
+        auto up = [](int64_t v, int64_t a) { return (v + a - 1) / a * a; };
+        std::vector<asc_emu::CubeStep> steps(static_cast<size_t>(kIter));
+        for (int32_t kc = 0; kc < kIter; ++kc) {
+            const int64_t rows = blockH_, k0 = static_cast<int64_t>(kc) * c.baseK;
+            const int64_t cols = std::min<int64_t>(c.baseK, K - k0);
+            asc_emu::CubeStep& step = steps[static_cast<size_t>(kc)];
+            if (Load(aCache_, c.depthA1, {blk.m, kc}, rows * cols * sizeof(AT), asc_emu::St().cube.aReadBytes)) {
+                const double hbm = Rows(a + k0, rows, cols * sizeof(AT), static_cast<uint64_t>(c.Ka) * sizeof(AT));
+                step.hbm += hbm, step.l2 += rows * cols * sizeof(AT) - hbm;
+            }
+            if (Load(bCache_, c.depthB1, {kc, blk.n}, cols * blockW_ * sizeof(BT), asc_emu::St().cube.bReadBytes)) {
+                const double hbm = transB_ ? Rows(b + k0, blockW_, cols * sizeof(BT), static_cast<uint64_t>(c.Kb) * sizeof(BT))
+                                           : Rows(b + k0 * c.N, cols, blockW_ * sizeof(BT), static_cast<uint64_t>(c.N) * sizeof(BT));
+                step.hbm += hbm, step.l2 += cols * blockW_ * sizeof(BT) - hbm;
+            }
+            step.l0 = static_cast<double>(rows * cols * sizeof(AT) + cols * blockW_ * sizeof(BT));
+            step.macs = static_cast<double>(up(blockH_, 16) * up(blockW_, 16) * up(cols, frac));
+        }
         const uint64_t bSpan = transB_ ? ((blockW_ - 1) * static_cast<uint64_t>(c.Kb) + K)
                                        : ((K - 1) * static_cast<uint64_t>(c.N) + blockW_);
         const uint64_t aSpan = (blockH_ - 1) * static_cast<uint64_t>(c.Ka) + K;
         asc_emu::FindGm(a, aSpan * sizeof(AT), "Matmul A");
         asc_emu::FindGm(b, bSpan * sizeof(BT), "Matmul B");
         c_.assign(static_cast<size_t>(blockH_) * blockW_, 0.0f);
-        const int32_t frac = 32 / sizeof(AT);
-        for (int32_t i = 0; i < blockH_; ++i) {
+        for (int32_t i = 0; i < (asc_emu::Values() ? blockH_ : 0); ++i) {
             for (int32_t j = 0; j < blockW_; ++j) {
                 // The bias is L0C's initial value at the first K step (scheduler_norm_base.h, v220 bias path).
                 float acc = hasBias_ ? asc_emu::ToF32(bias_.GetPhyAddr()[blk.n * c.baseN + j]) : 0.0f;
@@ -505,9 +545,11 @@ private:
             asc_emu::GmRead(bias_.GetPhyAddr() + blk.n * c.baseN, blockW_ * sizeof(BiasT), "Matmul bias");
             asc_emu::St().cube.bReadBytes += blockW_ * sizeof(BiasT);
         }
-        auto up = [](int64_t v, int64_t a) { return (v + a - 1) / a * a; };
         asc_emu::St().cube.macs += static_cast<uint64_t>(up(blockH_, 16) * up(blockW_, 16) * up(K, frac));
         asc_emu::St().cube.blocks += 1;
+        // fp16/bf16: 16 x 16 x 16 MACs per cycle; float: 16 x 16 x 8 (the fractal's K halves)
+        const double rate = asc_emu::St().tm.cubeMacs * frac / 16.0;
+        return asc_emu::CubeBlock(at, steps, rate, static_cast<double>(blockH_) * blockW_ * sizeof(CT));
     }
     void TakeC(const char* what, uint8_t enAtomic, const asc_emu::Loc& loc) {
         if (enAtomic) asc_emu::Fail(std::string("Matmul::") + what + ": atomic accumulation is not emulated");
@@ -546,6 +588,7 @@ private:
     std::list<std::pair<int64_t, int64_t>> aCache_, bCache_;
     int32_t lastGroup_ = -1;
     bool notify_ = false;
+    double asyncDone_ = 0;  // when the cube ends an IterateAll<false>
 
 public:
     bool quit_ = false;  // the scope of its REGIST_MATMUL_OBJ has ended
