@@ -22,6 +22,7 @@ from onnx import ModelProto
 
 from .canonicalize import CanonStats, canonicalize
 from .errors import AscOnnxError, ValidationError
+from .estimate import bindings, judge, model_time, record
 from .graph import graph_work, kept_alive, main_opset, refine_shapes, to_gs
 from .kernels import of
 from .load import LoadedModel, apply_value_info, load
@@ -232,6 +233,21 @@ def _fuse_planned(p: Planned, model: str | os.PathLike | ModelProto, out: Path |
         if rejected:
             state["rejected"] = rejected
             pkg = package(rewritten, soc, options.atc_domain_mode, options.shape_map, rejected, p.loaded.symbolic)
+    if pkg.kernels and options.judge:
+        # The timing model judges every op the emulator accepted (for timing only, so under --no-emulate too):
+        # one it estimates slower than its unfused nodes goes back to them, unless --keep-slower.
+        options.report("estimating")
+        judged = list(pkg.kernels)
+        judgements = judge(judged, p.loaded.model, options.shape_map, soc, report=options.report)
+        slower = {j.op_type: j.reason() for j in judgements if not j.ship}
+        if slower and not options.keep_slower:
+            state["slower"] = slower
+            pkg = package(rewritten, soc, options.atc_domain_mode, options.shape_map,
+                          {**state["rejected"], **slower}, p.loaded.symbolic)
+        shipped = {k.op.op_type for k in pkg.kernels}
+        models = [model_time(rewritten.asc_model, judgements, judged, shipped, b, options.shape_map, soc)
+                  for b in bindings(p.loaded.model, options.shape_map)]
+        state["estimates"] = record(judgements, shipped, options.keep_slower, models)
 
     def finish(folder: Path | None) -> dict[str, Any]:
         if validate:
@@ -264,7 +280,7 @@ def _fuse_planned(p: Planned, model: str | os.PathLike | ModelProto, out: Path |
                                                    out.name if out is not None else "OUT"))
     result = FuseResult(out, rewritten.asc_model, pkg.atc_model, rewritten.ops, p.near_misses,
                         state["validation"], report, pkg.kernels, state["checks"], state["deployed"])
-    return result, state["rejected"]
+    return result, {**state["rejected"], **state.get("slower", {})}
 
 
 def _weight_bytes(loaded: LoadedModel) -> int:
@@ -328,8 +344,8 @@ def _raise_failures(result: FuseResult, rejected: dict[str, str], out: Path | No
         raise ValidationError(f"the deployed model with its emulated kernels does not match the original: "
                               f"{result.deployed.why()} (see {where})")
     if rejected and options.strict:
-        raise ValidationError(f"--strict: kernels failed in the emulator or were refused by their tiling, and "
-                              "were not shipped: "
+        raise ValidationError(f"--strict: kernels failed in the emulator, were refused by their tiling or were "
+                              "estimated slower than the nodes they replace, and were not shipped: "
                               f"{', '.join(sorted(rejected))} (see {where})")
 
 
@@ -357,6 +373,7 @@ def _report(name: str, p: Planned, r: RewriteResult, pkg: PackageResult, options
     report["deployed"] = None if d is None else {
         "ok": d.ok, "emulated_nodes": d.emulated_nodes, "error": d.error, "in_bodies": d.in_bodies, "blame": d.blame,
         "over_budget": d.over_budget, "requantized": d.requantized, "outputs": [asdict(o) for o in d.outputs]}
+    report["estimates"] = state.get("estimates")  # the timing model's figures (asc_onnx.estimate.record)
     report["atc"]["renamed_inputs"] = dict(pkg.atc_inputs)
     return report
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from . import __version__
 from .api import REPORT, emulate, fuse, inspect, validate, validate_kernels
 from .errors import STOPPING_SIGNAL, AscOnnxError, ValidationError, stopped
+from .estimate import lines as estimate_lines
 from .options import FuseOptions
 from .progress import Progress
 from .registry import load_rules
@@ -96,6 +97,8 @@ def parser() -> argparse.ArgumentParser:
     f.add_argument("--memory-budget", type=float, default=4.0, metavar="GIB",
                    help="weights (GiB) up to which the whole model is run to check it (default 4); a bigger model "
                         "is proven op by op by the kernel rung alone")
+    f.add_argument("--keep-slower", action="store_true",
+                   help="ship fused ops the timing model estimates slower than the nodes they replace")
     f.add_argument("--strict", action="store_true",
                    help="exit 1 when a kernel fails in the emulator (it is never shipped either way)")
     _select(f)
@@ -136,7 +139,8 @@ def _options(a: argparse.Namespace) -> FuseOptions:
         input_values=tuple(getattr(a, "input_value", [])),
         atc_domain_mode=getattr(a, "atc_domain", "compat"), generic=not getattr(a, "no_generic", False),
         seed=getattr(a, "seed", 0), soc=getattr(a, "soc", "Ascend910B"), emulate=not getattr(a, "no_emulate", False),
-        strict=getattr(a, "strict", False), link_weights=getattr(a, "link_weights", False),
+        strict=getattr(a, "strict", False), keep_slower=getattr(a, "keep_slower", False),
+        link_weights=getattr(a, "link_weights", False),
         memory_budget=int(getattr(a, "memory_budget", 4.0) * (1 << 30)))
 
 
@@ -175,6 +179,14 @@ def _cmd_fuse(a: argparse.Namespace) -> int:
                   "attack') until one side is deleted; onnxruntime reads them", file=sys.stderr)
         for rej in kern.get("rejected", []):
             print(f"asc-onnx: warning: {rej['op_type']} not shipped: {rej['reason'][:300]}", file=sys.stderr)
+        est = report.get("estimates") or {}
+        for op in est.get("ops", []):
+            if op["judged_slower"]:
+                print(f"asc-onnx: warning: {op['op_type']} "
+                      + ("shipped anyway (--keep-slower): " if op["shipped"] else "not shipped: ")
+                      + op["reason"], file=sys.stderr)
+        if est.get("model"):
+            print(estimate_lines(est))
         if report.get("whole_model"):
             print(f"whole-model checks {report['whole_model']}")
         dep = report.get("deployed")

@@ -26,6 +26,7 @@ GUIDE_VECTOR = (f"{SHARED}/asc-devkit/docs/zh/guide/编程指南/编程模型/AI
                 "Memory矢量计算编程.md")
 PLATFORM = f"{SHARED}/asc-devkit/impl/utils/tiling/platform/platform_ascendc.cpp"
 FACTS_15 = "shared/reference/cann_facts.md section 15 (vendor product pages)"
+CATLASS_MIX = "hicann/catlass examples/102_dynamic_optimized_matmul/docs/en/CommonMatmul_en.md"
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,9 @@ FACTS: dict[str, dict[str, Fact]] = {
             "mte1_bytes_per_cycle": (256, "bytes/cycle", "L1 -> L0A/L0B", (128, 512)),
             "fix_bytes_per_cycle": (128, "bytes/cycle", "L0C out through the fixpipe, before the GM share", (64, 256)),
         }.items()},
+        "mix_launch_us": Fact(3.0, "us", CATLASS_MIX,
+                              note="Whenever a MIX kernel is launched, it incurs a deterministic latency of roughly "
+                                   "1-5 us: added to the launch of a fused cube+vector kernel", assumed=(1.0, 5.0)),
         "matmul_efficiency": Fact(0.889, "fraction", "zzc0721/torch-performance-test-data issue 109 (GitHub)",
                                   note="torch_npu's fp16 MatMul at 4096^3 on 910B2: 314.5 of 353.9 TFLOPS; the "
                                        "unfused MatMul nodes are costed at this fraction of the cube peak"),
@@ -163,9 +167,28 @@ def emulator_table(soc: str, overrides: dict[str, float] | None = None) -> dict[
     }
 
 
+#: Which end of each range is the slow end for a fused kernel against its unfused nodes: a launch saved is worth
+#: least at "low", a latency costs most at "high"; bandwidth and peaks make the unfused roofline cheapest at "high".
+SLOW_END = {"launch_us": "low", "mix_launch_us": "high", "gm_bandwidth": "high", "clock": "low",
+            "cube_fp16_flops": "high", "matmul_efficiency": "high", "core_dma_bytes": "low",
+            "mte1_bytes_per_cycle": "low", "fix_bytes_per_cycle": "low"}
+
+
+def corner(soc: str, slow: bool) -> dict[str, float]:
+    """Every range of ``soc`` (and the assumptions it shares) at its slow end for a fused kernel (``slow``), or
+    at its fast end: the corners a ship decision is checked at."""
+    out = {}
+    for name in {n for s, n, _ in assumptions() if s == soc} | set(SHARED_ASSUMPTIONS):
+        f = FACTS[soc].get(name) or FACTS["Ascend910B"][name]
+        lo, hi = f.assumed
+        high = SLOW_END.get(name, "high") == "high"
+        out[name] = hi if high == slow else lo
+    return out
+
+
 def assumptions() -> list[tuple[str, str, Fact]]:
     """Every constant given as a range: (SoC, name, fact)."""
     return [(s, n, f) for s, table in FACTS.items() for n, f in table.items() if f.assumed is not None]
 
 
-__all__ = ["FACTS", "Fact", "assumptions", "emulator_table", "fact", "value"]
+__all__ = ["FACTS", "Fact", "assumptions", "corner", "emulator_table", "fact", "value"]

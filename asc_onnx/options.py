@@ -28,8 +28,13 @@ class FuseOptions:
         soc: target SoC family (``Ascend910B`` or ``Ascend310P``).
         emulate: run every generated kernel in the emulator against onnxruntime, and the deployed
             ATC model with those kernels end to end.
-        strict: a kernel the emulator rejects fails the run (exit 1) instead of a warning; either way
-            it is not shipped.
+        strict: a kernel the emulator rejects, or one the timing model estimates slower than the nodes it
+            replaces, fails the run (exit 1) instead of a warning; either way it is not shipped.
+        judge: estimate every fused op with the timing model and ship only those faster than their nodes
+            (:mod:`asc_onnx.estimate`); False skips the estimates (and the guard) entirely, for callers that
+            want every kernel the emulator accepts and no figures (the kernel tests).
+        keep_slower: ship every kernel the emulator accepts, even one the timing model estimates slower than its
+            unfused nodes at a judged shape (:mod:`asc_onnx.estimate`); the report still shows both estimates.
         link_weights: hard-link external-data files into the output (it then shares the input's files)
             instead of reflinking or copying them.
         memory_budget: weight bytes up to which the whole model is run (the graph and deployed rungs, and the
@@ -51,6 +56,8 @@ class FuseOptions:
     soc: str = "Ascend910B"
     emulate: bool = True
     strict: bool = False
+    judge: bool = True
+    keep_slower: bool = False
     link_weights: bool = False
     memory_budget: int = 4 << 30
     progress: Callable[..., None] | None = field(default=None, compare=False)

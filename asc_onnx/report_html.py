@@ -17,14 +17,13 @@ from typing import Any
 
 from onnx import FunctionProto, numpy_helper
 
-from .soc import get_soc
+from .report_charts import section as speed_section
 
 #: Colours of the pictures (the page test looks for FUSED_FILL in its screenshot).
 FUSED_FILL, OP_FILL, IO_FILL, CONST_FILL = "#1f6feb", "#dbe7fb", "#eeeeee", "#fff4d6"
-#: A launch of one small kernel, assumed (not measured), as in bench/bench_kernels.py.
-LAUNCH_US = 3.0
 
 _CSS = """
+svg.chart .grid{stroke:#eee} svg.chart .roof{stroke:#555;stroke-width:1.5} svg.chart .tick{font-size:11px;fill:#555}
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1100px;
 color:#1b1f24;padding:0 16px}
 h1{font-size:22px;margin:0 0 4px} h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd}
@@ -174,7 +173,8 @@ def _num(v: object) -> float:
 
 
 def _op_section(op: Mapping[str, Any], fn: FunctionProto | None, checks: Sequence[Mapping[str, Any]],
-                moves: Sequence[Mapping[str, Any]], why_not: str, soc: str, use_dot: bool) -> str:
+                moves: Sequence[Mapping[str, Any]], why_not: str, soc: str, use_dot: bool,
+                est: Mapping[str, Any] | None = None) -> str:
     parts = [f'<div class="op"><h3>{_esc(op["op_type"])} <span class="muted">x{op["count"]} · rule '
              f'{_esc(op["rule"])} · {_esc(op["kernel"])} kernel</span></h3>']
     if fn is not None:
@@ -191,18 +191,23 @@ def _op_section(op: Mapping[str, Any], fn: FunctionProto | None, checks: Sequenc
         rows.append(("emulated kernel", f'<span class="{"ok" if verdict else "bad"}">'
                      f'{"ok" if verdict else "FAILED"}</span> in {len(checks)} runs; max abs error '
                      f'{_num(worst["max_abs"]):.3e} ({_esc(worst["dtype"])}, {_esc(worst["inputs"])} inputs)'))
-    elif why_not:
+    elif why_not and not (est and not est.get("shipped", True)):
         rows.append(("kernel", f'<span class="bad">not generated</span>: {_esc(why_not)}'))
     if moves:
         m = moves[0]
         fused, unfused = int(m["fused"]), int(m["unfused"])
-        bw = get_soc(soc).gm_bandwidth
-        launches = sum(1 for t in op["function_nodes"] if t != "Constant") - 1
-        saved_us = ((unfused - fused) / bw * 1e6 + LAUNCH_US * launches) * op["count"]
         rows.append(("GM bytes", f"{fused} fused, {unfused} as separate nodes "
                      f"({unfused / max(fused, 1):.1f}x less), at the checked shape {list(m['shape'])}"))
-        rows.append(("estimated time saved", f"{saved_us:.1f} µs per inference over {op['count']} uses, at that shape "
-                     f"(bytes at {bw / 1e9:.0f} GB/s plus {LAUNCH_US:.0f} µs per launch saved; an estimate)"))
+    for e in (est or {}).get("estimates", []):
+        if e.get("error"):
+            continue
+        b = ", ".join(f"{k}={v}" for k, v in sorted(e["binding"].items())) or "its static shapes"
+        rows.append((f"estimated time at {_esc(b)}",
+                     f"{e['fused_us']:.1f} µs fused (kernel {e['body_us']:.1f} µs, {e['efficiency']:.0%} of its "
+                     f"bound, {_esc(e['bottleneck'] or '-')}-bound) against {e['unfused_us']:.1f} µs for the "
+                     f"unfused nodes; timing model estimates"))
+    if est and not est.get("shipped", True):
+        rows.append(("not shipped", f'<span class="bad">estimated slower</span>: {_esc(est["reason"])}'))
     srcs = "".join(f"<li><code>{_esc(i['node'])}</code>: {_esc(', '.join(i['source_nodes']))}</li>"
                    for i in op["instances"][:50])
     more = f"<li>... {len(op['instances']) - 50} more in report.json</li>" if len(op["instances"]) > 50 else ""
@@ -219,6 +224,7 @@ def render(report: Mapping[str, Any], functions: Mapping[str, FunctionProto], ou
     soc = report.get("atc", {}).get("soc", "Ascend910B")
     val = report.get("validation") or {}
     checks, moves = _per_op(report, "emulated"), _per_op(report, "data_movement")
+    estimates = {o["op_type"]: o for o in (report.get("estimates") or {}).get("ops", [])}
     not_gen = {r["op_type"]: r["reason"] for r in report.get("kernels", {}).get("not_generated", [])}
     head = [f"<h1>asc-onnx: {_esc(report.get('model', ''))}</h1>",
             f'<p class="muted">{report["nodes_before"]} nodes → {report["nodes_after"]} nodes · '
@@ -238,7 +244,9 @@ def render(report: Mapping[str, Any], functions: Mapping[str, FunctionProto], ou
     body = ["<h2>Fused op types</h2>"] if report["ops"] else ["<h2>Nothing fused</h2>"]
     for op in report["ops"]:
         body.append(_op_section(op, functions.get(op["op_type"]), checks.get(op["op_type"], []),
-                                moves.get(op["op_type"], []), not_gen.get(op["op_type"], ""), soc, use_dot))
+                                moves.get(op["op_type"], []), not_gen.get(op["op_type"], ""), soc, use_dot,
+                                estimates.get(op["op_type"])))
+    body.append(speed_section(report.get("estimates"), soc))
     near = report.get("near_misses", [])
     if near:
         body.append(f"<h2>Near misses ({len(near)})</h2><table><tr><th>rule</th><th>at node</th><th>reason</th></tr>"

@@ -7,8 +7,9 @@
   (:data:`HAND_COST` per ONNX op, x*Sigmoid(x) as 4, one Cast per fp16/bf16 input and output;
   target at most 1.1x);
 * scalar UB/GM accesses (GetValue/SetValue) per tile, and the unified buffer used;
-* an estimate of kernel time, max(GM bytes / bandwidth, vector repeats / (clock x cores)), beside the
-  same estimate for the unfused nodes (one kernel each, plus a launch cost).
+* the timing model's estimates (:mod:`asc_onnx.estimate`): the fused kernel (a timing-only emulation plus a
+  launch), the unfused nodes (each at its own roofline plus a launch), the op's bound (compulsory bytes, minimal
+  vector and cube work over their peaks) and the kernel's efficiency (bound / kernel time).
 
 Measured at each op's real fixture shape and at a deployment-sized shape (~4M elements).
 
@@ -32,18 +33,10 @@ from onnx import TensorProto  # noqa: E402
 import asc_onnx  # noqa: E402
 from asc_onnx import FuseOptions  # noqa: E402
 from asc_onnx.emulator.harness import run  # noqa: E402
-from asc_onnx.hardware import FACTS, fact  # noqa: E402
+from asc_onnx.estimate import estimate_at  # noqa: E402
 from asc_onnx.kernels import of  # noqa: E402
 from asc_onnx.soc import SOCS  # noqa: E402
-from asc_onnx.verify_kernels import check, concrete, data_movement, random_inputs, unfused_bytes  # noqa: E402
-
-#: Estimate constants, from asc_onnx.hardware (each with its source there): bandwidth, AI Core clock; one 256-byte
-#: vector repeat per cycle is the ideal issue rate (64 fp32 lanes). The launch cost nobody publishes for a small
-#: node: the low end of the table's range (3 us; CATLASS's full-core head overhead is 20-21 us), so that saved
-#: launches do not flatter fusion.
-BANDWIDTH = {name: soc.gm_bandwidth for name, soc in SOCS.items()}
-CLOCK = {name: fact(name, "clock") for name in SOCS}
-LAUNCH_US = min(FACTS[name]["launch_us"].assumed[0] for name in SOCS)
+from asc_onnx.verify_kernels import check, concrete, data_movement, random_inputs  # noqa: E402
 
 #: The fixture the benchmarks' smoke modes run (every kernel class, fp32, small).
 SMOKE_MODEL = "llama_tiny_legacy.onnx"
@@ -79,17 +72,18 @@ def _hand_count(k) -> int:
     return total + casts
 
 
-def time_us(gm_bytes: float, vec_elems: float, soc: str, cores: int) -> float:
-    """The estimate: GM bytes at the bandwidth or fp32 vector repeats at the clock, whichever is longer."""
-    return max(gm_bytes / BANDWIDTH[soc], vec_elems * 4 / 256 / (CLOCK[soc] * cores)) * 1e6
+def timed(k, inputs, soc: str) -> str:
+    """The timing model's columns for ``k`` on inputs of these shapes: est. fused us, est. unfused us, speedup,
+    bound us, efficiency (every figure an estimate; asc_onnx.estimate says how each is made)."""
+    e = estimate_at(k, [a.shape for a in inputs], SOCS[soc])
+    if e.error:
+        return f"{'-':>8} {e.unfused_us:>8.2f} {'-':>7} {e.bound_us:>7.2f} {'-':>5}"
+    return (f"{e.fused_us:>8.2f} {e.unfused_us:>8.2f} {e.unfused_us / e.fused_us:>7.2f} {e.bound_us:>7.2f} "
+            f"{e.efficiency:>5.0%}")
 
 
-def _unfused_time_us(k, inputs, shape: tuple[int, ...], soc: str, cores: int) -> float:
-    """Each body node as its own kernel: its bytes at the bandwidth, its vector passes (over the output's
-    ``shape``), a launch."""
-    n = math.prod(shape)
-    return sum(time_us(b, HAND_COST.get(node.op_type, 1) * n, soc, cores) + LAUNCH_US
-               for node, b in unfused_bytes(k, inputs))
+#: The columns ``timed`` prints.
+TIMED_HEAD = f"{'est us':>8} {'est unf':>8} {'speedup':>7} {'bound':>7} {'eff':>5}"
 
 
 def main() -> int:
@@ -100,14 +94,13 @@ def main() -> int:
     socs = list(SOCS) if args.soc == "all" else [args.soc]
     models = [ROOT / "models" / SMOKE_MODEL] if args.smoke else sorted((ROOT / "models").glob("*.onnx"))
     print(f"{'op':<20} {'soc':<10} {'dtype':<6} {'shape':<18} {'blk':>3} {'fused/min':>9} {'unf/fused':>9} "
-          f"{'vec/elem':>8} {'hand':>4} {'vec/hand':>8} {'scal/tile':>9} {'UB B':>7} {'est us':>8} {'est unf':>8} "
-          f"{'speedup':>7}  ok")
+          f"{'vec/elem':>8} {'hand':>4} {'vec/hand':>8} {'scal/tile':>9} {'UB B':>7} {TIMED_HEAD}  ok")
     worst_gm, worst_vec, bad = 0.0, 0.0, 0
     for soc_name in socs:
         soc = SOCS[soc_name]
         kernels = {}
         for path in models:
-            res = asc_onnx.fuse(path, options=FuseOptions(emulate=False, soc=soc_name), validate=False)
+            res = asc_onnx.fuse(path, options=FuseOptions(emulate=False, soc=soc_name, judge=False), validate=False)
             for k in res.kernels:
                 if of(k).name == "pointwise":  # rows: bench_rows.py; matmul+epilogue: bench_matmul.py
                     kernels.setdefault((k.op.signature, k.ir.dtypes), k)
@@ -125,15 +118,13 @@ def main() -> int:
                 gm_ratio = m.fused / m.compulsory
                 vec = r.vec_elems / n
                 tiles = max(1, math.ceil(n / max(1, r.tile_length)))
-                t = time_us(m.fused, r.vec_elems, soc_name, r.block_dim)
-                t_unf = _unfused_time_us(k, inputs, shape, soc_name, soc.vector_cores)
                 if shape == big:
                     worst_gm, worst_vec = max(worst_gm, gm_ratio), max(worst_vec, vec / hand)
                 bad += not c.ok
                 print(f"{k.op.op_type[:20]:<20} {soc_name:<10} {c.dtype:<6} {str(list(shape))[:18]:<18} "
                       f"{c.block_dim:>3} {gm_ratio:>9.3f} {m.unfused / m.fused:>9.2f} {vec:>8.2f} {hand:>4} "
-                      f"{vec / hand:>8.2f} {r.scalar_instr / tiles:>9.1f} {r.ub_peak_bytes:>7} {t:>8.2f} "
-                      f"{t_unf:>8.2f} {t_unf / t:>7.1f}  {'ok' if c.ok else 'MISMATCH'}")
+                      f"{vec / hand:>8.2f} {r.scalar_instr / tiles:>9.1f} {r.ub_peak_bytes:>7} "
+                      f"{timed(k, inputs, soc_name)}  {'ok' if c.ok else 'MISMATCH'}")
     if args.smoke:
         return 0 if kernels and not bad else 1
     print(f"at ~4M elements: worst fused/compulsory GM bytes {worst_gm:.3f} (target <= 1.05), "

@@ -143,6 +143,8 @@ def run(model: Path, out: Path, extra: list[str]) -> dict:
         "op_types": len(report["ops"]),
         "kernels_shipped": len(kernels["generated"]) - len(kernels["rejected"]),
         "kernels_rejected": kernels["rejected"],
+        # fused ops the timing model estimated slower than their nodes: left to their original nodes
+        "judged_slower": sum(1 for op in (report.get("estimates") or {}).get("ops", []) if not op["shipped"]),
         "whole_model": report.get("whole_model"),  # why the whole-model rungs did not run, if they did not
         "graph_rung": None if report.get("validation") is None else report["validation"]["ok"],
         "kernel_rung": {"runs": len(checks), "ok": sum(bool(c["ok"]) for c in checks),

@@ -8,12 +8,9 @@ FFNs, per SoC and dtype, from the emulator's counters, in one run on the same in
   in the I/O type (written by the cube, read back by the vector core; a few KB per core, reused, so it stays
   in L2 in steady state, an assumption);
 * cube work (multiply-accumulates in whole 16x16 fractals) and vector passes per output element;
-* the time estimate: the longest of GM bytes at the bandwidth, MACs at the cube rate and vector repeats at
-  the clock, beside the unfused nodes' (the MatMul at the cube rate or the bandwidth, each epilogue node as
-  in bench_kernels, a launch each).
-
-Cube rate: one 16x16x16 fp16 fractal per cycle per cube core (4096 MACs; fp32 a quarter, cann_facts.md §7)
-at the AI Core clock of bench_kernels; 24 cube cores on 910B (Ascend910B1/B2), 8 AI Cores on 310P.
+* the timing model's estimates (bench_kernels.timed): the fused kernel timed in the emulator (its cube stages
+  per K step, the KFC round trips, its vector epilogue), the unfused nodes (MatMul at the cube peak times the best
+  published efficiency, each epilogue node at the bandwidth; a launch each), the bound and the efficiency.
 
     python bench/bench_matmul.py [--soc Ascend910B|Ascend310P|all] [--smoke]
 
@@ -23,7 +20,6 @@ at the AI Core clock of bench_kernels; 24 cube cores on 910B (Ascend910B1/B2), 8
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
@@ -33,23 +29,16 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 import numpy as np  # noqa: E402
-from bench_kernels import BANDWIDTH, CLOCK, HAND_COST, LAUNCH_US, SMOKE_MODEL, time_us  # noqa: E402
+from bench_kernels import SMOKE_MODEL, TIMED_HEAD, timed  # noqa: E402
 from onnx import TensorProto  # noqa: E402
 
 import asc_onnx  # noqa: E402
 from asc_onnx import FuseOptions  # noqa: E402
-from asc_onnx.hardware import fact  # noqa: E402
 from asc_onnx.kernels import of  # noqa: E402
 from asc_onnx.soc import SOCS  # noqa: E402
-from asc_onnx.verify_kernels import check, concrete, data_movement, matmul_inputs, unfused_bytes  # noqa: E402
+from asc_onnx.verify_kernels import check, concrete, data_movement, matmul_inputs  # noqa: E402
 
-CUBE_CORES = {"Ascend910B": int(fact("Ascend910B", "cube_cores")), "Ascend310P": int(fact("Ascend310P", "ai_cores"))}
 F32, F16 = TensorProto.FLOAT, TensorProto.FLOAT16
-
-
-def cube_us(macs: float, soc: str, cores: int, fp32: bool) -> float:
-    """MACs at one 16x16x16 fractal per cycle per cube core (a quarter of that for fp32)."""
-    return macs / (4096 / (4 if fp32 else 1)) / (CLOCK[soc] * cores) * 1e6
 
 
 def _deployment() -> dict[str, tuple[object, tuple[int, ...]]]:
@@ -62,20 +51,6 @@ def _deployment() -> dict[str, tuple[object, tuple[int, ...]]]:
             "linear+silu 512x768x768": (mk.linear_silu(F16, 768, k=768), (1, 512))}
 
 
-def _unfused_us(k, inputs, soc: str, macs: int) -> float:
-    """The MatMul(s) at the cube rate or the bandwidth, every other node as bench_kernels times it."""
-    n = int(np.prod(inputs[0].shape[:-1])) * k.ir.out_cols([a.shape for a in inputs])
-    fp32 = inputs[0].dtype == np.float32
-    total = 0.0
-    for node, b in unfused_bytes(k, inputs):
-        if node.op_type in ("MatMul", "Gemm"):
-            total += max(b / BANDWIDTH[soc] * 1e6, cube_us(macs / len(k.ir.gemms), soc, CUBE_CORES[soc], fp32))
-        elif node.op_type not in ("Transpose", "Split"):
-            total += time_us(b, HAND_COST.get(node.op_type, 1) * n, soc, SOCS[soc].vector_cores)
-        total += LAUNCH_US
-    return total
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--soc", default="all", choices=["all", *SOCS])
@@ -85,22 +60,22 @@ def main() -> int:
     models = [ROOT / "models" / SMOKE_MODEL] if args.smoke else sorted((ROOT / "models").glob("*.onnx"))
     ran = 0
     print(f"{'op':<34} {'soc':<10} {'dtype':<6} {'M x K x N':<16} {'cores':>5} {'fused/min':>9} {'fused/til':>9} "
-          f"{'unf/fused':>9} {'staging':>7} {'MACs':>11} {'vec/elem':>8} {'est us':>8} {'est unf':>8} "
-          f"{'speedup':>7} {'model/emu':>9}  ok")
+          f"{'unf/fused':>9} {'staging':>7} {'MACs':>11} {'vec/elem':>8} {TIMED_HEAD} "
+          f"{'model/emu':>9}  ok")
     bad = 0
     for soc_name in socs:
         soc = SOCS[soc_name]
         cases = []
         seen = set()
         for path in models:
-            res = asc_onnx.fuse(path, options=FuseOptions(emulate=False, soc=soc_name), validate=False)
+            res = asc_onnx.fuse(path, options=FuseOptions(emulate=False, soc=soc_name, judge=False), validate=False)
             for k in res.kernels:
                 if of(k).cube and (k.op.signature, k.ir.dtypes) not in seen:
                     seen.add((k.op.signature, k.ir.dtypes))
                     lead = concrete(k.op.instances[0].output_shapes[0], 4)[:-1]
                     cases.append((f"{path.stem}:{k.op.op_type}", k, lead, k.ir.dtypes[0]))
         for name, (m, lead) in ({} if args.smoke else _deployment()).items():
-            res = asc_onnx.fuse(m, options=FuseOptions(emulate=False, soc=soc_name), validate=False)
+            res = asc_onnx.fuse(m, options=FuseOptions(emulate=False, soc=soc_name, judge=False), validate=False)
             ks = [k for k in res.kernels if of(k).cube]
             if ks:
                 cases.append((name, ks[0], lead, ks[0].ir.dtypes[0]))
@@ -119,18 +94,13 @@ def main() -> int:
             mm, kk, nn = int(np.prod(lead)), inputs[0].shape[-1], k.ir.out_cols([a.shape for a in inputs])
             staging = 2 * c.cube["c_bytes"]
             cores = c.cube["usedCoreNum"]
-            cube_cores = math.ceil(cores / 2) if soc_name == "Ascend910B" else cores
-            fp32 = dtype == F32
-            t = max(time_us(d.fused, c.vec_elems, soc_name, cores),
-                    cube_us(c.cube["macs"], soc_name, cube_cores, fp32)) + LAUNCH_US
-            t_unf = _unfused_us(k, inputs, soc_name, c.cube["macs"])
             # The class's traffic model of its block loop under the tiling the run used (exact when 1.00).
             model = of(k).schedule.traffic(k.ir, [a.shape for a in inputs], inputs[0].itemsize, soc, c.block_dim,
                                            c.cube)
             print(f"{name[:34]:<34} {soc_name:<10} {c.dtype:<6} {f'{mm}x{kk}x{nn}':<16} {cores:>5} "
                   f"{d.fused / d.compulsory:>9.2f} {d.fused / max(1, d.tiling_min):>9.2f} {d.unfused / d.fused:>9.2f} "
-                  f"{staging / d.fused:>7.0%} {c.cube['macs']:>11} {c.vec_elems / (mm * nn):>8.2f} {t:>8.2f} "
-                  f"{t_unf:>8.2f} {t_unf / t:>7.1f} {model / max(1, c.gm_bytes):>9.2f}  ok")
+                  f"{staging / d.fused:>7.0%} {c.cube['macs']:>11} {c.vec_elems / (mm * nn):>8.2f} "
+                  f"{timed(k, inputs, soc_name)} {model / max(1, c.gm_bytes):>9.2f}  ok")
     return 0 if ran and not bad else 1
 
 

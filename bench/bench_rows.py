@@ -8,8 +8,7 @@ SoC and dtype, from the emulator's counters, in one run on the same inputs:
   a hand count: one pass per data-shaped body node (bench_kernels.HAND_COST), one per reduction, none for
   per-row statistics, one Cast per fp16 input and output;
 * GetValue reads of per-row statistics per row, the unified buffer used, rows per tile (0 = split mode);
-* the time estimate of bench_kernels (GM bytes at the bandwidth or vector repeats at the clock, whichever
-  is longer) beside the same estimate for the unfused nodes (one kernel each, plus a launch).
+* the timing model's estimates (bench_kernels.timed): fused, unfused, speedup, bound and efficiency.
 
     python bench/bench_rows.py [--soc Ascend910B|Ascend310P|all] [--smoke]
 
@@ -28,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import numpy as np  # noqa: E402
-from bench_kernels import HAND_COST, LAUNCH_US, SMOKE_MODEL, time_us  # noqa: E402
+from bench_kernels import HAND_COST, SMOKE_MODEL, TIMED_HEAD, timed  # noqa: E402
 from onnx import TensorProto, helper  # noqa: E402
 
 import asc_onnx  # noqa: E402
@@ -42,8 +41,7 @@ from asc_onnx.verify_kernels import (  # noqa: E402
     data_movement,
     data_shape,
     random_inputs,
-    reference,
-    unfused_bytes,  # noqa: E402
+    reference,  # noqa: E402
 )
 
 REDUCTIONS = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceSumSquare", "ReduceL2"}
@@ -140,9 +138,6 @@ def _row(label, k, inputs, soc_name) -> tuple[float, bool, bool]:
     rows = n // math.prod(shape[len(shape) - k.ir.row_dims:])
     vec = r.vec_elems / n
     hand = _hand_count(k)
-    t = time_us(m.fused, r.vec_elems, soc_name, r.block_dim)
-    t_unf = sum(time_us(b, HAND_COST.get(node.op_type, 1) * n, soc_name, soc.vector_cores) + LAUNCH_US
-                for node, b in unfused_bytes(k, inputs))
     split = r.tile_length == 0  # rows per tile; 0 in split mode
     # The class's traffic model (its host tiling's plan and the bytes it moves; exact when 1.00).
     model = of(k).schedule.traffic(k.ir, [a.shape for a in inputs], inputs[0].itemsize, soc)
@@ -150,7 +145,7 @@ def _row(label, k, inputs, soc_name) -> tuple[float, bool, bool]:
     print(f"{label[:32]:<32} {soc_name:<10} {str(list(shape))[:20]:<20} {r.block_dim:>3} "
           f"{r.tile_length if not split else 0:>5} {k.ir.passes if split else 1:>3} {m.fused / m.compulsory:>9.3f} "
           f"{m.unfused / m.fused:>9.2f} {vec:>8.2f} {hand:>4} {vec / hand:>8.2f} {r.scalar_instr / rows:>8.1f} "
-          f"{r.ub_peak_bytes:>7} {t:>8.1f} {t_unf:>8.1f} {t_unf / t:>7.1f} {model / max(1, emu):>9.2f}  "
+          f"{r.ub_peak_bytes:>7} {timed(k, inputs, soc_name)} {model / max(1, emu):>9.2f}  "
           f"{'ok' if ok else 'MISMATCH'}")
     return (m.fused / m.compulsory) if not split else 0.0, ok, split
 
@@ -164,13 +159,13 @@ def main() -> int:
     models = [ROOT / "models" / SMOKE_MODEL] if args.smoke else sorted((ROOT / "models").glob("*.onnx"))
     ran = 0
     print(f"{'op':<32} {'soc':<10} {'shape':<20} {'blk':>3} {'rows':>5} {'rd':>3} {'fused/min':>9} {'unf/fused':>9} "
-          f"{'vec/elem':>8} {'hand':>4} {'vec/hand':>8} {'get/row':>8} {'UB B':>7} {'est us':>8} {'est unf':>8} "
-          f"{'speedup':>7} {'model/emu':>9}  ok")
+          f"{'vec/elem':>8} {'hand':>4} {'vec/hand':>8} {'get/row':>8} {'UB B':>7} {TIMED_HEAD} "
+          f"{'model/emu':>9}  ok")
     worst, bad = 0.0, 0
     for soc_name in socs:
         seen = set()
         for path in models:
-            res = asc_onnx.fuse(path, options=FuseOptions(emulate=False, soc=soc_name), validate=False)
+            res = asc_onnx.fuse(path, options=FuseOptions(emulate=False, soc=soc_name, judge=False), validate=False)
             for k in res.kernels:
                 if k.op.kernel != "row" or (k.op.signature, k.ir.dtypes) in seen:
                     continue
@@ -180,7 +175,7 @@ def main() -> int:
                                 soc_name)
                 worst, bad, ran = max(worst, g), bad + (not ok), ran + 1
         for label, model in ({} if args.smoke else _models()).items():
-            res = asc_onnx.fuse(model, options=FuseOptions(emulate=False, soc=soc_name), validate=False)
+            res = asc_onnx.fuse(model, options=FuseOptions(emulate=False, soc=soc_name, judge=False), validate=False)
             k = res.kernels[0]
             shape = concrete(k.op.instances[0].output_shapes[0], 1)
             g, ok, _ = _row(label, k, random_inputs(k, k.ir.dtypes[0], shape, dim=1), soc_name)

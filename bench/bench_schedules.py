@@ -6,8 +6,8 @@ emulated on the same inputs, and compared with the class's traffic model and the
 
 Columns: the schedule; rows per tile (0: split mode, the row walked in chunks; pointwise: elements per tile); the
 unified buffer used; GM bytes emulated, the class's model of them, and both over the compulsory minimum (every
-input read once, every output written once); whether the kernel matched onnxruntime. ``--smoke`` (what the tests
-run): small shapes, one SoC.
+input read once, every output written once); the timing model's estimates (bench_kernels.timed); whether the
+kernel matched onnxruntime. ``--smoke`` (what the tests run): small shapes, one SoC.
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
+from bench_kernels import TIMED_HEAD, timed  # noqa: E402
 from onnx import TensorProto, helper  # noqa: E402
 
 import asc_onnx  # noqa: E402
@@ -87,12 +89,12 @@ def main() -> int:
     args = ap.parse_args()
     socs = ["Ascend910B"] if args.smoke else list(SOCS) if args.soc == "all" else [args.soc]
     print(f"{'op':<24} {'soc':<10} {'schedule':<26} {'tile':>6} {'UB B':>7} {'GM B':>11} {'model B':>11} "
-          f"{'emu/min':>7} {'model/min':>9}  ok")
+          f"{'emu/min':>7} {'model/min':>9} {TIMED_HEAD}  ok")
     bad = 0
     for soc_name in socs:
         soc = SOCS[soc_name]
         for label, model, shape in cases(args.smoke):
-            res = asc_onnx.fuse(model, options=FuseOptions(emulate=False, soc=soc_name), validate=False)
+            res = asc_onnx.fuse(model, options=FuseOptions(emulate=False, soc=soc_name, judge=False), validate=False)
             if not res.kernels:
                 print(f"{label:<24} {soc_name:<10} no kernel: {res.report['kernels']['not_generated']}")
                 continue
@@ -111,7 +113,8 @@ def main() -> int:
                                                c.cube)
                 tile = (c.cube or {}).get("baseM", 0) if c.cube else c.tile_length
                 print(f"{label:<24} {soc_name:<10} {name:<26} {tile:>6} {c.ub_peak:>7} {c.gm_bytes:>11} "
-                      f"{model_b:>11} {c.gm_bytes / m.compulsory:>7.2f} {model_b / m.compulsory:>9.2f}  "
+                      f"{model_b:>11} {c.gm_bytes / m.compulsory:>7.2f} {model_b / m.compulsory:>9.2f} "
+                      f"{timed(k, inputs, soc_name)}  "
                       f"{'yes' if c.ok else 'NO'}")
                 bad += 0 if c.ok else 1
     return 1 if bad else 0

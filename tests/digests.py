@@ -83,7 +83,7 @@ def install(folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     real = api.fuse
 
-    def fuse(model, out_dir=None, options=FuseOptions(), validate=True, force=False):
+    def fuse(model, out_dir=None, options=FuseOptions(judge=False), validate=True, force=False):
         result = real(model, out_dir, options, validate, force)
         line = {"input": _model_digest(model), "options": _options(options), "validate": validate,
                 "written": out_dir is not None, "outputs": outputs(result)}

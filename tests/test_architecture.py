@@ -13,7 +13,7 @@ import asc_onnx
 PKG = Path(asc_onnx.__file__).resolve().parent
 #: Stage order (modules or sub-packages); helpers may be imported by anyone.
 STAGES = ["load", "canonicalize", "match", "checks", "rewrite", "package", "validate", "emulator", "verify_kernels",
-          "verify_deployed", "report", "report_html", "output", "api", "cli", "entry"]
+          "estimate", "verify_deployed", "report", "report_charts", "report_html", "output", "api", "cli", "entry"]
 #: Helpers any stage may import. ``kernels`` is the kernel classes: a library under the stages, not a stage.
 HELPERS = {"cache", "errors", "options", "graph", "pattern", "fusion", "registry", "soc", "progress",
            "shape_values", "kernels", "hardware", "__init__"}

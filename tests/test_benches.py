@@ -21,7 +21,8 @@ def test_llama7b_bench_smoke_from_another_working_directory(tmp_path, budget):
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     fig = json.loads(out.read_text())
-    assert fig["exit"] == 0 and fig["kernels_shipped"] == fig["op_types"] == 5 and not fig["kernels_rejected"]
+    assert fig["exit"] == 0 and fig["op_types"] == 5 and not fig["kernels_rejected"]
+    assert fig["kernels_shipped"] + fig["judged_slower"] == 5 and fig["kernels_shipped"] >= 1
     rung = fig["kernel_rung"]
     assert rung["runs"] and rung["ok"] == rung["runs"] and not rung["refused"]
     if budget is None:

@@ -26,7 +26,7 @@ SHARED = ROOT.parent / "shared" / "ascend"
 @pytest.fixture(scope="module")
 def llama(tmp_path_factory):
     out = tmp_path_factory.mktemp("deploy") / "out"
-    asc_onnx.fuse(MODELS / "llama_tiny_dynamo.onnx", out)
+    asc_onnx.fuse(MODELS / "llama_tiny_dynamo.onnx", out, FuseOptions(judge=False))
     return out
 
 
@@ -109,7 +109,8 @@ def test_atc_script_takes_atc_exit_status_and_result_line(hostile, tmp_path, bod
 
 def test_atc_script_uses_the_users_input_shape(tmp_path):
     out = tmp_path / "o"
-    asc_onnx.fuse(MODELS / "llama_tiny_dynamo.onnx", out, FuseOptions(input_shapes=(("input_ids", (2, 8)),)))
+    asc_onnx.fuse(MODELS / "llama_tiny_dynamo.onnx", out,
+                  FuseOptions(judge=False, input_shapes=(("input_ids", (2, 8)),)))
     assert "INPUT_SHAPE=input_ids:2,8\n" in (out / "atc.sh").read_text()
 
 

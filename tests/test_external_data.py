@@ -154,14 +154,14 @@ def test_a_model_over_the_memory_budget_is_proven_op_by_op(tmp_path, capsys):
 
     src = _save_external(tmp_path)
     weights = (src.parent / "weights" / "m.bin").stat().st_size
-    res = asc_onnx.fuse(src, tmp_path / "out", options=asc_onnx.FuseOptions(memory_budget=weights - 1))
+    res = asc_onnx.fuse(src, tmp_path / "out", options=asc_onnx.FuseOptions(judge=False, memory_budget=weights - 1))
     assert res.validation is None and res.deployed is None
     assert "exceed" in res.report["whole_model"] and res.report["validation"] is None
     assert res.kernel_checks and all(c.ok and c.inputs != "captured" for c in res.kernel_checks)
     # each fused node that reads weights: its kernel with that node's own weights, against its region's nodes
     regions = [c for c in res.kernel_checks if c.inputs.startswith("weights of ")]
     assert [c.inputs for c in regions] == [f"weights of {res.ops[0].instances[0].node}"]
-    within = asc_onnx.fuse(src, tmp_path / "in", options=asc_onnx.FuseOptions(memory_budget=weights))
+    within = asc_onnx.fuse(src, tmp_path / "in", options=asc_onnx.FuseOptions(judge=False, memory_budget=weights))
     assert within.validation.ok and within.deployed.ok and within.report["whole_model"] is None
     assert "captured" in {c.inputs for c in within.kernel_checks}
     assert main(["fuse", str(src), "-o", str(tmp_path / "cli"), "--memory-budget", "1e-9"]) == 0

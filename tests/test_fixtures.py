@@ -45,8 +45,8 @@ EXPECTED = {
 }
 #: Options a fixture needs: the legacy exporter traced Phi-3's and the causal LLaMA's sequence length into their
 #: Reshapes, so they run at the traced length only (without it, fuse stops and names --input-shape).
-OPTIONS = {"phi3_tiny_legacy": asc_onnx.FuseOptions(input_shapes=(("input_ids", (1, 8)),)),
-           "llama_causal_fp16_mask_legacy": asc_onnx.FuseOptions(input_shapes=(("input_ids", (2, 8)),
+OPTIONS = {"phi3_tiny_legacy": asc_onnx.FuseOptions(judge=False, input_shapes=(("input_ids", (1, 8)),)),
+           "llama_causal_fp16_mask_legacy": asc_onnx.FuseOptions(judge=False, input_shapes=(("input_ids", (2, 8)),
                                                                              ("attention_mask", (2, 8))))}
 
 
@@ -62,7 +62,7 @@ def test_every_fixture_has_an_expectation():
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_fixture_fuses_and_validates(name, tmp_path):
     out = tmp_path / "out"
-    res = asc_onnx.fuse(MODELS / f"{name}.onnx", out, options=OPTIONS.get(name, asc_onnx.FuseOptions()))
+    res = asc_onnx.fuse(MODELS / f"{name}.onnx", out, options=OPTIONS.get(name, asc_onnx.FuseOptions(judge=False)))
     assert rules_of(res) == EXPECTED[name]
     assert res.validation is not None and res.validation.ok
     asc = onnx.load(out / "model.asc.onnx")
@@ -111,7 +111,8 @@ def test_emulate_runs_on_every_folder_fuse_wrote(name, tmp_path):
     if name.startswith("cnn"):
         pytest.skip("no row or shape-dependent op")
     out = tmp_path / "out"
-    asc_onnx.fuse(MODELS / f"{name}.onnx", out, options=OPTIONS.get(name, asc_onnx.FuseOptions()), validate=False)
+    asc_onnx.fuse(MODELS / f"{name}.onnx", out, options=OPTIONS.get(name, asc_onnx.FuseOptions(judge=False)),
+                  validate=False)
     checks = asc_onnx.emulate(out)
     assert checks and all(c.ok for c in checks), [c for c in checks if not c.ok]
     assert {"random", "captured"} <= {c.inputs for c in checks}

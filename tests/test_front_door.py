@@ -71,7 +71,7 @@ def _reshape_model(width: int):
 
 
 def test_dynamic_dims_too_small_for_the_model_are_retried_larger():
-    res = asc_onnx.fuse(_reshape_model(32), options=FuseOptions(emulate=False))
+    res = asc_onnx.fuse(_reshape_model(32), options=FuseOptions(judge=False, emulate=False))
     assert res.validation.ok and dict(res.validation.input_shapes)["x"] == (32, 32)
 
 
@@ -109,7 +109,7 @@ def test_ops_inside_if_branches_fuse_and_the_control_flow_stays(tmp_path):
     like a graph, both output models keep the If, and with --input-value the fused branch is the one run."""
     p = tmp_path / "m.onnx"
     onnx.save(_branching_model(), p)
-    res = asc_onnx.fuse(str(p), tmp_path / "o", FuseOptions(input_values=(("rate", (16000.0,)),)))
+    res = asc_onnx.fuse(str(p), tmp_path / "o", FuseOptions(judge=False, input_values=(("rate", (16000.0,)),)))
     assert [(op.rule, len(op.instances)) for op in res.ops] == [("SiLU", 1)]
     bodies = sorted((b["op"], b["body"], b["nodes"], b["fusions"]) for b in res.report["control_flow_bodies"])
     assert bodies == [("If", "else_branch", 1, 0), ("If", "then_branch", 2, 1)]
@@ -178,7 +178,7 @@ def test_tf2onnx_and_paddle_forms_fuse():
     swish = model([NODE("Mul", ["x", "one"], ["x1"]), NODE("Sigmoid", ["x1"], ["s"]), NODE("Mul", ["x", "s"], ["y"])],
                   [("x", F32, [4, 16])], [("y", F32, [4, 16])], [c("one", 1.0)])
     for m, rule in ((tf_gelu, "GELUTanh"), (swish, "SiLU")):
-        res = asc_onnx.fuse(m, options=FuseOptions(emulate=False))
+        res = asc_onnx.fuse(m, options=FuseOptions(judge=False, emulate=False))
         assert [op.rule for op in res.ops] == [rule] and len(res.asc_model.graph.node) == 1
         assert res.validation.ok
 
@@ -205,7 +205,7 @@ def test_layernorm_behind_a_reshape_chain_fuses_with_the_dims_symbolic_inference
     m = _layernorm_behind_reshape()
     assert tensor_shapes(onnx.shape_inference.infer_shapes(m, data_prop=True))["r"][2] != 32  # onnx alone: lost
     assert tensor_shapes(infer_shapes(m))["r"] == ("batch", "seq", 32)  # symbolic: the input's own dims
-    res = asc_onnx.fuse(m)
+    res = asc_onnx.fuse(m, options=FuseOptions(judge=False))
     assert [op.rule for op in res.ops] == ["LayerNorm"], res.near_misses
     assert res.ops[0].instances[0].input_shapes[0] == ("batch", "seq", 32)
     assert res.validation.ok and res.deployed.ok and all(c.ok for c in res.kernel_checks)

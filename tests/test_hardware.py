@@ -58,17 +58,14 @@ def test_derived_figures_agree():
 
 
 def test_socs_and_benchmarks_read_the_table():
-    import sys
 
     for name, soc in SOCS.items():
         assert soc.gm_bandwidth == fact(name, "gm_bandwidth")
     assert SOCS["Ascend910B"].vector_cores == fact("Ascend910B", "vector_cores")
     assert SOCS["Ascend310P"].vector_cores == fact("Ascend310P", "ai_cores")
     assert SOCS["Ascend310P"].ub_bytes == fact("Ascend310P", "ub_bytes")
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        import bench_kernels
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
-    assert bench_kernels.CLOCK == {n: fact(n, "clock") for n in SOCS}
-    assert bench_kernels.LAUNCH_US == min(FACTS[n]["launch_us"].assumed[0] for n in SOCS)
+    # the benchmarks print the timing model's estimates, not formulas of their own
+    for script in sorted((ROOT / "bench").glob("bench_*.py")):
+        text = script.read_text()
+        assert "time_us" not in text and "LAUNCH_US" not in text and "CLOCK" not in text, script.name
+    assert "estimate_at" in (ROOT / "bench" / "bench_kernels.py").read_text()

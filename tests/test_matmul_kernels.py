@@ -103,7 +103,7 @@ def linear_gelu(dtype=F32, n=N, tanh=False, k=K):
 
 
 def _kernel(m, soc="Ascend910B"):
-    res = asc_onnx.fuse(m, options=FuseOptions(soc=soc, emulate=False), validate=False)
+    res = asc_onnx.fuse(m, options=FuseOptions(judge=False, soc=soc, emulate=False), validate=False)
     ks = [k for k in res.kernels if isinstance(k.ir, MatmulKernel)]
     assert len(ks) == 1, [(k.op.op_type, k.op.kernel) for k in res.kernels]
     return ks[0]
@@ -148,7 +148,8 @@ def test_fp16_against_fp32_reference_both_socs(case, soc):
 
 
 def test_310p_refuses_float_matmul_and_ragged_n():
-    res = asc_onnx.fuse(linear_silu(F32, N310), options=FuseOptions(soc="Ascend310P", emulate=False), validate=False)
+    res = asc_onnx.fuse(linear_silu(F32, N310), options=FuseOptions(judge=False, soc="Ascend310P", emulate=False),
+                        validate=False)
     assert not [k for k in res.kernels if isinstance(k.ir, MatmulKernel)]
     k = _kernel(linear_silu(F16, N), "Ascend310P")
     c = _run(k, 7, "Ascend310P", F16)
@@ -284,7 +285,7 @@ def test_bf16_inputs_on_910b(case):
 def test_fp16_llama_swiglu_ships_on_310p_on_captured_activations():
     from conftest import MODELS
 
-    res = asc_onnx.fuse(MODELS / "llama_tiny_dynamo_fp16.onnx", options=FuseOptions(soc="Ascend310P"))
+    res = asc_onnx.fuse(MODELS / "llama_tiny_dynamo_fp16.onnx", options=FuseOptions(judge=False, soc="Ascend310P"))
     swiglu = [k for k in res.kernels if isinstance(k.ir, MatmulKernel)]
     assert swiglu
     for k in swiglu:
@@ -303,7 +304,7 @@ def test_deployed_check_runs_matmul_nodes_over_the_budget_as_their_bodies(tmp_pa
     assert 8 * 2048 * 2048 * 2 > MATMUL_EMU_MACS
     path = tmp_path / "ffn.onnx"
     onnx.save(swiglu(F16, n=2048, k=2048), path)
-    assert main(["fuse", str(path), "-o", str(tmp_path / "out")]) == 0
+    assert main(["fuse", str(path), "-o", str(tmp_path / "out"), "--keep-slower"]) == 0
     out = capsys.readouterr().out
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     dep = report["deployed"]

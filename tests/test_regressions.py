@@ -26,7 +26,7 @@ from asc_onnx.verify_kernels import random_inputs
 def _kernel(source, rule: str, soc: str = "Ascend910B"):
     # BiasGELU after a MatMul: the LinearGELU rule would take the whole chain
     skip = frozenset({"LinearGELU"}) if rule == "BiasGELU" else frozenset()
-    res = asc_onnx.fuse(source, options=FuseOptions(soc=soc, emulate=False, skip=skip), validate=False)
+    res = asc_onnx.fuse(source, options=FuseOptions(judge=False, soc=soc, emulate=False, skip=skip), validate=False)
     return next(k for k in res.kernels if k.op.rule == rule)
 
 
@@ -164,10 +164,10 @@ def test_input_shape_binding_does_not_make_a_broadcast_input_full(tmp_path):
     path = tmp_path / "se.onnx"
     onnx.save(m, path)
     out = tmp_path / "o"
-    res = asc_onnx.fuse(path, out, FuseOptions(input_shapes=(("x", (1, 64, 7, 7)),)))
+    res = asc_onnx.fuse(path, out, FuseOptions(judge=False, input_shapes=(("x", (1, 64, 7, 7)),)))
     k = res.kernels[0]
     assert [x.kind for x in k.ir.inputs] == ["full", "broadcast"]
-    rep = asc_onnx.validate_kernels(path, out, FuseOptions(input_shapes=(("x", (6, 64, 7, 7)),)))
+    rep = asc_onnx.validate_kernels(path, out, FuseOptions(judge=False, input_shapes=(("x", (6, 64, 7, 7)),)))
     assert rep.ok and rep.emulated_nodes == 1
 
 
@@ -181,7 +181,7 @@ def test_inner_axis_broadcast_is_refused_not_computed_wrongly(tmp_path):
                    "              doc='tanh(x*s)')]\n")
     nodes = [helper.make_node("Mul", ["x", "s"], ["h"]), helper.make_node("Tanh", ["h"], ["y"])]
     m = model(nodes, [("x", F32, [2, 8, 4, 4])], [("y", F32, [2, 8, 4, 4])], [const("s", np.ones((1, 8, 1, 1)))])
-    res = asc_onnx.fuse(m, options=FuseOptions(pattern_files=(str(pat),)))
+    res = asc_onnx.fuse(m, options=FuseOptions(judge=False, pattern_files=(str(pat),)))
     assert [op.rule for op in res.ops] == ["ScaledTanh"] and not res.kernels
     why = " ".join(r["reason"] for r in res.report["kernels"]["not_generated"])
     assert "along inner axes" in why

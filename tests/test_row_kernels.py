@@ -57,7 +57,7 @@ def test_every_family_is_covered():
 
 @pytest.mark.parametrize("case", ROW_CASES, ids=lambda c: c.name)
 def test_backend_case_is_one_row_op_reproducing_expected_outputs(case):
-    res = asc_onnx.fuse(case.model, options=FuseOptions(emulate=False), validate=False)
+    res = asc_onnx.fuse(case.model, options=FuseOptions(judge=False, emulate=False), validate=False)
     fused = [n for n in res.asc_model.graph.node if n.domain == "asc_onnx"]
     assert len(fused) == 1 and len(res.ops) == 1 and res.ops[0].kernel == "row", \
         [n.op_type for n in res.asc_model.graph.node]
@@ -84,13 +84,13 @@ def test_backend_case_is_one_row_op_reproducing_expected_outputs(case):
 
 @pytest.mark.parametrize("case", [c for c in CASES if c not in ROW_CASES], ids=lambda c: c.name)
 def test_softmax_over_a_leading_axis_is_not_a_row_op(case):
-    res = asc_onnx.fuse(case.model, options=FuseOptions(emulate=False), validate=False)
+    res = asc_onnx.fuse(case.model, options=FuseOptions(judge=False, emulate=False), validate=False)
     assert all(op.kernel != "row" for op in res.ops)
 
 
 def test_backend_rows_that_are_not_32_byte_blocks_are_refused_on_310p():
     case = next(c for c in ROW_CASES if c.name == "test_rms_normalization_3d_axis_negative_1_epsilon")
-    k = asc_onnx.fuse(case.model, options=FuseOptions(emulate=False), validate=False).kernels[0]
+    k = asc_onnx.fuse(case.model, options=FuseOptions(judge=False, emulate=False), validate=False).kernels[0]
     inputs, _ = case.data_sets[0]
     with pytest.raises(EmulatorFaultError, match="reason 3"):  # rows of 5 floats: no DataCopyPad on 310P
         _emulate(k, [np.asarray(a) for a in inputs], "Ascend310P")
@@ -129,7 +129,7 @@ def _rmsnorm_model(rows: int, d: int, dtype=TensorProto.FLOAT, eps: float = 1e-6
 
 
 def _one_kernel(model):
-    res = asc_onnx.fuse(model, options=FuseOptions(emulate=False), validate=False)
+    res = asc_onnx.fuse(model, options=FuseOptions(judge=False, emulate=False), validate=False)
     assert len(res.kernels) == 1 and res.ops[0].kernel == "row", res.report["kernels"]["not_generated"]
     return res.kernels[0]
 
@@ -350,7 +350,7 @@ def test_exporter_forms_fuse_into_one_row_kernel(form):
         nodes = _rms_nodes("x", "n") + [helper.make_node("Add", ["w", "one"], ["w1"]),
                                         helper.make_node("Mul", ["n", "w1"], ["y"])]
         m = _graph_model(nodes, [("x", [6, d]), ("w", [d])], [AXES, EPS, ONE])
-    res = asc_onnx.fuse(m, options=FuseOptions(emulate=False), validate=False)
+    res = asc_onnx.fuse(m, options=FuseOptions(judge=False, emulate=False), validate=False)
     assert len(res.ops) == 1 and len(res.kernels) == 1, [(o.rule, o.kernel) for o in res.ops]
     k = res.kernels[0]
     assert len([n for n in res.asc_model.graph.node if n.op_type != "Constant"]) == 1
@@ -369,7 +369,7 @@ def test_fixture_row_kernels_on_310p():
     back to its nodes."""
     from conftest import MODELS
 
-    res = asc_onnx.fuse(MODELS / "llama_tiny_dynamo_fp16.onnx", options=FuseOptions(soc="Ascend310P"))
+    res = asc_onnx.fuse(MODELS / "llama_tiny_dynamo_fp16.onnx", options=FuseOptions(judge=False, soc="Ascend310P"))
     shipped = {k.op.rule for k in res.kernels if k.op.kernel == "row"}
     assert {"RMSNorm", "AddRMSNorm"} <= shipped
     rejected = {r["op_type"]: r["reason"] for r in res.report["kernels"]["rejected"]}

@@ -50,7 +50,7 @@ def _masked_softmax():
 
 
 def _kernel(m):
-    res = asc_onnx.fuse(m, options=FuseOptions(emulate=False), validate=False)
+    res = asc_onnx.fuse(m, options=FuseOptions(judge=False, emulate=False), validate=False)
     (k,) = res.kernels
     return k
 
@@ -79,7 +79,7 @@ def test_an_ir_carries_its_schedule_and_the_renderer_prints_it():
 
 def test_a_written_package_is_reloaded_with_the_schedule_it_was_rendered_with(tmp_path):
     out = tmp_path / "out"
-    asc_onnx.fuse(_rmsnorm(F32), out, options=FuseOptions(emulate=False), validate=False)
+    asc_onnx.fuse(_rmsnorm(F32), out, options=FuseOptions(judge=False, emulate=False), validate=False)
     report = json.loads((out / "report.json").read_text())
     (entry,) = report["kernels"]["generated"]
     assert entry["schedule"] == {"buffer_num": 2, "min_core_bytes": 16384, "resident_share": 3}
@@ -160,7 +160,7 @@ def test_matmul_traffic_model_is_the_emulated_kernels(soc):
     """The block loop's bytes under the tiling each run used, with one block per core and with several."""
     blocks = set()
     for g, shapes in [_silu_linear(24, 64, 96), _swiglu(256, 128, 512)]:
-        res = asc_onnx.fuse(g, options=FuseOptions(emulate=False, soc=soc), validate=False)
+        res = asc_onnx.fuse(g, options=FuseOptions(judge=False, emulate=False, soc=soc), validate=False)
         (k,) = res.kernels
         assert of(k).cube
         for s in of(k).schedule.VARIANTS.values():

@@ -44,7 +44,8 @@ def calib(tmp_path_factory):
         f = d / f"{soc}.txt"
         f.write_text("".join(f"{k} {v!r}\n" for k, v in table.items()))
         env = {**os.environ, "ASC_EMU_TIMING": str(f)}
-        out = subprocess.run([str(exes[soc]), scenario, *args], check=True, capture_output=True, text=True, env=env).stdout
+        out = subprocess.run([str(exes[soc]), scenario, *args], check=True, capture_output=True, text=True,
+                             env=env).stdout
         info = json.loads(out.strip().splitlines()[-1])
         info["table"] = table
         return info
@@ -106,14 +107,14 @@ def test_slower_assumptions_give_slower_kernels(calib, soc):
 
 def test_timing_only_run_times_like_the_full_emulation():
     """``values=False`` skips the arithmetic, not the pipes: the estimate is the same to the cycle."""
+    from conftest import ROOT
+
     import asc_onnx
     from asc_onnx import FuseOptions
     from asc_onnx.emulator.harness import run
     from asc_onnx.kernels import of
     from asc_onnx.soc import SOCS
     from asc_onnx.verify_kernels import concrete, random_inputs
-
-    from conftest import ROOT
 
     res = asc_onnx.fuse(ROOT / "models" / "llama_tiny_dynamo.onnx", options=FuseOptions(emulate=False),
                         validate=False)

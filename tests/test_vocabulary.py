@@ -54,7 +54,7 @@ def _chain(op: str):
 
 @pytest.mark.parametrize("op", sorted(ELEMENTWISE))
 def test_every_admitted_op_fuses_and_lowers(op):
-    res = asc_onnx.fuse(_chain(op), options=FuseOptions(emulate=False), validate=False)
+    res = asc_onnx.fuse(_chain(op), options=FuseOptions(judge=False, emulate=False), validate=False)
     (fused,) = res.ops
     assert op in [n.op_type for n in fused.function.node]
     assert not res.report["kernels"]["not_generated"] and len(res.kernels) == 1
@@ -65,7 +65,7 @@ def test_ops_the_lowering_does_not_serve_are_not_fused(op):
     """Relu -> op -> Sigmoid: the op stays an ONNX node, and nothing without a kernel is fused."""
     m = model([NODE("Relu", ["x"], ["r"]), NODE(op, ["r"], ["s"]), NODE("Sigmoid", ["s"], ["t"]),
                NODE("Tanh", ["t"], ["y"])], [("x", F32, [4, 8])], [("y", F32, [4, 8])])
-    res = asc_onnx.fuse(m, options=FuseOptions(emulate=False), validate=False)
+    res = asc_onnx.fuse(m, options=FuseOptions(judge=False, emulate=False), validate=False)
     assert all(op not in [n.op_type for n in f.function.node] for f in res.ops)
     assert op in [n.op_type for n in res.asc_model.graph.node]
     assert not res.report["kernels"]["not_generated"]
@@ -78,7 +78,7 @@ def test_every_admitted_op_lowers_inside_a_row_region(op):
     m = _chain(op)
     m.graph.node.append(NODE("Softmax", ["y"], ["z"], axis=-1))
     m.graph.output[0].name = "z"
-    res = asc_onnx.fuse(m, options=FuseOptions(emulate=False), validate=False)
+    res = asc_onnx.fuse(m, options=FuseOptions(judge=False, emulate=False), validate=False)
     # the row region takes the chain, or (comparisons, Gelu) leaves it to a pointwise op: a kernel either way
     assert any(op in [n.op_type for n in f.function.node] for f in res.ops)
     assert "row" in {f.kernel for f in res.ops}
@@ -102,7 +102,7 @@ def test_floor_ceil_and_sign_are_exact_at_their_edges(op, soc):
         edges = EDGES[~np.isnan(EDGES)] if op == "Sign" and dtype == F16 else EDGES
         m = model([NODE("Mul", ["x", "half"], ["a"]), NODE(op, ["a"], ["y"])], [("x", dtype, ["n", 64])],
                   [("y", dtype, ["n", 64])], [helper.make_tensor("half", dtype, [], [0.5])])
-        res = asc_onnx.fuse(m, options=FuseOptions(soc=soc))
+        res = asc_onnx.fuse(m, options=FuseOptions(judge=False, soc=soc))
         assert res.deployed.ok and all(c.ok for c in res.kernel_checks)
         with np.errstate(over="ignore"):
             x = np.resize(edges * 2, (3, 64)).astype(np_type)
@@ -121,7 +121,7 @@ def test_sin_and_cos_hold_the_tolerance_over_the_angles_models_reach(op, soc):
     for dtype, np_type, reach in ((F32, np.float32, 2e5), (F16, np.float16, 1e4)):
         m = model([NODE("Mul", ["x", "two"], ["a"]), NODE(op, ["a"], ["y"])], [("x", dtype, ["n", 64])],
                   [("y", dtype, ["n", 64])], [helper.make_tensor("two", dtype, [], [2.0])])
-        res = asc_onnx.fuse(m, options=FuseOptions(soc=soc))
+        res = asc_onnx.fuse(m, options=FuseOptions(judge=False, soc=soc))
         assert res.deployed.ok and all(c.ok for c in res.kernel_checks)
         k = res.kernels[0]
         for lim in (1.0, 100.0, 1e4, reach):

@@ -208,6 +208,7 @@ struct PipeState {
 
 // Timing of one finished block.
 struct BlockTime {
+    int64_t block = 0;
     double cycles = 0;
     double busy[NPIPES] = {0, 0, 0, 0};
 };
@@ -611,7 +612,7 @@ inline void GmWrite(const void* p, size_t bytes, const char* what, int32_t op = 
     if (!b.output) Fail(std::string(what) + ": write into input tensor '" + b.name + "'");
     size_t off = static_cast<const uint8_t*>(p) - b.base;
     int32_t me = static_cast<int32_t>(St().blockIdx);
-    for (size_t i = off; i < off + bytes; ++i) {
+    for (size_t i = off; i < (b.writer.empty() ? off : off + bytes); ++i) {  // (timing only: no byte map)
         if (b.writer[i] != -1 && b.writer[i] != me) {
             Fail(std::string(what) + ": blocks " + std::to_string(b.writer[i]) + " and " + std::to_string(me) +
                  " both write byte " + std::to_string(i) + " of output '" + b.name + "'");
@@ -674,6 +675,7 @@ inline void CountVec(const char* api, uint64_t elems) {
 inline void EndBlock() {
     const auto& t = St().pipes.t;
     BlockTime bt;
+    bt.block = St().blockIdx;
     for (int p = 0; p < NPIPES; ++p) {
         bt.cycles = std::max({bt.cycles, t.free[p], t.lastDone[p]});
         bt.busy[p] = t.busy[p];
@@ -734,14 +736,15 @@ inline std::string TimingJson() {
     const auto& st = St();
     const auto& tm = st.tm;
     const size_t cores = static_cast<size_t>(std::max(1.0, tm.cores));
-    std::vector<double> coreCycles(std::min(cores, st.blockTimes.size() ? st.blockTimes.size() : 1), 0.0);
-    for (size_t b = 0; b < st.blockTimes.size(); ++b) coreCycles[b % coreCycles.size()] += st.blockTimes[b].cycles;
+    std::vector<double> coreCycles(std::min<size_t>(cores, static_cast<size_t>(std::max<int64_t>(1, st.blockNum))), 0.0);
+    for (const auto& bt : st.blockTimes) coreCycles[static_cast<size_t>(bt.block) % coreCycles.size()] += bt.cycles;
     size_t crit = 0;
     for (size_t i = 1; i < coreCycles.size(); ++i)
         if (coreCycles[i] > coreCycles[crit]) crit = i;
     double busy[NPIPES] = {0, 0, 0, 0};
-    for (size_t b = crit; b < st.blockTimes.size(); b += coreCycles.size())
-        for (int p = 0; p < NPIPES; ++p) busy[p] += st.blockTimes[b].busy[p];
+    for (const auto& bt : st.blockTimes)
+        if (static_cast<size_t>(bt.block) % coreCycles.size() == crit)
+            for (int p = 0; p < NPIPES; ++p) busy[p] += bt.busy[p];
     CubeTimes cube;
     const int64_t cubeCore = tm.coupled ? static_cast<int64_t>(crit) : static_cast<int64_t>(crit) / 2;
     if (st.cubeCores.count(cubeCore)) cube = st.cubeCores.at(cubeCore);
