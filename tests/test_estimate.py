@@ -111,4 +111,4 @@ def test_no_assumption_within_its_range_makes_a_shipped_op_slower(soc):
         for overrides in [corner(soc, slow=False), *_one_at_a_time(soc)]:
             for j in judge(shipped, model, {}, SOCS[soc], overrides):
                 assert all(e.faster for e in j.estimates if e.error is None), (name, j.op_type, overrides)
-    assert checked >= 2
+    assert checked >= 1
