@@ -55,7 +55,7 @@ def test_report_html_is_written_and_escapes_the_model(out):
     for op in report["ops"]:
         assert op["op_type"] in page
     assert "asc-onnx build out" in page and "asc-onnx convert out" in page
-    assert "max abs error" in page and "estimated time saved" in page
+    assert "max abs error" in page and "estimated time at its static shapes" in page and "Speed (timing model" in page
 
 
 def _png_pixels(data: bytes) -> np.ndarray:
