@@ -90,6 +90,9 @@ FACTS: dict[str, dict[str, Fact]] = {
         **{n: Fact(v, u, "none published", note=why, assumed=r) for n, (v, u, why, r) in {
             "core_dma_bytes": (64, "bytes/cycle", "what one core's DMA engines move at most, whatever share of GM "
                                "bandwidth it has: binds only when fewer than about 14 cores run", (32, 128)),
+            "cube_dma_bytes": (128, "bytes/cycle", "what one cube core's MTE2 moves into L1 at most: at the tiling "
+                               "CANN picks for 4096^3 the published 89% of peak needs about 96 B/cycle "
+                               "(bench/bench_chip.py)", (64, 256)),
             "dma_latency_cycles": (500, "cycles", "a copy's completion after its last byte (GM round trip)",
                                    (200, 1000)),
             "vec_issue_cycles": (8, "cycles", "a vector instruction's fixed cost before its first repeat", (2, 20)),
@@ -128,7 +131,8 @@ FACTS: dict[str, dict[str, Fact]] = {
 }
 
 #: The 910B assumptions the emulator's timing model shares on 310P (nobody publishes either SoC's).
-SHARED_ASSUMPTIONS = ("v_to_s_drain_cycles", "flag_latency_cycles", "core_dma_bytes", "dma_latency_cycles",
+SHARED_ASSUMPTIONS = ("v_to_s_drain_cycles", "flag_latency_cycles", "core_dma_bytes", "cube_dma_bytes",
+                      "dma_latency_cycles",
                       "vec_issue_cycles", "vec_slow_repeat_cycles", "scalar_op_cycles", "mte1_bytes_per_cycle",
                       "fix_bytes_per_cycle")
 
@@ -158,7 +162,8 @@ def emulator_table(soc: str, overrides: dict[str, float] | None = None) -> dict[
     return {
         "clock_hz": v("clock"), "gm_bytes_per_s": v("gm_bandwidth"),
         "l2_bytes_per_s": 0 if coupled else v("l2_bandwidth"), "l2_bytes": 0 if coupled else v("l2_bytes"),
-        "core_dma_bytes": v("core_dma_bytes"), "dma_latency": v("dma_latency_cycles"),
+        "core_dma_bytes": v("core_dma_bytes"), "cube_dma_bytes": v("cube_dma_bytes"),
+        "dma_latency": v("dma_latency_cycles"),
         "vec_issue": v("vec_issue_cycles"), "vec_repeat": 1, "vec_slow_repeat": v("vec_slow_repeat_cycles"),
         "scalar_op": v("scalar_op_cycles"), "dispatch": 1, "v_to_s": v("v_to_s_drain_cycles"),
         "flag": v("flag_latency_cycles"), "kfc": 0 if coupled else v("kfc_message_us") * 1e-6 * v("clock"),
@@ -170,7 +175,7 @@ def emulator_table(soc: str, overrides: dict[str, float] | None = None) -> dict[
 #: Which end of each range is the slow end for a fused kernel against its unfused nodes: a launch saved is worth
 #: least at "low", a latency costs most at "high"; bandwidth and peaks make the unfused roofline cheapest at "high".
 SLOW_END = {"launch_us": "low", "mix_launch_us": "high", "gm_bandwidth": "high", "clock": "low",
-            "cube_fp16_flops": "high", "matmul_efficiency": "high", "core_dma_bytes": "low",
+            "cube_fp16_flops": "high", "matmul_efficiency": "high", "core_dma_bytes": "low", "cube_dma_bytes": "low",
             "mte1_bytes_per_cycle": "low", "fix_bytes_per_cycle": "low"}
 
 

@@ -89,7 +89,8 @@ struct TimingConsts {
     double gmBytesPerS = 1.6e12;     // HBM, shared by every core the kernel runs on
     double l2BytesPerS = 7e12;       // L2 hits (a re-read while the kernel's tensors fit in L2)
     double l2Bytes = 192.0 * 1048576;
-    double coreDmaBytes = 64;        // per cycle, one core's DMA engines at most (assumed)
+    double coreDmaBytes = 64;        // per cycle, one vector core's DMA engines at most (assumed)
+    double cubeDmaBytes = 128;       // per cycle, one cube core's MTE2 into L1 at most (assumed)
     double dmaLatency = 500;         // a copy's completion after its last byte left (assumed)
     double vecIssue = 8;             // a vector instruction's fixed cost before its first repeat (assumed)
     double vecRepeat = 1;            // one 256-byte repeat
@@ -222,6 +223,7 @@ struct State {
     uint64_t l2Bytes = 0;                      // GM bytes costed as L2 hits
     int l2Fits = -1;                           // the kernel's GM tensors fit in L2 (-1: not yet known)
     bool cubeUsed = false;                     // a Matmul object was registered: cube cores share GM too
+    bool vectorDma = false;                    // a vector core moved GM data: vector cores share GM with the cube
     int64_t blockIdx = 0;
     int64_t blockNum = 1;
     uint64_t gmReadBytes = 0;
@@ -260,7 +262,7 @@ inline TimingConsts LoadTiming() {
     if (path == nullptr) return t;
     std::map<std::string, double*> slot = {
         {"clock_hz", &t.clockHz}, {"gm_bytes_per_s", &t.gmBytesPerS}, {"l2_bytes_per_s", &t.l2BytesPerS},
-        {"l2_bytes", &t.l2Bytes}, {"core_dma_bytes", &t.coreDmaBytes}, {"dma_latency", &t.dmaLatency},
+        {"l2_bytes", &t.l2Bytes}, {"core_dma_bytes", &t.coreDmaBytes}, {"cube_dma_bytes", &t.cubeDmaBytes}, {"dma_latency", &t.dmaLatency},
         {"vec_issue", &t.vecIssue}, {"vec_repeat", &t.vecRepeat}, {"vec_slow_repeat", &t.vecSlowRepeat},
         {"scalar_op", &t.scalarOp}, {"dispatch", &t.dispatch}, {"v_to_s", &t.vToS}, {"flag", &t.flag},
         {"kfc", &t.kfc}, {"cube_macs", &t.cubeMacs}, {"mte1_bytes", &t.mte1Bytes}, {"fix_bytes", &t.fixBytes},
@@ -339,13 +341,16 @@ inline void SWait(double at, double cycles = 0) {
     t.busy[PS] += cycles;
 }
 
-// Bytes per cycle one core's DMA moves: its share of GM bandwidth among the cores the kernel runs on, at most what
-// one core's engines move.
-inline double GmShare(double bytesPerS) {
+// Bytes per cycle one core's DMA moves: its share of GM bandwidth among the engines the kernel runs (the vector
+// cores; the cube cores too once a Matmul is registered, and for the cube the vector cores once one of them moved
+// data), at most what one core's engines move.
+inline double GmShare(double bytesPerS, bool cube = false) {
     const auto& tm = St().tm;
-    double active = std::min<double>(static_cast<double>(St().blockNum), tm.cores);
-    if (St().cubeUsed && !tm.coupled) active += std::min<double>(std::ceil(active / 2), tm.cubeCores);
-    return std::min(tm.coreDmaBytes, bytesPerS / tm.clockHz / std::max(1.0, active));
+    const double vec = std::min<double>(static_cast<double>(St().blockNum), tm.cores);
+    const double cubes = tm.coupled ? 0.0 : std::min<double>(std::ceil(vec / 2), tm.cubeCores);
+    double active = cube ? (tm.coupled ? vec : cubes + (St().vectorDma ? vec : 0.0))
+                         : vec + (St().cubeUsed ? cubes : 0.0);
+    return std::min(cube ? tm.cubeDmaBytes : tm.coreDmaBytes, bytesPerS / tm.clockHz / std::max(1.0, active));
 }
 
 // The L2 rule: while every GM tensor of the kernel fits in L2 together, a 32-byte block read again after any core
@@ -413,6 +418,7 @@ inline double PortTransfer(double at, double need) {
 inline void Dma(int pipe, const void* p, size_t bytes, bool write) {
     if (bytes == 0) return;
     auto& st = St();
+    st.vectorDma = true;
     const uint64_t hbm = Classify(p, bytes);
     const uint64_t l2 = write ? 0 : bytes - hbm;
     const uint64_t h = write ? bytes : hbm;
@@ -704,10 +710,12 @@ inline double CubeBlock(double at, const std::vector<CubeStep>& steps, double ma
     auto& st = St();
     const auto& tm = st.tm;
     CubeTimes& c = st.cubeCores[CubeCore()];
-    const double hbmRate = GmShare(tm.gmBytesPerS), l2Rate = GmShare(std::max(tm.l2BytesPerS, 1.0));
+    const double hbmRate = GmShare(tm.gmBytesPerS, true), l2Rate = GmShare(std::max(tm.l2BytesPerS, 1.0), true);
     double mEnd[2] = {c.m, c.m};  // MAC ends of the two steps before
     for (size_t i = 0; i < steps.size(); ++i) {
         const CubeStep& k = steps[i];
+        st.hbmBytes += static_cast<uint64_t>(k.hbm);
+        st.l2Bytes += static_cast<uint64_t>(k.l2);
         const double s2 = std::max({at, c.mte2, mEnd[i % 2]});
         const double load = k.hbm / hbmRate + (k.l2 > 0 ? k.l2 / l2Rate : 0.0);
         c.mte2 = s2 + load;
