@@ -49,8 +49,8 @@ def _options(options: Any) -> str:
     fields: dict[str, Any] = {}
     for f in dataclasses.fields(options):
         value = getattr(options, f.name)
-        if f.name == "progress":
-            continue
+        if f.name == "progress" or (f.name in ("judge", "keep_slower") and not options.judge):
+            continue  # (a run without the ship guard generates what runs before the guard existed did)
         if f.name == "pattern_files":
             value = [_sha(Path(p).read_bytes()) if Path(p).is_file() else str(p) for p in value]
         elif isinstance(value, (set, frozenset)):
@@ -83,7 +83,7 @@ def install(folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     real = api.fuse
 
-    def fuse(model, out_dir=None, options=FuseOptions(judge=False), validate=True, force=False):
+    def fuse(model, out_dir=None, options=FuseOptions(), validate=True, force=False):
         result = real(model, out_dir, options, validate, force)
         line = {"input": _model_digest(model), "options": _options(options), "validate": validate,
                 "written": out_dir is not None, "outputs": outputs(result)}
