@@ -10,6 +10,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -51,6 +52,8 @@ class KernelCheck:
     refused: bool = False  # the host tiling refused the shape (the kernel never ran): ``error`` says why
     tile_length: int = 0  # the run's tile: elements (pointwise), rows (row; 0 in split mode), C block elements
     ub_peak: int = 0  # unified-buffer bytes the run used at most
+    est_us: float = 0.0  # the timing model's estimate of the kernel at this shape (no launch), microseconds
+    bottleneck: str = ""  # the pipe busiest on the longest core in that estimate
 
 
 @dataclass(frozen=True)
@@ -195,7 +198,17 @@ def check(k: Kernel, inputs: Sequence[np.ndarray], soc: Soc, label: str, core_nu
     cmps = [compare_arrays(n, r, g, dtype) for n, r, g in zip(k.op.output_names, refs, res.outputs)]
     return KernelCheck(k.op.op_type, label, shape, name, max(c.max_abs for c in cmps), max(c.max_rel for c in cmps),
                        res.gm_read_bytes + res.gm_write_bytes, res.block_dim, all(c.ok for c in cmps), None,
-                       res.vec_elems, res.cube, whose, tile_length=res.tile_length, ub_peak=res.ub_peak_bytes)
+                       res.vec_elems, res.cube, whose, tile_length=res.tile_length, ub_peak=res.ub_peak_bytes,
+                       **_timed(res.time))
+
+
+def _timed(time: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A run's estimate (``EmuResult.time``) as KernelCheck fields."""
+    if not time:
+        return {}
+    busy = {p: c for p, c in dict(time.get("busy", {})).items() if c}
+    return {"est_us": round(float(time["cycles"]) / float(time["clock_hz"]) * 1e6, 3),
+            "bottleneck": max(busy, key=busy.get) if busy else ""}
 
 
 def _saturated(a: np.ndarray) -> np.ndarray:
@@ -450,14 +463,15 @@ def verify_kernels(kernels: Sequence[Kernel], original: str | os.PathLike | Mode
 
 
 def table(checks: Sequence[KernelCheck]) -> str:
-    """The emulate table: op, inputs, shape, dtype, max error, GM bytes, verdict."""
+    """The emulate table: op, inputs, shape, dtype, max error, GM bytes, blocks, the timing model's estimate of the
+    kernel at that shape (no launch; an estimate), verdict."""
     rows = [f"{'op':<28} {'inputs':<9} {'shape':<20} {'dtype':<6} {'max abs err':>11} {'GM bytes':>10} "
-            f"{'blocks':>6}  verdict"]
+            f"{'blocks':>6} {'est. us':>8}  verdict"]
     for c in checks:
         verdict = "ok" if c.ok else ("FAULT " + (c.error or "")[:120] if c.error else "MISMATCH")
         whose = f"  ({c.tiling} Matmul tiling)" if c.tiling else ""
         rows.append(f"{c.op_type[:28]:<28} {c.inputs:<9} {str(list(c.shape))[:20]:<20} {c.dtype:<6} "
-                    f"{c.max_abs:>11.3e} {c.gm_bytes:>10} {c.block_dim:>6}  {verdict}{whose}")
+                    f"{c.max_abs:>11.3e} {c.gm_bytes:>10} {c.block_dim:>6} {c.est_us:>8.2f}  {verdict}{whose}")
     return "\n".join(rows)
 
 
