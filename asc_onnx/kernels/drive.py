@@ -30,15 +30,23 @@ def write_shapes(path: Path, shapes: Sequence[Sequence[int]], head: str | None =
 
 #: C++ helpers every emulator driver starts with: GM buffers from files, the counters' sum, one-line JSON errors
 #: (which name the op the driver was compiled for: a program may serve kernels of other names, see the harness).
-DRIVER_HELPERS = r"""static std::vector<uint8_t> ReadFile(const std::string& path) {
+DRIVER_HELPERS = r"""static asc_emu::Bytes ReadFile(const std::string& path) {
     std::ifstream size(path + ".size");  // a timing-only run: zeros of the size the harness wrote, no data
     if (size) {
         size_t n = 0;
         size >> n;
-        return std::vector<uint8_t>(n, 0);
+        asc_emu::Bytes zeros;
+        zeros.resize(n);  // zero pages, touched only where the run's blocks read
+        return zeros;
     }
     std::ifstream f(path, std::ios::binary);
-    return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    return asc_emu::Bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+// An output buffer: 0xEE bytes (unwritten output shows), or untouched zero pages in a timing-only run.
+static void Fill(asc_emu::Bytes& b, size_t n) {
+    if (asc_emu::Values()) b.assign(n, 0xEE);
+    else b.resize(n);
 }
 
 static uint64_t VecElems() {
@@ -117,10 +125,10 @@ int Drive(int argc, char** argv) {{
     const uint32_t coreNum = static_cast<uint32_t>(std::stoul(argv[2]));
     const uint32_t dtypeSize = static_cast<uint32_t>(std::stoul(argv[3]));
     const uint64_t tilingUb = std::stoull(argv[4]);  // GetCoreMemSize(UB) after ReserveLocalMemory
-    std::vector<std::vector<uint8_t>> bufs({nin + nout});
+    std::vector<asc_emu::Bytes> bufs({nin + nout});
     for (int i = 0; i < {nin}; ++i) bufs[i] = ReadFile(dir + "/in" + std::to_string(i) + ".bin");
     {setup}
-    for (int o = 0; o < {nout}; ++o) bufs[{nin} + o].assign(outElems[o] * dtypeSize, 0xEE);
+    for (int o = 0; o < {nout}; ++o) Fill(bufs[{nin} + o], outElems[o] * dtypeSize);
     st.gm.reserve({nin + nout});
     for (int i = 0; i < {nin + nout}; ++i) {{
         const bool out = i >= {nin};

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <map>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -282,6 +283,32 @@ inline TimingConsts LoadTiming() {
 
 inline bool Values() { return St().tm.values; }
 
+// The allocator of a driver's GM buffers: calloc, so the OS maps large buffers as zero pages on first touch, and a
+// no-op default construction, so resize() touches nothing. A timing-only run allocates every tensor at full size but
+// pays only for the pages its blocks use.
+template <typename T>
+struct LazyZero {
+    using value_type = T;
+    LazyZero() = default;
+    template <class U>
+    LazyZero(const LazyZero<U>&) {}
+    T* allocate(size_t n) {
+        void* p = std::calloc(n ? n : 1, sizeof(T));
+        if (p == nullptr) throw std::bad_alloc();
+        return static_cast<T*>(p);
+    }
+    void deallocate(T* p, size_t) { std::free(p); }
+    template <class U, class... A>
+    void construct(U* p, A&&... a) {
+        if constexpr (sizeof...(A) > 0) ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
+    }
+    template <class U>
+    bool operator==(const LazyZero<U>&) const { return true; }
+    template <class U>
+    bool operator!=(const LazyZero<U>&) const { return false; }
+};
+using Bytes = std::vector<uint8_t, LazyZero<uint8_t>>;
+
 // Start a block: fresh pipes, no pending flags, an empty data cache.
 inline void ResetBlock() {
     St().ops.clear();
@@ -382,7 +409,11 @@ inline uint64_t Classify(const void* p, size_t bytes) {
 // between the transfers already placed (MTE2 and MTE3 interleave on the port, their sum bounded by its share).
 // Returns when its last burst ends.
 inline double PortTransfer(double at, double need) {
-    auto& port = St().pipes.t.port;
+    auto& t = St().pipes.t;
+    auto& port = t.port;
+    // intervals that end before either DMA pipe is free can never be used again
+    const double floor = std::min(t.free[PMTE2], t.free[PMTE3]);
+    while (!port.empty() && port.begin()->second < floor) port.erase(port.begin());
     double cur = at;
     auto it = port.upper_bound(cur);
     if (it != port.begin() && std::prev(it)->second > cur) cur = std::prev(it)->second;

@@ -55,7 +55,7 @@ int Drive(int argc, char** argv) {{
     const uint32_t coreNum = static_cast<uint32_t>(std::stoul(argv[2]));
     const uint32_t dtypeSize = static_cast<uint32_t>(std::stoul(argv[3]));
     const std::string dtypeName = argv[4];
-    std::vector<std::vector<uint8_t>> bufs({nin + 1});
+    std::vector<asc_emu::Bytes> bufs({nin + 1});
     for (int i = 0; i < {nin}; ++i) bufs[i] = ReadFile(dir + "/in" + std::to_string(i) + ".bin");
     std::vector<std::vector<uint64_t>> shapes({nin});
     {{
@@ -94,7 +94,7 @@ int Drive(int argc, char** argv) {{
     const int rc = {call[0]}
     {call[1]};
     if (rc != 0) return Report("tiling", "tiling refused the shape, reason " + std::to_string(rc));
-    bufs[{nin}].assign(mm * nn * dtypeSize, 0xEE);
+    Fill(bufs[{nin}], mm * nn * dtypeSize);
     std::vector<uint8_t> workspace({EMU_SYS_WORKSPACE} + static_cast<size_t>(tiling.userWorkspace), 0xFF);
     AscendC::emu_ws::Sys() = workspace.data();
     AscendC::emu_ws::SysBytes() = {EMU_SYS_WORKSPACE};
