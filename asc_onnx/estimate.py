@@ -37,6 +37,7 @@ from .kernels import of
 from .kernels.ir import IO_TYPES
 from .package import Kernel
 from .soc import Soc
+from .verify_kernels import body_shapes, data_shape, dtype_of, np_type, unfused_bytes
 
 #: The deployment sweep's corners when a dim is not given: (batch-like, other).
 SWEEP = ((1, 128), (8, 2048))
@@ -142,36 +143,6 @@ def node_cost(op_type: str, nbytes: int, flops: float, soc: Soc, overrides: Mapp
     return NodeCost(op_type, nbytes, flops, t * 1e6 + launch_us(soc, overrides=o))
 
 
-def _np(dtype: int) -> Any:
-    if dtype == TensorProto.BFLOAT16:
-        import ml_dtypes
-
-        return ml_dtypes.bfloat16
-    return {TensorProto.FLOAT: np.float32, TensorProto.FLOAT16: np.float16}[dtype]
-
-
-def body_shapes(k: Kernel, shapes: Sequence[Sequence[int]], dtype: int) -> dict[str, tuple[int, ...]]:
-    """Shapes of every value of the op's body at its inputs' shapes (ONNX shape inference)."""
-    body = k.op.function
-    opset = next(o.version for o in body.opset_import if o.domain in ("", "ai.onnx"))
-    graph = helper.make_graph(list(body.node), "shapes",
-                              [helper.make_tensor_value_info(n, dtype, list(s))
-                               for n, s in zip(k.op.input_names, shapes)],
-                              [helper.make_tensor_value_info(n, dtype, None) for n in k.op.output_names])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 10
-    out = {n: tuple(s) for n, s in zip(k.op.input_names, shapes)}
-    try:
-        inferred = onnx.shape_inference.infer_shapes(model)
-    except Exception:  # noqa: BLE001 - a body onnx cannot size is costed at the data's shape
-        return out
-    for v in list(inferred.graph.value_info) + list(inferred.graph.output):
-        dims = v.type.tensor_type.shape.dim
-        if v.type.tensor_type.HasField("shape") and all(d.HasField("dim_value") for d in dims):
-            out[v.name] = tuple(d.dim_value for d in dims)
-    return out
-
-
 def flops_of(node: onnx.NodeProto, shapes: Mapping[str, tuple[int, ...]]) -> float:
     """Multiply-adds x 2 of a cube node (MatMul, Gemm, Conv), 0 for anything else or an unsized node."""
     if node.op_type not in CUBE_OPS or not node.output or node.output[0] not in shapes:
@@ -191,57 +162,49 @@ def flops_of(node: onnx.NodeProto, shapes: Mapping[str, tuple[int, ...]]) -> flo
     return 2.0 * math.prod(out) * k
 
 
-def unfused_nodes(k: Kernel, shapes: Sequence[Sequence[int]], dtype: int, soc: Soc,
+def unfused_nodes(k: Kernel, inputs: Sequence[np.ndarray], soc: Soc,
                   overrides: Mapping[str, float] | None = None) -> list[NodeCost]:
-    """Every body node of ``k`` as its own kernel at these input shapes."""
-    sizes = body_shapes(k, shapes, dtype)
-    item = IO_TYPES[dtype][1]
-    consts = {n.output[0] for n in k.op.function.node if n.op_type == "Constant"}
-    data = max((math.prod(s) for s in sizes.values()), default=1)
-    out = []
-    for node in k.op.function.node:
-        if node.op_type == "Constant":
-            continue
-        nbytes = sum(math.prod(sizes.get(i, (data,))) * item for i in node.input if i and i not in consts)
-        nbytes += sum(math.prod(sizes.get(o, (data,))) * item for o in node.output if o)
-        out.append(node_cost(node.op_type, nbytes, flops_of(node, sizes), soc, overrides, dtype))
-    return out
+    """Every body node of ``k`` as its own kernel on inputs of these shapes (its bytes as
+    :func:`asc_onnx.verify_kernels.unfused_bytes` counts them)."""
+    sizes = body_shapes(k, inputs)
+    dtype = dtype_of(inputs[0])
+    return [node_cost(node.op_type, b, flops_of(node, sizes), soc, overrides, dtype)
+            for node, b in unfused_bytes(k, inputs)]
 
 
-def bound_us(k: Kernel, shapes: Sequence[Sequence[int]], dtype: int, soc: Soc,
+def bound_us(k: Kernel, inputs: Sequence[np.ndarray], soc: Soc,
              overrides: Mapping[str, float] | None = None) -> tuple[float, int, float]:
-    """The op's bound: the largest of its compulsory GM bytes over the bandwidth, its cube work over the cube peak
-    and its vector work (one pass per elementwise body node over its output) over the vector peak; with the
-    compulsory bytes and the work (cube FLOPs plus vector element passes). The kernel's own traffic does not enter
-    it, so a kernel that moves more bytes than it must cannot read as efficient."""
+    """The op's bound: the largest of its compulsory GM bytes (as :func:`asc_onnx.verify_kernels.data_movement`
+    counts them) over the bandwidth, its cube work over the cube peak and its vector work (one pass per elementwise
+    body node over its output) over the vector peak; with the compulsory bytes and the work (cube FLOPs plus vector
+    element passes). The kernel's own traffic does not enter it, so a kernel that moves more bytes than it must
+    cannot read as efficient."""
     o = dict(overrides or {})
-    item = IO_TYPES[dtype][1]
-    sizes = body_shapes(k, shapes, dtype)
-    y_shape = sizes.get(k.op.output_names[0], tuple(shapes[0]))
-    compulsory = sum(math.prod(s) for s in shapes) * item + of(k).driver.output_bytes(k.ir, tuple(y_shape), item)
+    sizes = body_shapes(k, inputs)
+    shape = data_shape(k, inputs)
+    compulsory = sum(a.nbytes for a in inputs) + of(k).driver.output_bytes(k.ir, shape, inputs[0].itemsize)
     flops = sum(flops_of(n, sizes) for n in k.op.function.node)
-    vec = sum(math.prod(sizes.get(n.output[0], y_shape)) for n in k.op.function.node
+    vec = sum(math.prod(sizes.get(n.output[0], shape)) for n in k.op.function.node
               if n.op_type not in CUBE_OPS | VIEWS and n.output)
-    fp32 = dtype == TensorProto.FLOAT
+    fp32 = dtype_of(inputs[0]) == TensorProto.FLOAT
     elems = value(soc.name, "vector_fp16_elems", o) * (0.5 if fp32 else 1.0)
     cube = value(soc.name, "cube_fp16_flops", o) * (0.5 if fp32 else 1.0)
     t = max(compulsory / value(soc.name, "gm_bandwidth", o), flops / cube, vec / elems)
-    return t * 1e6, compulsory, flops + vec
+    return t * 1e6, int(compulsory), flops + vec
 
 
 def estimate_at(k: Kernel, shapes: Sequence[Sequence[int]], soc: Soc, overrides: Mapping[str, float] | None = None,
                 binding: Mapping[str, int] | None = None) -> OpEstimate:
     """One fused op on inputs of these shapes: its kernel timed in the emulator (timing only) against its nodes."""
-    dtype = k.ir.dtypes[0]
     shapes = [list(map(int, s)) for s in shapes]
-    unfused = unfused_nodes(k, shapes, dtype, soc, overrides)
-    bound, compulsory, work = bound_us(k, shapes, dtype, soc, overrides)
+    zero = np.zeros((), dtype=np_type(k.ir.dtypes[0]))
+    inputs = [np.broadcast_to(zero, tuple(s)) for s in shapes]  # shapes only: nothing is allocated
+    unfused = unfused_nodes(k, inputs, soc, overrides)
+    bound, compulsory, work = bound_us(k, inputs, soc, overrides)
     launch = launch_us(soc, mixed=of(k).cube and soc.has_data_copy_pad, overrides=overrides)
     base = dict(op_type=k.op.op_type, binding=dict(binding or {}), shapes=shapes, launch_us=launch,
                 unfused_us=sum(n.us for n in unfused), bound_us=bound, compulsory_bytes=compulsory, work=work,
                 nodes=unfused)
-    zero = np.zeros((), dtype=_np(dtype))
-    inputs = [np.broadcast_to(zero, tuple(s)) for s in shapes]
     table = emulator_table(soc.name, dict(overrides or {}))
     try:
         r = run(k.ir, k.files, f"{k.op.op_type}TilingData", inputs, soc, values=False, timing=table)
@@ -292,9 +255,10 @@ class Judgement:
 def judge(kernels: Sequence[Kernel], model: ModelProto, shape_map: Mapping[str, Sequence[int]], soc: Soc,
           overrides: Mapping[str, float] | None = None, report: Any = None) -> list[Judgement]:
     """Every kernel at every binding (:func:`bindings`) and every distinct shape its instances have there, at the
-    table's values (or ``overrides``) and at the slow corner."""
+    table's values and at the slow corner; with ``overrides``, at those values alone, where the decision is then
+    taken (to see a decision at one point of the ranges)."""
     prebuild([(k.ir, k.files, f"{k.op.op_type}TilingData", d, soc) for k in kernels for d in k.ir.dtypes[:1]])
-    slow = {**corner(soc.name, slow=True), **dict(overrides or {})} if overrides is None else dict(overrides)
+    slow = corner(soc.name, slow=True)
     out = []
     binds = bindings(model, shape_map)
     for i, k in enumerate(kernels):
@@ -309,7 +273,8 @@ def judge(kernels: Sequence[Kernel], model: ModelProto, shape_map: Mapping[str, 
                     continue
                 seen.add(key)
                 ests.append(estimate(k, b, soc, overrides, instance=j))
-                worst.append(estimate(k, b, soc, slow, instance=j))
+                # with ``overrides`` the decision is taken at them: one estimate serves both lists
+                worst.append(ests[-1] if overrides is not None else estimate(k, b, soc, slow, instance=j))
         out.append(Judgement(k.op.op_type, ests, worst))
     return out
 

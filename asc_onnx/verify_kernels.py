@@ -269,8 +269,9 @@ def capture(model: str | os.PathLike | ModelProto, names: Sequence[str],
     return dict(zip(names, outs))
 
 
-def _body_numels(k: Kernel, inputs: Sequence[np.ndarray]) -> dict[str, int]:
-    """Element counts of every body value on these inputs (shape inference over the body's nodes)."""
+def body_shapes(k: Kernel, inputs: Sequence[np.ndarray]) -> dict[str, tuple[int, ...]]:
+    """Shapes of every body value on these inputs (shape inference over the body's nodes; empty where onnx cannot
+    size the body). Only the inputs' shapes and dtypes are read: broadcast views will do."""
     body = k.op.function
     opset = next(o.version for o in body.opset_import if o.domain in ("", "ai.onnx"))
     graph = helper.make_graph(list(body.node), "sizes",
@@ -283,12 +284,17 @@ def _body_numels(k: Kernel, inputs: Sequence[np.ndarray]) -> dict[str, int]:
         inferred = onnx.shape_inference.infer_shapes(model)
     except Exception:  # noqa: BLE001 - sizes fall back to the data's
         return {}
-    out = {n: a.size for n, a in zip(k.op.input_names, inputs)}
+    out = {n: tuple(a.shape) for n, a in zip(k.op.input_names, inputs)}
     for v in list(inferred.graph.value_info) + list(inferred.graph.output):
         dims = v.type.tensor_type.shape.dim
         if v.type.tensor_type.HasField("shape") and all(d.HasField("dim_value") for d in dims):
-            out[v.name] = int(np.prod([d.dim_value for d in dims])) if dims else 1
+            out[v.name] = tuple(d.dim_value for d in dims)
     return out
+
+
+def _body_numels(k: Kernel, inputs: Sequence[np.ndarray]) -> dict[str, int]:
+    """Element counts of every body value on these inputs."""
+    return {n: int(np.prod(s)) if s else 1 for n, s in body_shapes(k, inputs).items()}
 
 
 def unfused_bytes(k: Kernel, inputs: Sequence[np.ndarray]) -> list[tuple[onnx.NodeProto, int]]:
@@ -317,8 +323,8 @@ def data_movement(k: Kernel, inputs: Sequence[np.ndarray], fused_bytes: int, vec
                         int(cube.get("macs", 0)), 2 * int(cube.get("c_bytes", 0)))
 
 
-__all__ = ["check", "data_shape", "capture", "reference", "random_inputs", "data_movement", "unfused_bytes",
-           "verify_regions",
+__all__ = ["body_shapes", "check", "data_shape", "capture", "reference", "random_inputs", "data_movement",
+           "unfused_bytes", "verify_regions",
            "KernelCheck", "DataMovement", "table", "verify_kernels", "body_model", "concrete"]
 
 
