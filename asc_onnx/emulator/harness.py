@@ -21,6 +21,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from onnx import TensorProto
@@ -305,10 +306,7 @@ def run(k: KernelIR, sources: Mapping[str, str], struct: str,
                           sorted((cube_tiling or {}).items())])
         kept = cache_dir() / "time" / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
         if kept.is_file():
-            info = json.loads(kept.read_text())
-            return EmuResult(tuple(np.empty((0,)) for _ in k.outputs), info["block_dim"], info["gm_read"],
-                             info["gm_write"], info["vec"], info["ub_peak"], info["scalar"], info["tile_length"],
-                             info["vec_elems"], info.get("cube"), info.get("time"))
+            return _result(tuple(np.empty((0,)) for _ in k.outputs), json.loads(kept.read_text()))
     with tempfile.TemporaryDirectory(prefix="asc-emu-run-") as d:
         for i, a in enumerate(inputs):
             if values:
@@ -346,6 +344,11 @@ def run(k: KernelIR, sources: Mapping[str, str], struct: str,
         tmp = kept.with_suffix(f".{os.getpid()}")
         tmp.write_text(json.dumps(info))
         os.replace(tmp, kept)
+    return _result(outs, info)
+
+
+def _result(outs: tuple[np.ndarray, ...], info: Mapping[str, Any]) -> EmuResult:
+    """A run's outputs and its JSON line's counters."""
     return EmuResult(outs, info["block_dim"], info["gm_read"], info["gm_write"], info["vec"], info["ub_peak"],
                      info["scalar"], info["tile_length"], info["vec_elems"], info.get("cube"), info.get("time"))
 

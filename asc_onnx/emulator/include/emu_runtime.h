@@ -352,13 +352,19 @@ inline int32_t Issue(int pipe, const std::string& what, const Loc& loc) {
     return static_cast<int32_t>(St().ops.size() - 1);
 }
 
+// The operation issued last on `pipe` completes no earlier than `at`.
+inline void CompleteAt(int pipe, double at) {
+    auto& t = St().pipes.t;
+    t.done[pipe].back() = std::max(t.done[pipe].back(), at);
+    t.lastDone[pipe] = std::max(t.lastDone[pipe], t.done[pipe].back());
+}
+
 // The operation issued last on `pipe` keeps the pipe busy `cycles` more and completes `latency` after that.
 inline void Spend(int pipe, double cycles, double latency = 0) {
     auto& t = St().pipes.t;
     t.free[pipe] += cycles;
     t.busy[pipe] += cycles;
-    t.done[pipe].back() = std::max(t.done[pipe].back(), t.free[pipe] + latency);
-    t.lastDone[pipe] = std::max(t.lastDone[pipe], t.done[pipe].back());
+    CompleteAt(pipe, t.free[pipe] + latency);
 }
 
 // The scalar unit waits until `at` (a drain, a flag), then spends `cycles`.
@@ -380,6 +386,8 @@ inline double GmShare(double bytesPerS, bool cube = false) {
     return std::min(cube ? tm.cubeDmaBytes : tm.coreDmaBytes, bytesPerS / tm.clockHz / std::max(1.0, active));
 }
 
+inline GmBuffer& FindGm(const void* p, size_t bytes, const char* what);
+
 // The L2 rule: while every GM tensor of the kernel fits in L2 together, a 32-byte block read again after any core
 // read or wrote it is an L2 hit; everything else is HBM traffic (310P: no L2 credit). Returns the HBM bytes.
 inline uint64_t Classify(const void* p, size_t bytes) {
@@ -389,18 +397,14 @@ inline uint64_t Classify(const void* p, size_t bytes) {
         for (const auto& b : st.gm) total += static_cast<double>(b.bytes);
         st.l2Fits = total <= st.tm.l2Bytes ? 1 : 0;
     }
-    GmBuffer* buf = nullptr;
-    auto* a = static_cast<const uint8_t*>(p);
-    for (auto& b : st.gm)
-        if (a >= b.base && a < b.base + b.bytes) buf = &b;
-    if (buf == nullptr) return bytes;
-    if (buf->seen.size() != (buf->bytes + 31) / 32) buf->seen.assign((buf->bytes + 31) / 32, 0);
-    const size_t off = static_cast<size_t>(a - buf->base);
+    GmBuffer& buf = FindGm(p, bytes, "DMA");
+    if (buf.seen.size() != (buf.bytes + 31) / 32) buf.seen.assign((buf.bytes + 31) / 32, 0);
+    const size_t off = static_cast<size_t>(static_cast<const uint8_t*>(p) - buf.base);
     uint64_t hbm = 0;
-    for (size_t blk = off / 32; blk <= (off + bytes - 1) / 32 && blk < buf->seen.size(); ++blk) {
+    for (size_t blk = off / 32; blk <= (off + bytes - 1) / 32 && blk < buf.seen.size(); ++blk) {
         const size_t lo = std::max(off, blk * 32), hi = std::min(off + bytes, blk * 32 + 32);
-        if (!(buf->seen[blk] && st.l2Fits)) hbm += hi - lo;
-        buf->seen[blk] = 1;
+        if (!(buf.seen[blk] && st.l2Fits)) hbm += hi - lo;
+        buf.seen[blk] = 1;
     }
     return hbm;
 }
@@ -462,8 +466,7 @@ inline void Dma(int pipe, const void* p, size_t bytes, bool write) {
     const double e = PortTransfer(s, need);
     t.busy[pipe] += need;
     t.free[pipe] = e;
-    t.done[pipe].back() = std::max(t.done[pipe].back(), e + st.tm.dmaLatency);
-    t.lastDone[pipe] = std::max(t.lastDone[pipe], t.done[pipe].back());
+    CompleteAt(pipe, e + st.tm.dmaLatency);
 }
 
 // The vector instruction issued last moves `bytes` through the vector unit (256 bytes per repeat).
@@ -567,8 +570,7 @@ inline void WaitFlag(int dst, int key, const char* event, const Loc& loc) {
         if (c > 0 && c <= ps.t.done[q].size())
             ps.t.free[dst] = std::max(ps.t.free[dst], ps.t.done[q][c - 1] + (q == dst ? 0.0 : St().tm.flag));
     }
-    ps.t.done[dst].back() = ps.t.free[dst];
-    ps.t.lastDone[dst] = std::max(ps.t.lastDone[dst], ps.t.free[dst]);
+    CompleteAt(dst, ps.t.free[dst]);
     ps.flags.erase(it);
 }
 
