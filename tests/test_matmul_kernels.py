@@ -260,6 +260,9 @@ def test_matmul_api_matches_numpy(matmul_exe):
     ("regist_out_of_scope", "after the scope of its REGIST_MATMUL_OBJ"),
     ("interleave", "call End() on one before switching"),
     ("bias_not_resent", "SetBias was not repeated"),
+    ("ring_unreleased", "cube write after MTE2 read"),
+    ("ring_read_early", "may still be writing on the cube core"),
+    ("notify_overflow", "would overflow"),
 ])
 def test_planted_matmul_misuse_faults(matmul_exe, scenario, message):
     out = matmul_exe(scenario)
@@ -270,6 +273,7 @@ def test_waited_async_and_flagged_slot_pass(matmul_exe):
     assert matmul_exe("waited").startswith("OK")
     assert matmul_exe("slot_flagged").startswith("OK")
     assert matmul_exe("interleave_ended").startswith("OK")
+    assert matmul_exe("ring").startswith("OK")  # two blocks in flight, each stage released before reuse
 
 
 @pytest.mark.parametrize("case", ["silu_bias", "swiglu", "gelu_erf"])

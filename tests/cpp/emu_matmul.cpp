@@ -91,6 +91,38 @@ static void Run(const std::string& s) {
         LocalTensor<float> l = buf.Get<float>();
         DataCopy(l, cGm, 64);  // the vector core reads C
         if (s == "waited") mm.End();
+    } else if (s == "ring" || s == "ring_unreleased" || s == "ring_read_early") {
+        // A two-stage ring of one-block rounds: the next block is issued before the current one is waited for
+        // and read; a stage is reused only once the vector core's reads of it are done (MTE2 -> S).
+        LocalTensor<float> l = buf.Get<float>();
+        auto issue = [&](int blk) {
+            mm.SetTensorA(aGm[(blk % 2) * 16 * 24]);
+            mm.SetTensorB(bGm);
+            mm.SetBias(biasGm);
+            mm.SetTail(blk % 2 ? 4 : 16, 32);
+            mm.IterateAll<false>(wsGm[(blk % 2) * 512], 0, true, true);
+        };
+        issue(0);
+        for (int blk = 0; blk < 4; ++blk) {
+            if (blk + 1 < 4) {
+                if (s != "ring_unreleased") {
+                    SetFlag<HardEvent::MTE2_S>(0);
+                    WaitFlag<HardEvent::MTE2_S>(0);
+                }
+                issue(blk + 1);
+            }
+            if (s != "ring_read_early") mm.WaitIterateAll();
+            DataCopy(l[blk * 256], wsGm[(blk % 2) * 512], 256);  // (the first half of the stage)
+        }
+        mm.End();
+    } else if (s == "notify_overflow") {
+        for (int i = 0; i < 16; ++i) {
+            mm.SetTensorA(aGm);
+            mm.SetTensorB(bGm);
+            mm.SetBias(biasGm);
+            mm.SetTail(16, 32);
+            mm.IterateAll<false>(wsGm[(i % 2) * 512], 0, true, true);
+        }
     } else if (s == "slot_race" || s == "slot_flagged") {
         LocalTensor<float> l = buf.Get<float>();
         for (uint32_t i = 0; mm.Iterate(); ++i) {

@@ -16,14 +16,19 @@
 //   in a round (every message clears the flags, matmul_client.h); Iterate after the last block stays false
 //   until a new round;
 // * the AIC/AIV hand-over (910B): a C block exists only after Iterate and is fetched once with GetTensorC;
-//   an asynchronous IterateAll leaves its output unreadable until WaitIterateAll, and a vector-core
-//   read of it before then is a fault (the missing cross-core wait);
+//   an asynchronous IterateAll leaves its output unreadable until its WaitIterateAll, and a vector-core
+//   read of it before then is a fault (the missing cross-core wait). Several may be outstanding: the cube
+//   core serves the messages in order and each WaitIterateAll takes the oldest one's notification (one
+//   CrossCoreWaitFlag on the object's flag, a counter of 0-15: a 16th outstanding notification is a fault,
+//   CrossCoreSetFlag(ISASI).md); a cube write into bytes a vector-core MTE2 read may still be reading is a
+//   fault (the stage was not released: SetFlag/WaitFlag<MTE2_S> before the message);
 // * the KFC client REGIST_MATMUL_OBJ declares lives until its scope ends (then the cube core stops serving),
 //   and two objects' iterations may not interleave without End() (they share L1/L0 addresses, End.md);
 // * 310P (coupled): the Matmul runs on the AI Core itself and needs SetLocalWorkspace (UB scratch)
 //   before the first Iterate when A/B are ND or C is in GM (SetLocalWorkspace.md).
 #pragma once
 #include <algorithm>
+#include <deque>
 #include <list>
 
 #include "kernel_operator.h"
@@ -345,10 +350,13 @@ public:
         started_ = false;
         if (asc_emu::St().pipes.activeMatmul == this) asc_emu::St().pipes.activeMatmul = nullptr;
         if (async) {
-            asc_emu::St().pipes.pending.push_back({lo, static_cast<size_t>(hi - lo), "Matmul::IterateAll<false> at " + loc.Str()});
-            waitAll_ = true;
-            notify_ = waitIterateAll;
-            asyncDone_ = cubeDone;
+            const size_t bytes = static_cast<size_t>(hi - lo);
+            asc_emu::St().pipes.pending.push_back({lo, bytes, "Matmul::IterateAll<false> at " + loc.Str()});
+            if (waitIterateAll && Notifying() >= kMaxNotify)
+                asc_emu::Fail("Matmul::IterateAll<false> at " + loc.Str() + ": " + std::to_string(kMaxNotify) +
+                              " notifications are already outstanding; the cube's flag counter holds 0-15 and would "
+                              "overflow (CrossCoreSetFlag(ISASI).md): WaitIterateAll before issuing more");
+            async_.push_back({cubeDone, waitIterateAll, lo, bytes});
         } else {
             AwaitCube(cubeDone);
         }
@@ -358,18 +366,25 @@ public:
         (void)loc;
         return;  // v200: IterateAll returned with C written
 #endif
-        if (!waitAll_) asc_emu::Fail("Matmul::WaitIterateAll at " + loc.Str() + " without an IterateAll<false>");
-        if (!notify_)
+        if (async_.empty()) asc_emu::Fail("Matmul::WaitIterateAll at " + loc.Str() + " without an IterateAll<false>");
+        const Async a = async_.front();
+        if (!a.notify)
             asc_emu::Fail("Matmul::WaitIterateAll at " + loc.Str() + " after an IterateAll<false> without waitIterateAll "
                           "= true: the cube core never signals, the vector core would wait forever");
-        waitAll_ = false;
-        asc_emu::St().pipes.pending.clear();
-        AwaitCube(asyncDone_);
+        async_.pop_front();
+        auto& pending = asc_emu::St().pipes.pending;  // the oldest one's output is readable now
+        for (auto it = pending.begin(); it != pending.end(); ++it) {
+            if (it->base == a.base && it->bytes == a.bytes && it->mte3Seq == 0) {
+                pending.erase(it);
+                break;
+            }
+        }
+        AwaitCube(a.done);
     }
     __aicore__ inline void End(asc_emu::Loc loc = ASC_EMU_HERE) {
         Need("End");
         if (haveC_) asc_emu::Fail("Matmul::End at " + loc.Str() + " with a C block never fetched by GetTensorC");
-        if (waitAll_ && notify_)
+        if (Notifying() > 0)
             asc_emu::Fail("Matmul::End at " + loc.Str() + " before WaitIterateAll of an IterateAll<false>");
         started_ = false;
         next_ = 0;
@@ -578,7 +593,7 @@ private:
     GlobalTensor<BT> b_;
     GlobalTensor<BiasT> bias_;
     bool registered_ = false, hasA_ = false, hasB_ = false, hasBias_ = false, transB_ = false;
-    bool started_ = false, haveC_ = false, waitAll_ = false, ended_ = false, localWs_ = false, done_ = false;
+    bool started_ = false, haveC_ = false, ended_ = false, localWs_ = false, done_ = false;
     bool roundOpen_ = false, roundBias_ = false, roundTail_ = false, biasDisabled_ = false;
     int32_t tailM_ = 0, tailN_ = 0, tailK_ = 0;
     int32_t blockM_ = 0, blockN_ = 0, blockH_ = 0, blockW_ = 0;
@@ -587,8 +602,18 @@ private:
     std::vector<float> c_;
     std::list<std::pair<int64_t, int64_t>> aCache_, bCache_;
     int32_t lastGroup_ = -1;
-    bool notify_ = false;
-    double asyncDone_ = 0;  // when the cube ends an IterateAll<false>
+    // IterateAll<false> messages not yet waited for, oldest first: when the cube ends each, whether it notifies.
+    struct Async {
+        double done;
+        bool notify;
+        const uint8_t* base;
+        size_t bytes;
+    };
+    std::deque<Async> async_;
+    static constexpr size_t kMaxNotify = 15;
+    size_t Notifying() const {
+        return static_cast<size_t>(std::count_if(async_.begin(), async_.end(), [](const Async& a) { return a.notify; }));
+    }
 
 public:
     bool quit_ = false;  // the scope of its REGIST_MATMUL_OBJ has ended
