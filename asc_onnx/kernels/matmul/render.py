@@ -2,21 +2,23 @@
 
 Schedule (``<op>ComputeTiling``, compiled by both the CANN host file and the emulator):
 * ``MultiCoreMatmulTiling`` splits C = x @ W over the vector cores (910B: AIVs, two per cube core; 310P:
-  AI Cores) and fills the ``TCubeTiling``; the L0C it may use is capped (``SetBufferSpace``) so that its
-  base block, one per gemm double-buffered, plus the epilogue's fp32 registers and the output tile fit the
-  unified buffer (a fixed split would fight CANN's core split: with baseM above a core's share of M its
-  algorithm finds no L0 factors);
-* each vector core owns one ``singleCoreM x singleCoreN`` region and walks it in baseM x baseN blocks,
-  each one ``IterateAll`` per gemm with ``SetTail(rows, cols)``: one Matmul object, registered in the kernel
-  entry's scope (its KFC client stops the cube's service when that scope ends), because two objects may
-  not interleave their iterations without ``End()``; so the gate and up blocks of one (m, n) meet in UB;
-* ``IterateAll`` writes each block, row-major, to the core's slot of the user workspace (910B has no
-  L0C -> UB path: the Matmul API itself stages C in GM for a VECIN C), the vector core copies it into UB
-  with 32-byte rows, runs the epilogue in fp32, casts and writes y once. Before the next ``IterateAll``
-  the scalar unit waits for that copy (``MTE2_S``): the cube's next write to the slot is invisible to the
-  compiler's auto-sync.
-* 310P: the same kernel on AI Cores with ``SetLocalWorkspace``; no DataCopyPad, so N must be a multiple
-  of 16 (refused by the tiling otherwise).
+  AI Cores) and fills the ``TCubeTiling``; each vector core owns one ``singleCoreM x singleCoreN`` region and
+  walks it in baseM x baseN blocks, each one ``IterateAll`` per gemm with ``SetTail(rows, cols)`` into a C slot
+  of the user workspace (910B has no L0C -> UB path: the Matmul API itself stages C in GM for a VECIN C). One
+  Matmul object, registered in the kernel entry's scope (its KFC client stops the cube's service when that
+  scope ends); the cube core ends the object after each ``IterateAll``, so the gate and up blocks of one
+  (m, n) take turns and meet in one stage.
+* 910B, the pipelined ring (``ring_stages`` > 0): each core's slots form a ring of stages; the vector core keeps
+  ``stages - 1`` blocks queued on the cube (``IterateAll<false>``, waited with ``WaitIterateAll`` as it reaches
+  them: the KFC server takes messages in order) and runs the epilogue of one block, in row chunks of
+  ``chunkRows``, while the cube computes the next. The epilogue's UB does not cap the tiling's L0C: the base
+  blocks are those CANN picks for the bare MatMul. A stage is handed back to the cube only after the vector
+  core's reads of it are done (``MTE2_S``): the cube's write is invisible to the compiler's auto-sync.
+* The synchronous block loop (``ring_stages`` 0, and always on 310P, whose ``MatmulImpl`` runs on the AI Core
+  and returns with C written): one block at a time, the whole block in UB, so the L0C the tiling may use is
+  capped (``SetBufferSpace``) until the block, its epilogue registers and the output tile fit the unified buffer.
+* 310P: ``SetLocalWorkspace`` scratch for the Matmul; no DataCopyPad, so N must be a multiple of 16 (refused by
+  the tiling otherwise).
 """
 
 from __future__ import annotations
@@ -60,9 +62,12 @@ def tiling_header(k: MatmulKernel) -> str:
         "uint32_t nDim;           // vector cores along N",
         "uint32_t upOffset;       // gate-up weight: elements from the gate's first column (row) to the up's",
         "uint32_t biasUpOffset;   // gate-up bias: elements from the gate's bias to the up's",
-        "uint32_t blockElems;     // baseM * baseN: elements of one C block",
+        "uint32_t blockElems;     // baseM * baseN: elements of one C block (a stage of the ring, per gemm)",
+        "uint32_t chunkRows;      // rows of a C block the epilogue takes into UB at a time",
+        "uint32_t tileElems;      // chunkRows * baseN: elements of one epilogue tile",
         "uint32_t localWorkspace; // 310P: UB bytes each Matmul stages C through (SetLocalWorkspace)",
-        "uint32_t userWorkspace;  // bytes of user workspace: one slot per gemm and vector core",
+        "uint32_t ringElems;      // elements of one vector core's C stages (stages x gemms x blockElems)",
+        "uint32_t userWorkspace;  // bytes of user workspace: the C stages of every vector core",
         "uint32_t blockDim;       // launch: cube cores (910B, two vector cores each) or AI Cores (310P)",
     ], includes=("kernel_tiling/kernel_tiling.h",))
 
@@ -85,11 +90,12 @@ def tiling_calc(k: MatmulKernel) -> str:
         "",
         "// UB bytes the kernel needs beside the Matmul's own (310P: shareUbSize, reserved at registration, and the",
         "// SetLocalWorkspace scratch, MatmulGetTmpBufSize's max(shareUbSize, 2 x transLength)).",
-        f"inline uint64_t {k.op_type}UbBytes(const AscendC::tiling::TCubeTiling& c, uint32_t dtypeSize, bool coupled)",
+        f"inline uint64_t {k.op_type}UbBytes(const AscendC::tiling::TCubeTiling& c, uint32_t rows, uint32_t dtypeSize,",
+        "        bool coupled)",
         "{")
     with out.indent():
         out("auto pad = [](uint64_t b) { return (b + 31u) / 32u * 32u; };",
-            "const uint64_t elems = static_cast<uint64_t>(c.baseM) * c.baseN;",
+            "const uint64_t elems = static_cast<uint64_t>(rows) * c.baseN;",
             f"uint64_t bytes = elems * {_ub_bytes_per_elem(k, 'dtypeSize')};",
             "if (coupled) {")
         with out.indent():
@@ -120,13 +126,18 @@ def tiling_calc(k: MatmulKernel) -> str:
         out("if (m == 0 || n == 0 || k == 0 || coreNum == 0) return 1;",
             "if (coupled && n % 16 != 0) return 3;  // no DataCopyPad: 32-byte rows of y",
             "if (coupled && (isFloat || isBf16)) return 4;",
+            f"// 910B: {'the pipelined ring of ' + str(k.schedule.ring_stages) + ' stages, the epilogue in row chunks' if k.schedule.ring else 'the synchronous block loop'}; 310P: the synchronous loop.",
+            f"const bool ring = {'!coupled' if k.schedule.ring else 'false'};",
+            f"const uint32_t stages = ring ? {max(1, k.schedule.ring_stages)}u : 1u;",
             "using matmul_tiling::DataType;",
             "const auto dt = isFloat ? DataType::DT_FLOAT : (isBf16 ? DataType::DT_BF16 : DataType::DT_FLOAT16);",
-            "// The C block and the epilogue's buffers must fit UB: cap the L0C the tiling may use (L0C holds the",
-            "// block in fp32), and narrow the cap until the chosen block fits.",
+            "// The synchronous loop holds a whole C block and the epilogue's buffers in UB: cap the L0C the tiling",
+            "// may use (L0C holds the block in fp32), and narrow the cap until the chosen block fits. The ring needs",
+            "// one row of a block in UB: the L0C is the bare MatMul's.",
             f"const uint64_t perElem = {_ub_bytes_per_elem(k, 'dtypeSize')};  // kernel UB per C element",
             "// whole 16 x 16 fp32 fractals; 310P: + the Matmul's C staging",
-            "uint64_t l0c = platform.ubSize / (perElem + (coupled ? 6u : 0u)) * 4u / 1024u * 1024u;",
+            "uint64_t l0c = ring ? platform.l0CSize",
+            "                    : platform.ubSize / (perElem + (coupled ? 6u : 0u)) * 4u / 1024u * 1024u;",
             "if (l0c > platform.l0CSize) l0c = platform.l0CSize;",
             "int32_t fixN = -1;  // a baseN of our own once CANN's choice does not fit",
             "for (;;) {")
@@ -171,7 +182,7 @@ def tiling_calc(k: MatmulKernel) -> str:
                     "// as 250): y rows then go out in whole 32-byte blocks. baseN is a multiple of 16, so the blocks",
                     "// a core walks are unchanged.",
                     "c.singleCoreN = (c.singleCoreN + 15) / 16 * 16;",
-                    f"if ({k.op_type}UbBytes(c, dtypeSize, coupled) <= platform.ubSize) break;")
+                    f"if ({k.op_type}UbBytes(c, ring ? 1u : c.baseM, dtypeSize, coupled) <= platform.ubSize) break;")
             out("}",
                 "if (forced != nullptr) return 2;",
                 "// Narrower blocks: baseN in 16s first (on 310P a baseN x stepN that is no multiple of 256 also drops",
@@ -195,11 +206,17 @@ def tiling_calc(k: MatmulKernel) -> str:
             f"tiling->upOffset = {'(' + ('n * k' if k.trans_b else 'n') + ')' if k.split else '0'};",
             f"tiling->biasUpOffset = {'n' if k.split else '0'};",
             "tiling->blockElems = static_cast<uint32_t>(c.baseM * c.baseN);",
+            "// The ring's epilogue tile: as many rows of a block as UB holds with its buffers.",
+            f"const uint64_t fit = platform.ubSize / {k.op_type}UbBytes(c, 1u, dtypeSize, coupled);",
+            "tiling->chunkRows = ring && fit < static_cast<uint64_t>(c.baseM) ? static_cast<uint32_t>(fit)",
+            "                                                                   : static_cast<uint32_t>(c.baseM);",
+            "tiling->tileElems = tiling->chunkRows * static_cast<uint32_t>(c.baseN);",
             "// 310P: the UB scratch the Matmul stages ND tiles and C through (SetLocalWorkspace).",
             "const uint32_t trans2 = 2u * static_cast<uint32_t>(c.transLength);",
             "const uint32_t share = static_cast<uint32_t>(c.shareUbSize);",
             "tiling->localWorkspace = coupled ? (share > trans2 ? share : trans2) : 0u;",
-            f"tiling->userWorkspace = cores * {nc}u * tiling->blockElems * dtypeSize;",
+            f"tiling->ringElems = stages * {nc}u * tiling->blockElems;",
+            "tiling->userWorkspace = cores * tiling->ringElems * dtypeSize;",
             "tiling->blockDim = coupled ? cores : (cores + 1u) / 2u;  // 910B: a cube core serves two vector cores",
             "return 0;")
     out("}")
@@ -227,6 +244,7 @@ def kernel_source(k: MatmulKernel, rule: str, body_ops: list[str], sources: list
         "",
         "namespace {",
         f"constexpr int32_t BUFFER_NUM = {k.schedule.epilogue_buffers};",
+        f"constexpr uint32_t STAGES = {max(1, k.schedule.ring_stages)};  // C stages per core (910B ring)",
         f"constexpr uint32_t NUM_C = {nc};  // C blocks per round: one per gemm",
         f"constexpr uint32_t NUM_REGS = {max(0, k.num_regs - nc)};  // epilogue registers beside the C blocks",
         "#if __NPU_ARCH__ == 2002",
@@ -258,20 +276,18 @@ def kernel_source(k: MatmulKernel, rule: str, body_ops: list[str], sources: list
             for name in ins[1:]:
                 out(f"{name}Gm.SetGlobalBuffer((__gm__ T*){name});")
             out(f"{y}Gm.SetGlobalBuffer((__gm__ T*){y}, static_cast<uint64_t>(td.m) * td.n);",
-                "// This core's C slots in the user workspace, one per gemm.",
+                "// This core's C stages in the user workspace: per stage, one block per gemm.",
                 "__gm__ T* slots = reinterpret_cast<__gm__ T*>(AscendC::GetUserWorkspace(workspace));",
-                "const uint64_t slot = static_cast<uint64_t>(AscendC::GetBlockIdx()) * NUM_C * td.blockElems;")
-            for g in range(nc):
-                out(f"cSlot{g}.SetGlobalBuffer(slots + slot + {g}u * td.blockElems, td.blockElems);")
+                "ringGm.SetGlobalBuffer(slots + static_cast<uint64_t>(AscendC::GetBlockIdx()) * td.ringElems, td.ringElems);")
         out("}", "")
         out("// After REGIST_MATMUL_OBJ (the kernel entry): the pipe's buffers.",
             "__aicore__ inline void InitBuffers()", "{")
         with out.indent():
             out("const uint32_t baseN = static_cast<uint32_t>(td.cubeTiling.baseN);",
-                "pipe.InitBuffer(inQueueC, BUFFER_NUM, (NUM_C * td.blockElems + NUM_BIAS * baseN) * sizeof(T));",
-                f"pipe.InitBuffer(outQueue{cap(y)}, BUFFER_NUM, td.blockElems * sizeof(T));",
+                "pipe.InitBuffer(inQueueC, BUFFER_NUM, (NUM_C * td.tileElems + NUM_BIAS * baseN) * sizeof(T));",
+                f"pipe.InitBuffer(outQueue{cap(y)}, BUFFER_NUM, td.tileElems * sizeof(T));",
                 "if constexpr (NUM_REGS + C_REGS<T> + NUM_BIAS > 0) {",
-                "    pipe.InitBuffer(regBuf, ((NUM_REGS + C_REGS<T>) * td.blockElems + (NUM_BIAS > 0 ? baseN : 0u)) *",
+                "    pipe.InitBuffer(regBuf, ((NUM_REGS + C_REGS<T>) * td.tileElems + (NUM_BIAS > 0 ? baseN : 0u)) *",
                 "                                sizeof(float));",
                 "}",
                 "#if __NPU_ARCH__ == 2002",
@@ -280,42 +296,44 @@ def kernel_source(k: MatmulKernel, rule: str, body_ops: list[str], sources: list
                 "mm.SetLocalWorkspace(localWs.Get<uint8_t>());",
                 "#endif")
         out("}", "")
+        ring = k.schedule.ring
         out("__aicore__ inline void Process()", "{")
         with out.indent():
             out("const uint32_t core = static_cast<uint32_t>(AscendC::GetBlockIdx());",
                 "if (core < td.mDim * td.nDim) {")
             with out.indent():
                 out("const auto& c = td.cubeTiling;",
-                    "const uint32_t mOffset = (core % td.mDim) * static_cast<uint32_t>(c.singleCoreM);",
-                    "const uint32_t nOffset = (core / td.mDim) * static_cast<uint32_t>(c.singleCoreN);",
-                    "const uint32_t tailM = td.m - mOffset < static_cast<uint32_t>(c.singleCoreM) ? td.m - mOffset "
-                    ": c.singleCoreM;",
-                    "const uint32_t tailN = td.n - nOffset < static_cast<uint32_t>(c.singleCoreN) ? td.n - nOffset "
-                    ": c.singleCoreN;",
-                    "for (uint32_t m0 = 0; m0 < tailM; m0 += c.baseM) {")
+                    "mOffset = (core % td.mDim) * static_cast<uint32_t>(c.singleCoreM);",
+                    "nOffset = (core / td.mDim) * static_cast<uint32_t>(c.singleCoreN);",
+                    "regionM = td.m - mOffset < static_cast<uint32_t>(c.singleCoreM) ? td.m - mOffset : c.singleCoreM;",
+                    "regionN = td.n - nOffset < static_cast<uint32_t>(c.singleCoreN) ? td.n - nOffset : c.singleCoreN;",
+                    "nBlocks = CeilDiv(regionN, c.baseN);",
+                    "const uint32_t blocks = CeilDiv(regionM, c.baseM) * nBlocks;")
+                if ring:
+                    out("#if __NPU_ARCH__ == 2002")
+                out("for (uint32_t i = 0; i < blocks; ++i) {")
                 with out.indent():
-                    out("for (uint32_t n0 = 0; n0 < tailN; n0 += c.baseN) {")
-                    with out.indent():
-                        out("const uint32_t rows = tailM - m0 < static_cast<uint32_t>(c.baseM) ? tailM - m0 : c.baseM;",
-                            "const uint32_t cols = tailN - n0 < static_cast<uint32_t>(c.baseN) ? tailN - n0 : c.baseN;",
-                            "const uint64_t row = mOffset + m0;",
-                            "const uint64_t col = nOffset + n0;",
-                            "// One block per IterateAll: the cube core ends the Matmul after each (End.md: two",
-                            "// gemms may not interleave their iterations), so gate and up take turns.")
-                        for gi, g in enumerate(k.gemms):
-                            w = ins[g.weight]
-                            up = " + td.upOffset" if g.col_offset_halves else ""
-                            woff = "col * td.k" if k.trans_b else "col"
-                            out(f"mm.SetTensorA({x}Gm[row * td.k]);", f"mm.SetTensorB({w}Gm[{woff}{up}], {trans});")
-                            if g.bias is not None:
-                                bup = " + td.biasUpOffset" if g.col_offset_halves else ""
-                                out("#if __NPU_ARCH__ != 2002", f"mm.SetBias({ins[g.bias]}Gm[col{bup}]);", "#endif")
-                            out("mm.SetTail(static_cast<int>(rows), static_cast<int>(cols));",
-                                f"CubeBlock(cSlot{gi});")
-                        out("CopyIn(rows, cols, col);", "Compute(rows, cols);",
-                            "CopyOut(row * td.n + col, rows, cols);")
-                    out("}")
+                    out("if (i > 0) Release();", "Queue(i, 0);", "Epilogue(i, 0);")
                 out("}")
+                if ring:
+                    out("#else",
+                        "// The cube runs STAGES - 1 blocks ahead: it computes them while the vector core finishes",
+                        "// the oldest, so the epilogue hides behind the cube.",
+                        "for (uint32_t i = 0; i + 1 < STAGES && i < blocks; ++i) {",
+                        "    Queue(i, i);",
+                        "}",
+                        "for (uint32_t i = 0; i < blocks; ++i) {")
+                    with out.indent():
+                        out("if (i + STAGES - 1 < blocks) {",
+                            "    // Its stage held block i - 1: the cube may overwrite it once those reads are done.",
+                            "    Release();",
+                            "    Queue(i + STAGES - 1, (i + STAGES - 1) % STAGES);",
+                            "}",
+                            "for (uint32_t g = 0; g < NUM_C; ++g) {",
+                            "    mm.WaitIterateAll();  // block i of each gemm, in the order they were queued",
+                            "}",
+                            "Epilogue(i, i % STAGES);")
+                    out("}", "#endif")
             out("}", "mm.End();")
         out("}", "")
         out("// Public for the kernel entry, which registers the Matmul in its own scope: the KFC client",
@@ -325,6 +343,66 @@ def kernel_source(k: MatmulKernel, rule: str, body_ops: list[str], sources: list
             f"{struct_name(k)} td;", "")
     out("private:")
     with out.indent():
+        out("struct Block {",
+            "    uint64_t row;",
+            "    uint64_t col;",
+            "    uint32_t rows;",
+            "    uint32_t cols;",
+            "};", "",
+            "// Block i of this core's region, N inner.",
+            "__aicore__ inline Block BlockAt(uint32_t i) const", "{")
+        with out.indent():
+            out("const auto& c = td.cubeTiling;",
+                "const uint32_t m0 = i / nBlocks * static_cast<uint32_t>(c.baseM);",
+                "const uint32_t n0 = i % nBlocks * static_cast<uint32_t>(c.baseN);",
+                "return {mOffset + m0, nOffset + n0, regionM - m0 < static_cast<uint32_t>(c.baseM) ? regionM - m0 : "
+                "c.baseM,",
+                "        regionN - n0 < static_cast<uint32_t>(c.baseN) ? regionN - n0 : c.baseN};")
+        out("}", "")
+        out(f"// Block i of every gemm onto the cube, into stage {'stage' if ring else '0'}: one IterateAll each (the cube "
+            "core ends",
+            "// the Matmul after each, End.md: two gemms may not interleave their iterations), so gate and up take",
+            "// turns.",
+            "__aicore__ inline void Queue(uint32_t i, uint32_t stage)", "{")
+        with out.indent():
+            out("const Block b = BlockAt(i);")
+            for gi, g in enumerate(k.gemms):
+                w = ins[g.weight]
+                up = " + td.upOffset" if g.col_offset_halves else ""
+                woff = "b.col * td.k" if k.trans_b else "b.col"
+                out(f"mm.SetTensorA({x}Gm[b.row * td.k]);", f"mm.SetTensorB({w}Gm[{woff}{up}], {trans});")
+                if g.bias is not None:
+                    bup = " + td.biasUpOffset" if g.col_offset_halves else ""
+                    out("#if __NPU_ARCH__ != 2002", f"mm.SetBias({ins[g.bias]}Gm[b.col{bup}]);", "#endif")
+                out("mm.SetTail(static_cast<int>(b.rows), static_cast<int>(b.cols));")
+                slot = f"ringGm[(stage * NUM_C + {gi}u) * td.blockElems]"
+                if ring:
+                    out("#if __NPU_ARCH__ == 2002", f"CubeBlock({slot});", "#else",
+                        f"mm.template IterateAll<false>({slot}, 0, true, true);  // the cube signals when done",
+                        "#endif")
+                else:
+                    out(f"CubeBlock({slot});")
+        out("}", "")
+        out("// The stages' reads by this core's MTE2 are done: the cube's next write to them is invisible to the",
+            "// compiler's auto-sync.",
+            "__aicore__ inline void Release()", "{")
+        with out.indent():
+            out("AscendC::TEventID readDone = GetTPipePtr()->FetchEventID(AscendC::HardEvent::MTE2_S);",
+                "AscendC::SetFlag<AscendC::HardEvent::MTE2_S>(readDone);",
+                "AscendC::WaitFlag<AscendC::HardEvent::MTE2_S>(readDone);")
+        out("}", "")
+        out("// The epilogue of block i from its stage, chunkRows rows at a time; y written once.",
+            "__aicore__ inline void Epilogue(uint32_t i, uint32_t stage)", "{")
+        with out.indent():
+            out("const Block b = BlockAt(i);",
+                "for (uint32_t r0 = 0; r0 < b.rows; r0 += td.chunkRows) {")
+            with out.indent():
+                out("const uint32_t rows = b.rows - r0 < td.chunkRows ? b.rows - r0 : td.chunkRows;",
+                    "CopyIn(stage, r0 * b.cols, rows, b.cols, b.col);",
+                    "Compute(rows, b.cols);",
+                    "CopyOut((b.row + r0) * td.n + b.col, rows, b.cols);")
+            out("}")
+        out("}", "")
         _cube_block(out)
         _copy_in(out, k, ins)
         _compute(out, k, y)
@@ -335,8 +413,12 @@ def kernel_source(k: MatmulKernel, rule: str, body_ops: list[str], sources: list
         out("#if __NPU_ARCH__ == 2002", "AscendC::TBuf<AscendC::TPosition::VECCALC> localWs;", "#endif")
         for n in ins + [y]:
             out(f"AscendC::GlobalTensor<T> {n}Gm;")
-        for g in range(nc):
-            out(f"AscendC::GlobalTensor<T> cSlot{g};")
+        out("AscendC::GlobalTensor<T> ringGm;  // this core's C stages",
+            "uint32_t mOffset = 0;  // this core's region of y: first row and column, size, blocks along N",
+            "uint32_t nOffset = 0;",
+            "uint32_t regionM = 0;",
+            "uint32_t regionN = 0;",
+            "uint32_t nBlocks = 1;")
 
     out("};", "}  // namespace", "")
     kernel_entry(out, k.snake, ins + [y], struct_name(k), cls, y, matmul=True)
@@ -361,9 +443,10 @@ def _cube_block(out: Lines) -> None:
 
 def _copy_in(out: Lines, k: MatmulKernel, ins: list[str]) -> None:
     nc = len(k.gemms)
-    out("// The C blocks into UB with rows of CeilDiv(cols, 16) * 16 elements: 32-byte rows in the I/O type and",
-        "// in fp32.",
-        "__aicore__ inline void CopyIn(uint32_t rows, uint32_t cols, uint64_t col)", "{")
+    out("// rows of the C blocks in a stage, from element `offset` of each, into UB with rows of CeilDiv(cols, 16) * 16",
+        "// elements: 32-byte rows in the I/O type and in fp32.",
+        "__aicore__ inline void CopyIn(uint32_t stage, uint32_t offset, uint32_t rows, uint32_t cols, uint64_t col)",
+        "{")
     with out.indent():
         out("AscendC::LocalTensor<T> cLocal = inQueueC.AllocTensor<T>();",
             "#if __NPU_ARCH__ == 2002",
@@ -373,12 +456,13 @@ def _copy_in(out: Lines, k: MatmulKernel, ins: list[str]) -> None:
             "AscendC::SetFlag<AscendC::HardEvent::MTE3_MTE2>(written);",
             "AscendC::WaitFlag<AscendC::HardEvent::MTE3_MTE2>(written);")
         for g in range(nc):
-            out(f"AscendC::DataCopy(cLocal[{g}u * td.blockElems], cSlot{g}, rows * cols);")
+            out(f"AscendC::DataCopy(cLocal[{g}u * td.tileElems], ringGm[(stage * NUM_C + {g}u) * td.blockElems + offset], "
+                "rows * cols);")
         j = 0
         for g in k.gemms:
             if g.bias is not None:
                 bup = " + td.biasUpOffset" if g.col_offset_halves else ""
-                out(f"AscendC::DataCopy(cLocal[NUM_C * td.blockElems + {j}u * td.cubeTiling.baseN], "
+                out(f"AscendC::DataCopy(cLocal[NUM_C * td.tileElems + {j}u * td.cubeTiling.baseN], "
                     f"{ins[g.bias]}Gm[col{bup}], cols);")
                 j += 1
         if not j:
@@ -392,13 +476,9 @@ def _copy_in(out: Lines, k: MatmulKernel, ins: list[str]) -> None:
             "AscendC::DataCopyExtParams params{static_cast<uint16_t>(rows), rowBytes, 0, gap, 0};",
             "AscendC::DataCopyPadExtParams<T> pad{false, 0, 0, static_cast<T>(0)};")
         for g in range(nc):
-            out(f"AscendC::DataCopyPad(cLocal[{g}u * td.blockElems], cSlot{g}, params, pad);")
-        out("#endif",
-            "inQueueC.EnQue(cLocal);",
-            "// The next block lets the cube overwrite the slots: the scalar unit waits for these reads.",
-            "AscendC::TEventID readDone = GetTPipePtr()->FetchEventID(AscendC::HardEvent::MTE2_S);",
-            "AscendC::SetFlag<AscendC::HardEvent::MTE2_S>(readDone);",
-            "AscendC::WaitFlag<AscendC::HardEvent::MTE2_S>(readDone);")
+            out(f"AscendC::DataCopyPad(cLocal[{g}u * td.tileElems], ringGm[(stage * NUM_C + {g}u) * td.blockElems + "
+                "offset], params, pad);")
+        out("#endif", "inQueueC.EnQue(cLocal);")
     out("}", "")
     if any(g.bias is not None for g in k.gemms):
         out("#if __NPU_ARCH__ == 2002",
@@ -431,20 +511,20 @@ def _compute(out: Lines, k: MatmulKernel, y: str) -> None:
         for r in range(k.num_regs):
             if r < nc:
                 # (its fp32 register past the epilogue's; fp32 blocks are used in place)
-                out(f"AscendC::LocalTensor<float> r{r} = ToFloat(cLocal[{r}u * td.blockElems], "
-                    f"regs[(NUM_REGS + {r}u * (C_REGS<T> / NUM_C)) * td.blockElems], count);  // C of gemm {r}")
+                out(f"AscendC::LocalTensor<float> r{r} = ToFloat(cLocal[{r}u * td.tileElems], "
+                    f"regs[(NUM_REGS + {r}u * (C_REGS<T> / NUM_C)) * td.tileElems], count);  // C of gemm {r}")
             elif direct and r == k.out_reg:
-                out(f"AscendC::LocalTensor<float> r{r} = OutReg({y}Local, regs[{r - nc}u * td.blockElems]);  // {y}")
+                out(f"AscendC::LocalTensor<float> r{r} = OutReg({y}Local, regs[{r - nc}u * td.tileElems]);  // {y}")
             else:
-                out(f"AscendC::LocalTensor<float> r{r} = regs[{r - nc}u * td.blockElems];")
+                out(f"AscendC::LocalTensor<float> r{r} = regs[{r - nc}u * td.tileElems];")
         if nb:
             out("#if __NPU_ARCH__ == 2002",
                 "// 310P: the bias rows, in fp32 after the epilogue's registers.",
-                "AscendC::LocalTensor<float> biasF = regs[(NUM_REGS + C_REGS<T>) * td.blockElems];")
+                "AscendC::LocalTensor<float> biasF = regs[(NUM_REGS + C_REGS<T>) * td.tileElems];")
             j = 0
             for gi, g in enumerate(k.gemms):
                 if g.bias is not None:
-                    out(f"AddBias(r{gi}, cLocal[NUM_C * td.blockElems + {j}u * td.cubeTiling.baseN], biasF, rows, "
+                    out(f"AddBias(r{gi}, cLocal[NUM_C * td.tileElems + {j}u * td.cubeTiling.baseN], biasF, rows, "
                         "cols);")
                     j += 1
             out("#endif")

@@ -18,16 +18,29 @@ class MatmulSchedule:
     """The matmul class's policies.
 
     Attributes:
-        epilogue_buffers: buffers of the epilogue's C-block and y queues. The block loop calls the Matmul's
-            synchronous ``IterateAll`` per block, so a second buffer overlaps only the y copy-out with the next
-            block; its UB share caps the L0C the tiling may use (issue 19 replaces the loop).
+        ring_stages: 910B: stages of the per-core C ring in the workspace. With ``n`` stages the vector core keeps
+            ``n - 1`` blocks queued on the cube (``IterateAll<false>`` per block and gemm, ``WaitIterateAll`` as it
+            reaches each) and runs the epilogue of a block while the cube computes the next ones; the epilogue
+            takes the block in row chunks, so its UB no longer caps the L0C the tiling may use. 0: the synchronous
+            block loop (one ``IterateAll`` per block and gemm, the epilogue after it, L0C capped by UB). 310P runs
+            the synchronous loop either way: its Matmul is ``MatmulImpl`` on the AI Core itself, whose
+            ``IterateAll`` returns with C written.
+        epilogue_buffers: buffers of the epilogue's C and y queues (a second one overlaps the copies of one chunk
+            or block with the compute of another).
     """
 
+    ring_stages: int = 2
     epilogue_buffers: int = 2
 
     def __post_init__(self) -> None:
         if self.epilogue_buffers not in (1, 2):
             raise ValueError(f"epilogue_buffers must be 1 or 2, not {self.epilogue_buffers}")
+        if not 0 <= self.ring_stages <= 4:
+            raise ValueError(f"ring_stages must be 0 (synchronous blocks) to 4, not {self.ring_stages}")
+
+    @property
+    def ring(self) -> bool:
+        return self.ring_stages > 0
 
 
 def _core_regions(m: int, n: int, cube: Mapping[str, int]) -> Iterator[tuple[int, int]]:
@@ -68,8 +81,8 @@ def choose(k: MatmulKernel, soc: object) -> MatmulSchedule:
     return MatmulSchedule()
 
 
-#: Schedules a benchmark may set side by side: today's and the single-buffered epilogue.
-VARIANTS = {"double-buffered epilogue": MatmulSchedule(), "single-buffered epilogue": MatmulSchedule(1)}
+#: Schedules a benchmark may set side by side: the pipelined ring (shipped) and the synchronous block loop.
+VARIANTS = {"pipelined ring": MatmulSchedule(), "synchronous blocks": MatmulSchedule(ring_stages=0)}
 
 
 def traffic(k: MatmulKernel, shapes: Sequence[Sequence[int]], dtype_size: int, soc: object, block_dim: int,
