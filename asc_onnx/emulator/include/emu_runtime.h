@@ -150,7 +150,7 @@ struct GmBuffer {
     std::vector<GmBlock> mte3 = {};  // in-flight MTE3 writes, per 32-byte block
     bool cubeShared = false;         // a workspace the cube core writes and the vector core reads
     std::vector<GmBlock> mte2 = {};  // last MTE2 read per 32-byte block (cube-shared buffers only)
-    std::vector<uint8_t> seen = {};  // 32-byte blocks this kernel has read or written (the L2 rule)
+    std::vector<uint32_t> seen = {};  // per 32-byte block: the L2 clock (KiB, + 1) when last touched, 0: never
 };
 
 // One 64-byte line of the scalar data cache (GlobalTensor::GetValue/SetValue).
@@ -222,7 +222,7 @@ struct State {
     std::map<int64_t, CubeTimes> cubeCores;  // by cube core
     uint64_t hbmBytes = 0;                     // GM bytes costed at HBM bandwidth
     uint64_t l2Bytes = 0;                      // GM bytes costed as L2 hits
-    int l2Fits = -1;                           // the kernel's GM tensors fit in L2 (-1: not yet known)
+    uint64_t l2Clock = 0;                      // GM bytes touched so far, in emulation order (the L2 rule)
     bool cubeUsed = false;                     // a Matmul object was registered: cube cores share GM too
     bool vectorDma = false;                    // a vector core moved GM data: vector cores share GM with the cube
     int64_t blockIdx = 0;
@@ -388,24 +388,25 @@ inline double GmShare(double bytesPerS, bool cube = false) {
 
 inline GmBuffer& FindGm(const void* p, size_t bytes, const char* what);
 
-// The L2 rule: while every GM tensor of the kernel fits in L2 together, a 32-byte block read again after any core
-// read or wrote it is an L2 hit; everything else is HBM traffic (310P: no L2 credit). Returns the HBM bytes.
+// The L2 rule: a 32-byte block read again is an L2 hit when fewer bytes than the L2 holds were touched (read or
+// written, by any core, in emulation order) since it was last touched: a reuse distance, so a working set that
+// fits stays resident while the rest of a large kernel's tensors stream through. Everything else is HBM traffic
+// (310P: no L2 credit). Returns the HBM bytes.
 inline uint64_t Classify(const void* p, size_t bytes) {
     auto& st = St();
-    if (st.l2Fits < 0) {
-        double total = 0;
-        for (const auto& b : st.gm) total += static_cast<double>(b.bytes);
-        st.l2Fits = total <= st.tm.l2Bytes ? 1 : 0;
-    }
     GmBuffer& buf = FindGm(p, bytes, "DMA");
     if (buf.seen.size() != (buf.bytes + 31) / 32) buf.seen.assign((buf.bytes + 31) / 32, 0);
     const size_t off = static_cast<size_t>(static_cast<const uint8_t*>(p) - buf.base);
+    const uint64_t window = static_cast<uint64_t>(st.tm.l2Bytes) / 1024;  // in KiB, as the stamps
+    const uint64_t now = st.l2Clock / 1024 + 1;
     uint64_t hbm = 0;
     for (size_t blk = off / 32; blk <= (off + bytes - 1) / 32 && blk < buf.seen.size(); ++blk) {
         const size_t lo = std::max(off, blk * 32), hi = std::min(off + bytes, blk * 32 + 32);
-        if (!(buf.seen[blk] && st.l2Fits)) hbm += hi - lo;
-        buf.seen[blk] = 1;
+        const uint32_t last = buf.seen[blk];
+        if (last == 0 || now - last >= window) hbm += hi - lo;
+        buf.seen[blk] = static_cast<uint32_t>(now);
     }
+    st.l2Clock += bytes;
     return hbm;
 }
 

@@ -72,18 +72,25 @@ public:
         const int64_t in = Size(aType_), c0 = 32 / in;
         const uint64_t l1 = l1Limit_ > 0 ? static_cast<uint64_t>(l1Limit_) : plat_.l1Size;
         const uint64_t l0c = l0cLimit_ > 0 ? static_cast<uint64_t>(l0cLimit_) : plat_.l0CSize;
-        // Core split: the least of max(cube time of the largest core, time to move what all cores read),
-        // with 16x16x16 fp16 fractals per cycle at 1.8 GHz (a quarter for float) and 1.6 TB/s of GM; more
-        // cores only where they pay.
+        // Core split: the least of max(cube time of the largest core, its epilogue, time to move what all cores read),
+        // with 16x16x16 fp16 fractals per cycle at 1.8 GHz (a quarter for float), x, W and C once at 1.6 TB/s of
+        // GM and the further reads of x (one per column split) and W (one per row split) at 7 TB/s of L2 on
+        // 910B (they hit the 192 MB L2; 310P has none); more cores only where they pay.
+        const double again = plat_.socVersion == platform_ascendc::SocVersion::ASCEND310P ? 1600.0 : 7000.0;
         double best = -1.0;
         for (int32_t md = 1; md <= dim_; ++md) {
             for (int32_t nd = 1; md * nd <= dim_; ++nd) {
                 const int64_t sm = Ceil(m_, md), sn = Align(Ceil(n_, nd), 16);
                 if (Ceil(m_, sm) != md || Ceil(n_, sn) != nd) continue;  // a core would be idle
-                const double cube = static_cast<double>(Align(sm, 16)) * sn * Align(k_, c0) / (in == 4 ? 1024.0 : 4096.0) / 1.8;
-                const double bytes = (static_cast<double>(nd) * m_ * k_ + static_cast<double>(md) * n_ * k_) * in +
-                                     static_cast<double>(m_) * n_ * 8.0;
-                const double cost = std::max(cube, bytes / 1600.0) + 0.01 * md * nd;
+                // (910B: two vector cores share a cube core, so its time is two regions')
+                const double cube = static_cast<double>(Align(sm, 16)) * sn * Align(k_, c0) / (in == 4 ? 1024.0 : 4096.0) /
+                                    1.8 * (again > 1600.0 ? 2.0 : 1.0);
+                // the vector core's epilogue over its region, at about 8 fp32 instructions of 64 lanes per element
+                const double vec = static_cast<double>(sm) * sn * 8.0 / 64.0 / 1.8;
+                const double once = (static_cast<double>(m_) * k_ + static_cast<double>(n_) * k_) * in +
+                                    static_cast<double>(m_) * n_ * 8.0;
+                const double more = (static_cast<double>(nd - 1) * m_ * k_ + static_cast<double>(md - 1) * n_ * k_) * in;
+                const double cost = std::max({cube, vec, once / 1600.0 + more / again}) + 0.01 * md * nd;
                 if (best < 0 || cost < best) {
                     best = cost;
                     mDim_ = md;
