@@ -225,6 +225,7 @@ struct State {
     uint64_t l2Clock = 0;                      // GM bytes touched so far, in emulation order (the L2 rule)
     bool cubeUsed = false;                     // a Matmul object was registered: cube cores share GM too
     bool vectorDma = false;                    // a vector core moved GM data: vector cores share GM with the cube
+    double vecMoved = 0, cubeMoved = 0;        // GM bytes the vector cores and the cube cores have moved (GmShare)
     int64_t blockIdx = 0;
     int64_t blockNum = 1;
     uint64_t gmReadBytes = 0;
@@ -381,8 +382,19 @@ inline double GmShare(double bytesPerS, bool cube = false) {
     const auto& tm = St().tm;
     const double vec = std::min<double>(static_cast<double>(St().blockNum), tm.cores);
     const double cubes = tm.coupled ? 0.0 : std::min<double>(std::ceil(vec / 2), tm.cubeCores);
-    double active = cube ? (tm.coupled ? vec : cubes + (St().vectorDma ? vec : 0.0))
-                         : vec + (St().cubeUsed ? cubes : 0.0);
+    // A mixed kernel's engines share GM in proportion to what they move (the bytes each side has moved so far):
+    // a vector core that reads a ring stage and writes y takes little from the cube cores streaming x and W.
+    const double moved = St().vecMoved + St().cubeMoved;
+    const double vecPart = moved > 0 ? St().vecMoved / moved : 0.5, cubePart = 1.0 - vecPart;
+    double active = cube ? (tm.coupled ? vec : cubes + (St().vectorDma ? vec * vecPart : 0.0))
+                         : vec + (St().cubeUsed ? cubes * cubePart : 0.0);
+    // Likewise HBM and L2: every engine takes the kernel's mix of the two so far, so each level is shared by that
+    // fraction of the engines (910B; the first reader of a block is not the only one paying for it).
+    if (!tm.coupled && tm.l2BytesPerS > 0) {
+        const double hbm = static_cast<double>(St().hbmBytes), l2 = static_cast<double>(St().l2Bytes);
+        const double hbmPart = hbm + l2 > 0 ? hbm / (hbm + l2) : 1.0;
+        active *= bytesPerS == tm.gmBytesPerS ? hbmPart : 1.0 - hbmPart;
+    }
     return std::min(cube ? tm.cubeDmaBytes : tm.coreDmaBytes, bytesPerS / tm.clockHz / std::max(1.0, active));
 }
 
@@ -455,6 +467,7 @@ inline void Dma(int pipe, const void* p, size_t bytes, bool write) {
     if (bytes == 0) return;
     auto& st = St();
     st.vectorDma = true;
+    st.vecMoved += static_cast<double>(bytes);
     const uint64_t hbm = Classify(p, bytes);
     const uint64_t l2 = write ? 0 : bytes - hbm;
     const uint64_t h = write ? bytes : hbm;
@@ -737,20 +750,26 @@ struct CubeStep {
     double hbm = 0, l2 = 0, l0 = 0, macs = 0;
 };
 
-// The cube core computes one C block requested at `at`: per K step its L1 loads, L0 loads and MACs, each stage
-// starting at most two steps ahead of the MACs (double-buffered L1 and L0), then the fixpipe writes `cBytes`.
-// Stages are shared by every block the core serves. Returns when C is written.
-inline double CubeBlock(double at, const std::vector<CubeStep>& steps, double macsPerCycle, double cBytes) {
+// The cube core computes one C block requested at `at`: per K step its L1 loads, L0 loads and MACs. A load
+// starts once the L1 slot it refills is free (the tile `depth` steps back has gone to L0: depthA1/depthB1 tiles
+// stay in L1), an L0 load once the L0 buffer it refills is free (double-buffered: the MACs two steps back are
+// done); then the fixpipe writes `cBytes`. Stages are shared by every block the core serves. Returns when C is
+// written.
+inline double CubeBlock(double at, const std::vector<CubeStep>& steps, double macsPerCycle, double cBytes,
+                        int32_t depth = 2) {
     auto& st = St();
     const auto& tm = st.tm;
     CubeTimes& c = st.cubeCores[CubeCore()];
     const double hbmRate = GmShare(tm.gmBytesPerS, true), l2Rate = GmShare(std::max(tm.l2BytesPerS, 1.0), true);
+    const size_t d = static_cast<size_t>(std::max(2, depth));
+    std::vector<double> l0End(d, c.mte1);  // when the tiles of the last `d` steps left L1
     double mEnd[2] = {c.m, c.m};  // MAC ends of the two steps before
     for (size_t i = 0; i < steps.size(); ++i) {
         const CubeStep& k = steps[i];
         st.hbmBytes += static_cast<uint64_t>(k.hbm);
         st.l2Bytes += static_cast<uint64_t>(k.l2);
-        const double s2 = std::max({at, c.mte2, mEnd[i % 2]});
+        st.cubeMoved += k.hbm + k.l2;
+        const double s2 = std::max({at, c.mte2, l0End[i % d]});
         const double load = k.hbm / hbmRate + (k.l2 > 0 ? k.l2 / l2Rate : 0.0);
         c.mte2 = s2 + load;
         c.busyMte2 += load;
@@ -758,6 +777,7 @@ inline double CubeBlock(double at, const std::vector<CubeStep>& steps, double ma
         const double s1 = std::max({ready, c.mte1, mEnd[i % 2]});
         c.mte1 = s1 + k.l0 / tm.mte1Bytes;
         c.busyMte1 += k.l0 / tm.mte1Bytes;
+        l0End[i % d] = c.mte1;
         const double sm = std::max(c.mte1, c.m);
         c.m = sm + k.macs / macsPerCycle;
         c.busyM += k.macs / macsPerCycle;
@@ -768,6 +788,7 @@ inline double CubeBlock(double at, const std::vector<CubeStep>& steps, double ma
     c.fix = sf + out;
     c.busyFix += out;
     st.hbmBytes += static_cast<uint64_t>(cBytes);
+    st.cubeMoved += cBytes;
     return c.fix + tm.dmaLatency;
 }
 

@@ -564,7 +564,9 @@ private:
         asc_emu::St().cube.blocks += 1;
         // fp16/bf16: 16 x 16 x 16 MACs per cycle; float: 16 x 16 x 8 (the fractal's K halves)
         const double rate = asc_emu::St().tm.cubeMacs * frac / 16.0;
-        return asc_emu::CubeBlock(at, steps, rate, static_cast<double>(blockH_) * blockW_ * sizeof(CT));
+        // L1 holds depthA1 A and depthB1 B tiles: loads run that many steps ahead of the L0 loads.
+        return asc_emu::CubeBlock(at, steps, rate, static_cast<double>(blockH_) * blockW_ * sizeof(CT),
+                                  std::min(c.depthA1, c.depthB1));
     }
     void TakeC(const char* what, uint8_t enAtomic, const asc_emu::Loc& loc) {
         if (enAtomic) asc_emu::Fail(std::string("Matmul::") + what + ": atomic accumulation is not emulated");
