@@ -9,7 +9,9 @@ its source):
   the mixed launch's extra);
 * an unfused node is costed at its own roofline: the GM bytes it must move (its inputs read once, its outputs
   written once) over the bandwidth, MatMul, Gemm and Conv also at the cube peak times the best published
-  efficiency, whichever is longer, plus one launch; view ops (Reshape, Squeeze, ...) cost nothing.
+  efficiency, whichever is longer, plus one launch; view ops (Reshape, Squeeze, ...) cost nothing. A matmul
+  op's MatMul nodes are also no faster than its class's bare MatMul (:func:`cube_nodes`) timed under the same
+  assumptions: what the cube costs at a corner it costs fused or not.
 
 GM traffic of an unfused node is counted at HBM bandwidth: the L2 rule of the emulator (a re-read within one
 kernel whose tensors fit in L2 is an L2 hit) credits neither side for the first read of a tensor, so the two
@@ -35,7 +37,7 @@ from .emulator.harness import EmulatorFaultError, prebuild, run
 from .hardware import FACTS, corner, emulator_table, value
 from .kernels import of
 from .kernels.ir import IO_TYPES
-from .package import Kernel
+from .package import Kernel, render
 from .soc import Soc
 from .verify_kernels import body_shapes, data_shape, dtype_of, np_type, unfused_bytes
 
@@ -112,6 +114,8 @@ class OpEstimate:
     busy_us: dict[str, float] = field(default_factory=dict)
     hbm_bytes: int = 0
     l2_bytes: int = 0
+    vec_read_hbm: int = 0  # the vector cores' reads by level (a matmul kernel's C ring)
+    vec_read_l2: int = 0
     compulsory_bytes: int = 0
     work: float = 0.0        # operations the op must do: cube FLOPs plus one per element of each elementwise node
     nodes: list[NodeCost] = field(default_factory=list)
@@ -172,6 +176,28 @@ def unfused_nodes(k: Kernel, inputs: Sequence[np.ndarray], soc: Soc,
             for node, b in unfused_bytes(k, inputs)]
 
 
+def cube_nodes(k: Kernel, inputs: Sequence[np.ndarray], soc: Soc, nodes: list[NodeCost], table: Mapping[str, float],
+               overrides: Mapping[str, float] | None = None) -> list[NodeCost]:
+    """The op's MatMul nodes no faster than its class's bare MatMul (the same gemms and tiling, an identity epilogue)
+    timed under the same assumptions, their share by FLOPs each, plus a launch: a cube-side assumption at a corner
+    (a narrower L1 port, a longer DMA latency) slows the MatMul whether or not its epilogue is fused, so the fused
+    op is judged on what fusing changes. The published-efficiency roofline stays the floor."""
+    bare = getattr(of(k).schedule, "bare", None)
+    flops = sum(n.flops for n in nodes)
+    if bare is None or not flops:
+        return nodes
+    b = render(k.op, bare(k.ir), soc)
+    try:
+        r = run(b.ir, b.files, f"{k.op.op_type}TilingData", inputs, soc, values=False, timing=table)
+    except EmulatorFaultError:
+        return nodes
+    t = r.time or {}
+    body = float(t.get("cycles", 0.0)) / float(t.get("clock_hz", table["clock_hz"])) * 1e6
+    launch = launch_us(soc, overrides=overrides)
+    return [NodeCost(n.op_type, n.bytes, n.flops, max(n.us, launch + body * n.flops / flops)) if n.flops else n
+            for n in nodes]
+
+
 def bound_us(k: Kernel, inputs: Sequence[np.ndarray], soc: Soc,
              overrides: Mapping[str, float] | None = None) -> tuple[float, int, float]:
     """The op's bound: the largest of its compulsory GM bytes (as :func:`asc_onnx.verify_kernels.data_movement`
@@ -199,13 +225,13 @@ def estimate_at(k: Kernel, shapes: Sequence[Sequence[int]], soc: Soc, overrides:
     shapes = [list(map(int, s)) for s in shapes]
     zero = np.zeros((), dtype=np_type(k.ir.dtypes[0]))
     inputs = [np.broadcast_to(zero, tuple(s)) for s in shapes]  # shapes only: nothing is allocated
-    unfused = unfused_nodes(k, inputs, soc, overrides)
+    table = emulator_table(soc.name, dict(overrides or {}))
+    unfused = cube_nodes(k, inputs, soc, unfused_nodes(k, inputs, soc, overrides), table, overrides)
     bound, compulsory, work = bound_us(k, inputs, soc, overrides)
     launch = launch_us(soc, mixed=of(k).cube and soc.has_data_copy_pad, overrides=overrides)
     base = dict(op_type=k.op.op_type, binding=dict(binding or {}), shapes=shapes, launch_us=launch,
                 unfused_us=sum(n.us for n in unfused), bound_us=bound, compulsory_bytes=compulsory, work=work,
                 nodes=unfused)
-    table = emulator_table(soc.name, dict(overrides or {}))
     try:
         r = run(k.ir, k.files, f"{k.op.op_type}TilingData", inputs, soc, values=False, timing=table)
     except EmulatorFaultError as exc:
@@ -216,7 +242,8 @@ def estimate_at(k: Kernel, shapes: Sequence[Sequence[int]], soc: Soc, overrides:
     busy = {p: c / clock * 1e6 for p, c in dict(t.get("busy", {})).items() if c}
     return OpEstimate(fused_us=body + launch, body_us=body, efficiency=bound / body if body else 0.0,
                       bottleneck=max(busy, key=busy.get) if busy else "", busy_us=busy,
-                      hbm_bytes=int(t.get("hbm_bytes", 0)), l2_bytes=int(t.get("l2_bytes", 0)), **base)
+                      hbm_bytes=int(t.get("hbm_bytes", 0)), l2_bytes=int(t.get("l2_bytes", 0)),
+                      vec_read_hbm=int(t.get("vec_read_hbm", 0)), vec_read_l2=int(t.get("vec_read_l2", 0)), **base)
 
 
 def estimate(k: Kernel, binding: Mapping[str, int], soc: Soc, overrides: Mapping[str, float] | None = None,

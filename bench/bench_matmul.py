@@ -12,14 +12,25 @@ FFNs, per SoC and dtype, from the emulator's counters, in one run on the same in
   per K step, the KFC round trips, its vector epilogue), the unfused nodes (MatMul at the cube peak times the best
   published efficiency, each epilogue node at the bandwidth; a launch each), the bound and the efficiency.
 
+Then the deployment targets (issue 19), by the timing model's timing-only path at full size: BERT-base FFN
+512x768x3072 (GELU), LLaMA-7B SwiGLU 2048x4096x11008 and its decode step 16x4096x11008, Qwen2-0.5B SwiGLU
+512x896x4864, Linear+SiLU 512x768x768; on 910B in fp16 and bf16, on 310P in fp16. Per shape: the shipped
+schedule (910B: the pipelined ring), the synchronous block loop it replaces, and "the bare MatMul" (this class
+with an identity epilogue over the same gemms: the cube work alone, under the same tiling); GM bytes of the
+fused kernel over the bare one's and the ring's reads by level (the L2 rule), time over the bare one's, the
+speedup over the unfused nodes at the assumption table and at its slow corner (what the guard decides on), and
+the efficiency against the cube roofline. Bytes and times are those of the blocks the timing-only path runs
+(the first two and last two cores), so ratios compare like with like.
+
     python bench/bench_matmul.py [--soc Ascend910B|Ascend310P|all] [--smoke]
 
-``--smoke`` (what the tests run): one fixture's kernels, none of the deployment-width FFNs.
+``--smoke`` (what the tests run): one fixture's kernels and the smallest target on 910B.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -34,21 +45,69 @@ from onnx import TensorProto  # noqa: E402
 
 import asc_onnx  # noqa: E402
 from asc_onnx import FuseOptions  # noqa: E402
+from asc_onnx.estimate import estimate_at  # noqa: E402
+from asc_onnx.hardware import corner  # noqa: E402
 from asc_onnx.kernels import of  # noqa: E402
+from asc_onnx.kernels.matmul.schedule import MatmulSchedule  # noqa: E402
+from asc_onnx.package import render  # noqa: E402
 from asc_onnx.soc import SOCS  # noqa: E402
 from asc_onnx.verify_kernels import check, concrete, data_movement, matmul_inputs  # noqa: E402
 
 F32, F16 = TensorProto.FLOAT, TensorProto.FLOAT16
 
 
-def _deployment() -> dict[str, tuple[object, tuple[int, ...]]]:
-    """FFNs at deployment widths (rows kept small enough to emulate): BERT-base's GELU FFN, a LLaMA-style
-    SwiGLU, a Linear+SiLU."""
+#: (name, epilogue, M, K, N): the shapes issue 19 sets.
+TARGETS = [("BERT-base FFN GELU", "gelu", 512, 768, 3072), ("LLaMA-7B SwiGLU", "swiglu", 2048, 4096, 11008),
+           ("LLaMA-7B SwiGLU decode", "swiglu", 16, 4096, 11008), ("Qwen2-0.5B SwiGLU", "swiglu", 512, 896, 4864),
+           ("Linear+SiLU", "silu", 512, 768, 768)]
+#: (SoC, dtype) pairs the targets run on.
+TARGET_TYPES = [("Ascend910B", TensorProto.FLOAT16), ("Ascend910B", TensorProto.BFLOAT16),
+                ("Ascend310P", TensorProto.FLOAT16)]
+
+
+def _target_kernel(kind: str, k_dim: int, n: int, soc: str, dtype: int):
+    """The fused op of one target, rendered for ``soc`` with every dtype column ``dtype``."""
     import test_matmul_kernels as mk  # the test suite's graph builders
 
-    return {"bert-base FFN GELU 256x768x3072": (mk.linear_gelu(F16, 3072, k=768), (1, 256)),
-            "swiglu 128x768x2048": (mk.swiglu(F16, 2048, k=768), (1, 128)),
-            "linear+silu 512x768x768": (mk.linear_silu(F16, 768, k=768), (1, 512))}
+    build = {"gelu": mk.linear_gelu, "swiglu": mk.swiglu, "silu": mk.linear_silu}[kind]
+    res = asc_onnx.fuse(build(F16, n, k=k_dim), options=FuseOptions(emulate=False, soc=soc, judge=False),
+                        validate=False)
+    (k,) = [k for k in res.kernels if of(k).cube]
+    return k if dtype == F16 else render(k.op, dataclasses.replace(k.ir, dtypes=(dtype,) * len(k.ir.dtypes)),
+                                         SOCS[soc])
+
+
+def targets(smoke: bool, socs: list[str]) -> int:
+    """The deployment targets table; returns how many shapes failed to estimate."""
+    print(f"\n{'target':<24} {'soc':<10} {'dtype':<8} {'M x K x N':<17} {'ring us':>8} {'sync us':>8} {'bare us':>8} "
+          f"{'/bare':>5} {'bytes/bare':>10} {'ring L2':>7} {'unf us':>8} {'speedup':>7} {'slow':>5} {'eff':>4}  ship")
+    bad = 0
+    for name, kind, m, kk, n in TARGETS[-1:] if smoke else TARGETS:
+        for soc_name, dtype in TARGET_TYPES[:1] if smoke else TARGET_TYPES:
+            if soc_name not in socs:
+                continue
+            soc = SOCS[soc_name]
+            k = _target_kernel(kind, kk, n, soc_name, dtype)
+            shapes = [[m, kk]] + [list(s) for s in k.op.instances[0].input_shapes[1:]]
+            nc = len(k.ir.gemms)
+            bare = render(k.op, dataclasses.replace(k.ir, steps=(), const_steps=(), out_reg=0, num_regs=nc), soc)
+            sync = render(k.op, dataclasses.replace(k.ir, schedule=MatmulSchedule(ring_stages=0)), soc)
+            e, eb = estimate_at(k, shapes, soc), estimate_at(bare, shapes, soc)
+            es = estimate_at(sync, shapes, soc) if soc.has_data_copy_pad else e
+            slow = estimate_at(k, shapes, soc, corner(soc_name, slow=True))
+            dt = {F16: "fp16", TensorProto.BFLOAT16: "bf16"}[dtype]
+            if e.error or eb.error:
+                bad += 1
+                print(f"{name:<24} {soc_name:<10} {dt:<8} {f'{m}x{kk}x{n}':<17} FAILED: {e.error or eb.error}")
+                continue
+            ring_reads = e.vec_read_hbm + e.vec_read_l2
+            ship = slow.fused_us < slow.unfused_us
+            print(f"{name:<24} {soc_name:<10} {dt:<8} {f'{m}x{kk}x{n}':<17} {e.fused_us:>8.1f} {es.fused_us:>8.1f} "
+                  f"{eb.fused_us:>8.1f} {e.fused_us / eb.fused_us:>5.2f} "
+                  f"{(e.hbm_bytes + e.l2_bytes) / max(1, eb.hbm_bytes + eb.l2_bytes):>10.2f} "
+                  f"{e.vec_read_l2 / max(1, ring_reads):>7.0%} {e.unfused_us:>8.1f} {e.unfused_us / e.fused_us:>7.2f} "
+                  f"{slow.unfused_us / slow.fused_us:>5.2f} {e.efficiency:>4.0%}  {'yes' if ship else 'NO'}")
+    return bad
 
 
 def main() -> int:
@@ -74,11 +133,6 @@ def main() -> int:
                     seen.add((k.op.signature, k.ir.dtypes))
                     lead = concrete(k.op.instances[0].output_shapes[0], 4)[:-1]
                     cases.append((f"{path.stem}:{k.op.op_type}", k, lead, k.ir.dtypes[0]))
-        for name, (m, lead) in ({} if args.smoke else _deployment()).items():
-            res = asc_onnx.fuse(m, options=FuseOptions(emulate=False, soc=soc_name, judge=False), validate=False)
-            ks = [k for k in res.kernels if of(k).cube]
-            if ks:
-                cases.append((name, ks[0], lead, ks[0].ir.dtypes[0]))
         for name, k, lead, dtype in cases:
             inputs = matmul_inputs(k, dtype, lead, np.random.default_rng(0))
             c = check(k, inputs, soc, "bench")
@@ -101,6 +155,7 @@ def main() -> int:
                   f"{d.fused / d.compulsory:>9.2f} {d.fused / max(1, d.tiling_min):>9.2f} {d.unfused / d.fused:>9.2f} "
                   f"{staging / d.fused:>7.0%} {c.cube['macs']:>11} {c.vec_elems / (mm * nn):>8.2f} "
                   f"{timed(k, inputs, soc_name)} {model / max(1, c.gm_bytes):>9.2f}  ok")
+    bad += targets(args.smoke, socs)
     return 0 if ran and not bad else 1
 
 

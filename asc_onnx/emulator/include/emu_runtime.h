@@ -226,6 +226,7 @@ struct State {
     bool cubeUsed = false;                     // a Matmul object was registered: cube cores share GM too
     bool vectorDma = false;                    // a vector core moved GM data: vector cores share GM with the cube
     double vecMoved = 0, cubeMoved = 0;        // GM bytes the vector cores and the cube cores have moved (GmShare)
+    uint64_t vecReadHbm = 0, vecReadL2 = 0;    // the vector cores' GM reads by level (a matmul's C ring, say)
     int64_t blockIdx = 0;
     int64_t blockNum = 1;
     uint64_t gmReadBytes = 0;
@@ -473,6 +474,7 @@ inline void Dma(int pipe, const void* p, size_t bytes, bool write) {
     const uint64_t h = write ? bytes : hbm;
     st.hbmBytes += h;
     st.l2Bytes += l2;
+    if (!write) st.vecReadHbm += h, st.vecReadL2 += l2;
     auto& t = st.pipes.t;
     const double s = t.free[pipe];
     const double need = static_cast<double>(h) / GmShare(st.tm.gmBytesPerS) +
@@ -814,10 +816,13 @@ inline std::string TimingJson() {
     char buf[1024];
     std::snprintf(buf, sizeof(buf),
                   "{\"cycles\": %.1f, \"clock_hz\": %.6g, \"critical_core\": %zu, \"blocks\": %zu, \"values\": %s, "
-                  "\"hbm_bytes\": %llu, \"l2_bytes\": %llu, \"busy\": {\"S\": %.1f, \"V\": %.1f, \"MTE2\": %.1f, "
+                  "\"hbm_bytes\": %llu, \"l2_bytes\": %llu, \"cube_bytes\": %.0f, \"vec_read_hbm\": %llu, "
+                  "\"vec_read_l2\": %llu, \"busy\": {\"S\": %.1f, \"V\": %.1f, \"MTE2\": %.1f, "
                   "\"MTE3\": %.1f, \"CUBE_MTE2\": %.1f, \"MTE1\": %.1f, \"M\": %.1f, \"FIX\": %.1f}}",
                   coreCycles[crit], tm.clockHz, crit, st.blockTimes.size(), tm.values ? "true" : "false",
-                  static_cast<unsigned long long>(st.hbmBytes), static_cast<unsigned long long>(st.l2Bytes), busy[PS],
+                  static_cast<unsigned long long>(st.hbmBytes), static_cast<unsigned long long>(st.l2Bytes),
+                  st.cubeMoved, static_cast<unsigned long long>(st.vecReadHbm),
+                  static_cast<unsigned long long>(st.vecReadL2), busy[PS],
                   busy[PV], busy[PMTE2], busy[PMTE3], cube.busyMte2, cube.busyMte1, cube.busyM, cube.busyFix);
     return buf;
 }

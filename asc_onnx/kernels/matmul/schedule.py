@@ -4,6 +4,7 @@ and the floor any schedule under that tiling could reach (:func:`tiling_min`).""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -76,6 +77,12 @@ def block_bytes(k: MatmulKernel, m: int, n: int, kk: int, cube: Mapping[str, int
     return total * dtype_size
 
 
+def bare(k: MatmulKernel) -> MatmulKernel:
+    """The op's MatMuls alone: the same gemms, tiling and schedule with an identity epilogue (y = the first C).
+    The estimate times it as the unfused MatMul nodes under the same assumptions as the fused kernel."""
+    return dataclasses.replace(k, steps=(), const_steps=(), out_reg=0, num_regs=len(k.gemms))
+
+
 def choose(k: MatmulKernel, soc: object) -> MatmulSchedule:
     """The schedule a kernel ships with."""
     return MatmulSchedule()
@@ -94,4 +101,4 @@ def traffic(k: MatmulKernel, shapes: Sequence[Sequence[int]], dtype_size: int, s
     return block_bytes(k, math.prod(shapes[0]) // max(1, kk), k.out_cols(shapes), kk, cube, dtype_size)
 
 
-__all__ = ["VARIANTS", "MatmulSchedule", "block_bytes", "choose", "tiling_min", "traffic"]
+__all__ = ["VARIANTS", "MatmulSchedule", "bare", "block_bytes", "choose", "tiling_min", "traffic"]

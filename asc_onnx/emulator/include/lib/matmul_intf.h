@@ -584,6 +584,7 @@ private:
         for (int32_t i = 0; i < blockH_; ++i) {
             asc_emu::CubeOverwrite(dst + i * stride, blockW_ * sizeof(CT), "Matmul::GetTensorC", loc);
             asc_emu::GmWrite(dst + i * stride, blockW_ * sizeof(CT), "Matmul::GetTensorC");
+            asc_emu::Classify(dst + i * stride, blockW_ * sizeof(CT));  // the fixpipe writes through L2
             for (int32_t j = 0; j < blockW_; ++j) dst[i * stride + j] = Out(c_[static_cast<size_t>(i) * blockW_ + j]);
         }
         asc_emu::St().cube.cBytes += static_cast<uint64_t>(blockH_) * blockW_ * sizeof(CT);

@@ -90,7 +90,11 @@ public:
                 const double once = (static_cast<double>(m_) * k_ + static_cast<double>(n_) * k_) * in +
                                     static_cast<double>(m_) * n_ * 8.0;
                 const double more = (static_cast<double>(nd - 1) * m_ * k_ + static_cast<double>(md - 1) * n_ * k_) * in;
-                const double cost = std::max({cube, vec, once / 1600.0 + more / again}) + 0.01 * md * nd;
+                // what one cube core pulls through its port (about 128 bytes a cycle), for its vector cores' regions
+                const double port = static_cast<double>(sm * k_ + k_ * sn) * in * (again > 1600.0 ? 2.0 : 1.0) / 230.0;
+                const double core = std::max({cube, vec, port});
+                // ties (GM-bound splits) go to the split with the least per-core work; tiny shapes stay on few cores
+                const double cost = std::max(core, once / 1600.0 + more / again) + 0.1 * core + 0.01 * md * nd;
                 if (best < 0 || cost < best) {
                     best = cost;
                     mDim_ = md;
