@@ -126,7 +126,8 @@ def tiling_calc(k: MatmulKernel) -> str:
         out("if (m == 0 || n == 0 || k == 0 || coreNum == 0) return 1;",
             "if (coupled && n % 16 != 0) return 3;  // no DataCopyPad: 32-byte rows of y",
             "if (coupled && (isFloat || isBf16)) return 4;",
-            f"// 910B: {'the pipelined ring of ' + str(k.schedule.ring_stages) + ' stages, the epilogue in row chunks' if k.schedule.ring else 'the synchronous block loop'}; 310P: the synchronous loop.",
+            "// 910B: " + (f"the pipelined ring of {k.schedule.ring_stages} stages, the epilogue in row chunks"
+                           if k.schedule.ring else "the synchronous block loop") + "; 310P: the synchronous loop.",
             f"const bool ring = {'!coupled' if k.schedule.ring else 'false'};",
             f"const uint32_t stages = ring ? {max(1, k.schedule.ring_stages)}u : 1u;",
             "using matmul_tiling::DataType;",
@@ -278,7 +279,8 @@ def kernel_source(k: MatmulKernel, rule: str, body_ops: list[str], sources: list
             out(f"{y}Gm.SetGlobalBuffer((__gm__ T*){y}, static_cast<uint64_t>(td.m) * td.n);",
                 "// This core's C stages in the user workspace: per stage, one block per gemm.",
                 "__gm__ T* slots = reinterpret_cast<__gm__ T*>(AscendC::GetUserWorkspace(workspace));",
-                "ringGm.SetGlobalBuffer(slots + static_cast<uint64_t>(AscendC::GetBlockIdx()) * td.ringElems, td.ringElems);")
+                "ringGm.SetGlobalBuffer(slots + static_cast<uint64_t>(AscendC::GetBlockIdx()) * td.ringElems,",
+                "                       td.ringElems);")
         out("}", "")
         out("// After REGIST_MATMUL_OBJ (the kernel entry): the pipe's buffers.",
             "__aicore__ inline void InitBuffers()", "{")
@@ -359,10 +361,8 @@ def kernel_source(k: MatmulKernel, rule: str, body_ops: list[str], sources: list
                 "c.baseM,",
                 "        regionN - n0 < static_cast<uint32_t>(c.baseN) ? regionN - n0 : c.baseN};")
         out("}", "")
-        out(f"// Block i of every gemm onto the cube, into stage {'stage' if ring else '0'}: one IterateAll each (the cube "
-            "core ends",
-            "// the Matmul after each, End.md: two gemms may not interleave their iterations), so gate and up take",
-            "// turns.",
+        out("// Block i of every gemm onto the cube, into a stage: one IterateAll each (the cube core ends the",
+            "// Matmul after each, End.md: two gemms may not interleave their iterations), so gate and up take turns.",
             "__aicore__ inline void Queue(uint32_t i, uint32_t stage)", "{")
         with out.indent():
             out("const Block b = BlockAt(i);")
@@ -443,8 +443,8 @@ def _cube_block(out: Lines) -> None:
 
 def _copy_in(out: Lines, k: MatmulKernel, ins: list[str]) -> None:
     nc = len(k.gemms)
-    out("// rows of the C blocks in a stage, from element `offset` of each, into UB with rows of CeilDiv(cols, 16) * 16",
-        "// elements: 32-byte rows in the I/O type and in fp32.",
+    out("// rows of the C blocks in a stage, from element `offset` of each, into UB with rows of",
+        "// CeilDiv(cols, 16) * 16 elements: 32-byte rows in the I/O type and in fp32.",
         "__aicore__ inline void CopyIn(uint32_t stage, uint32_t offset, uint32_t rows, uint32_t cols, uint64_t col)",
         "{")
     with out.indent():
@@ -456,8 +456,8 @@ def _copy_in(out: Lines, k: MatmulKernel, ins: list[str]) -> None:
             "AscendC::SetFlag<AscendC::HardEvent::MTE3_MTE2>(written);",
             "AscendC::WaitFlag<AscendC::HardEvent::MTE3_MTE2>(written);")
         for g in range(nc):
-            out(f"AscendC::DataCopy(cLocal[{g}u * td.tileElems], ringGm[(stage * NUM_C + {g}u) * td.blockElems + offset], "
-                "rows * cols);")
+            out(f"AscendC::DataCopy(cLocal[{g}u * td.tileElems],",
+                f"                  ringGm[(stage * NUM_C + {g}u) * td.blockElems + offset], rows * cols);")
         j = 0
         for g in k.gemms:
             if g.bias is not None:
