@@ -163,9 +163,15 @@ def test_matmul_swiglu_is_two_gemms_and_a_vector_epilogue(soc):
     kernel = f["op_kernel/OP.cpp"]
     checks(kernel, r"class KernelAscSwiGlu \{", r"AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, T>",
            r"Init\(GM_ADDR x, GM_ADDR w_gate, GM_ADDR w_up, GM_ADDR y, GM_ADDR workspace",
-           r"mm\.SetTensorA\(xGm", r"mm\.SetTensorB\(w_gateGm", r"mm\.SetTensorA\(xGm", r"mm\.SetTensorB\(w_upGm",
-           r"AscendC::Matmul<AType, BType, CType, BiasType> mm;", r"mm\.IterateAll\(",
-           r"AscendC::Exp\(", r"AscendC::Div\(", r"AscendC::Mul\(r2, r0, r1")
+           r"AscendC::Matmul<AType, BType, CType, BiasType> mm;",
+           # 910B: each block's gate and up queued on the cube in turn, into one stage of the ring
+           r"mm\.SetTensorA\(xGm", r"mm\.SetTensorB\(w_gateGm", r"mm\.template IterateAll<false>\(ringGm",
+           r"mm\.SetTensorA\(xGm", r"mm\.SetTensorB\(w_upGm", r"mm\.template IterateAll<false>\(ringGm",
+           r"mm\.IterateAll\(", r"AscendC::Exp\(", r"AscendC::Div\(", r"AscendC::Mul\(r2, r0, r1")
+    # the cube runs a block ahead: the next block is queued (its stage released) before this one is waited for
+    checks(kernel, r"for \(uint32_t i = 0; i < blocks; \+\+i\)", r"Release\(\);",
+           r"Queue\(i \+ STAGES - 1, \(i \+ STAGES - 1\) % STAGES\);", r"mm\.WaitIterateAll\(\);",
+           r"Epilogue\(i, i % STAGES\);")
     # the Matmul's KFC client is registered in the kernel entry, before any other use of the pipe
     checks(kernel, r"op\.Init\(x, w_gate, w_up, y, workspace", r"REGIST_MATMUL_OBJ\(&op\.pipe")
     checks(f["op_kernel/OP_tiling.h"], r"struct AscSwiGluTilingData \{", r"cubeTiling")
