@@ -73,7 +73,7 @@ def _param_ref(name: str) -> onnx.NodeProto:
 
 def build_body(f: Fusion, opset: int) -> tuple[list[onnx.NodeProto], str, list[onnx.TensorProto]]:
     """Function-body nodes of a fusion in canonical order, their identity hash, and the values of the
-    body's parameters (``p0``.. in order; only pointwise fusions have them)."""
+    body's parameters (``p0``.. in order)."""
     members = {id(n): n for n in f.nodes}
     params: list[onnx.TensorProto] = []
     param_names: dict[int, str] = {}
@@ -145,9 +145,10 @@ def build_body(f: Fusion, opset: int) -> tuple[list[onnx.NodeProto], str, list[o
 
 
 def _is_param(f: Fusion, t: gs.Tensor, proto: onnx.TensorProto, members: dict[int, gs.Node]) -> bool:
-    """A float scalar of a pointwise or row fusion that only feeds PARAM_OPS inside it (matmul epilogues keep
-    their constants: their kernel has no parameter path yet)."""
-    if f.kernel not in ("pointwise", "row") or proto.data_type not in FLOAT_TYPES or any(d != 1 for d in proto.dims):
+    """A float scalar of a fusion that only feeds PARAM_OPS inside it (a matmul's epilogue constants too: every
+    Linear+GELU of a model shares one kernel whatever its constants)."""
+    if f.kernel not in ("pointwise", "row", "matmul") or proto.data_type not in FLOAT_TYPES or \
+            any(d != 1 for d in proto.dims):
         return False
     readers = [c for c in t.outputs if id(c) in members]
     return bool(readers) and all(c.op in PARAM_OPS for c in readers)

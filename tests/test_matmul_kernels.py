@@ -316,3 +316,33 @@ def test_deployed_check_runs_matmul_nodes_over_the_budget_as_their_bodies(tmp_pa
     assert "1 matmul nodes over the emulation budget ran as their function bodies" in out
     checks = [c for c in report["kernels"]["emulated"] if c["op_type"] == "AscSwiGlu"]
     assert checks and all(c["ok"] and " K=" in c["inputs"] for c in checks), checks
+
+
+def test_linear_gelu_instances_with_different_constants_share_one_kernel():
+    """Two Linear+GELUs whose 1/sqrt(2) differ in the last float32 bits (both within the rule's tolerance): one op
+    type, one kernel, the constant an op parameter per node (attribute p0..); each instance checked in the
+    emulator at its own value and the rewritten model against onnxruntime."""
+    nt = np.float32
+    inits = [_w("W1", (K, N), F32, 5), _w("W2", (K, N), F32, 6),
+             numpy_helper.from_array(np.linspace(-1, 1, N).astype(nt), "b"),
+             numpy_helper.from_array(np.array(0.5, nt), "half"), numpy_helper.from_array(np.array(1.0, nt), "one"),
+             numpy_helper.from_array(np.array(0.70710678, nt), "r1"),
+             numpy_helper.from_array(np.array(0.7071067, nt), "r2")]
+    nodes = []
+    for i in (1, 2):
+        nodes += [helper.make_node("MatMul", ["x", f"W{i}"], [f"mm{i}"]),
+                  helper.make_node("Add", [f"mm{i}", "b"], [f"h{i}"]),
+                  helper.make_node("Mul", [f"h{i}", f"r{i}"], [f"d{i}"]), helper.make_node("Erf", [f"d{i}"], [f"t{i}"]),
+                  helper.make_node("Add", [f"t{i}", "one"], [f"u{i}"]),
+                  helper.make_node("Mul", [f"h{i}", f"u{i}"], [f"p{i}"]),
+                  helper.make_node("Mul", [f"p{i}", "half"], [f"y{i}"])]
+    m = model(nodes, [("x", F32, [2, "S", K])], [("y1", F32, [2, "S", N]), ("y2", F32, [2, "S", N])], inits)
+    res = asc_onnx.fuse(m, options=FuseOptions(judge=False))
+    (k,) = [k for k in res.kernels if isinstance(k.ir, MatmulKernel)]
+    assert len(k.op.instances) == 2 and k.ir.num_params >= 1
+    values = {inst.params for inst in k.op.instances}
+    assert len(values) == 2, values  # one kernel, two sets of constants
+    assert "td.param[" in k.files[f"op_kernel/{k.ir.snake}.cpp"]
+    assert res.validation is not None and res.validation.ok
+    checked = [c for c in res.kernel_checks if c.op_type == k.op.op_type]
+    assert checked and all(c.ok for c in checked)

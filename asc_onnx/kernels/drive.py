@@ -164,16 +164,20 @@ int Drive(int argc, char** argv) {{
 """
 
 
-def driver_tiling(struct: str, call: str, num_params: int) -> str:
-    """Emulator driver lines (at four spaces) that run the host tiling ``call`` into ``tiling`` and report a
-    refusal, then set the tiling data's parameters from params.txt (fp32 bits), as TilingFunc does from the
-    node's attributes."""
-    params = "" if not num_params else (
+def param_reads(num_params: int) -> str:
+    """The driver line that sets ``tiling.param`` from params.txt (fp32 bits), as TilingFunc does from the node's
+    attributes ("" without parameters)."""
+    return "" if not num_params else (
         f"{{ std::ifstream pf(dir + \"/params.txt\"); for (int i = 0; i < {num_params}; ++i) "
         "{ uint32_t bits = 0; pf >> bits; std::memcpy(&tiling.param[i], &bits, sizeof(bits)); } }")
+
+
+def driver_tiling(struct: str, call: str, num_params: int) -> str:
+    """Emulator driver lines (at four spaces) that run the host tiling ``call`` into ``tiling`` and report a
+    refusal, then set the tiling data's parameters (:func:`param_reads`)."""
     return "\n    ".join([f"{struct} tiling{{}};", f"const int rc = {call};",
                           'if (rc != 0) return Report("tiling", "tiling refused the shape, reason " + '
-                          'std::to_string(rc));', params])
+                          'std::to_string(rc));', param_reads(num_params)])
 
 
 def vector_write_inputs(k: Any, folder: Path, inputs: Sequence[np.ndarray], out_shapes: Sequence[tuple[int, ...]],

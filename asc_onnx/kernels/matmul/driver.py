@@ -12,7 +12,7 @@ import numpy as np
 
 from ...errors import AscOnnxError
 from ...soc import Soc
-from ..drive import concrete, driver_helpers, write_shapes
+from ..drive import concrete, driver_helpers, param_reads, write_shapes
 from .lower import MatmulKernel
 from .render import tiling_call
 from .schedule import tiling_min
@@ -35,11 +35,13 @@ def main_source(k: MatmulKernel, struct: str, prefix: str = "") -> str:
     w0 = k.gemms[0].weight
     n_dim = 0 if k.trans_b else 1
     parse = " ".join(f'if (key == "{f}") forced.{f} = v;' for f in CUBE_FIELDS)
+    params = param_reads(k.num_params)
     show = " << ".join(f'", \\"{f}\\": " << c.{f}' for f in CUBE_FIELDS)
     call = tiling_call(k, "static_cast<uint32_t>(mm)", "static_cast<uint32_t>(nn)", "static_cast<uint32_t>(kk)",
                        "dtypeSize", 'dtypeName == "float"', 'dtypeName == "bfloat16_t"', "coreNum", "platform",
                        "coupled", "haveForced ? &forced : nullptr", "&tiling")
     return f"""// asc-onnx emulator driver for {k.op_type} (matmul+epilogue).
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include "kernel_operator.h"
@@ -94,6 +96,7 @@ int Drive(int argc, char** argv) {{
     const int rc = {call[0]}
     {call[1]};
     if (rc != 0) return Report("tiling", "tiling refused the shape, reason " + std::to_string(rc));
+    {params}
     Fill(bufs[{nin}], mm * nn * dtypeSize);
     std::vector<uint8_t> workspace({EMU_SYS_WORKSPACE} + static_cast<size_t>(tiling.userWorkspace), 0xFF);
     AscendC::emu_ws::Sys() = workspace.data();

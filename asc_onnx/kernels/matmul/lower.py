@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from onnx import helper, numpy_helper
 
 from ...fusion import FusedOp
-from ..ir import IO_TYPES, IRBase, LoweringError, snake_case
+from ..ir import IO_TYPES, IRBase, LoweringError, Param, snake_case
 from ..vector import Builder, Step, allocate, lower_node, scalar, silu_products
 from .schedule import MatmulSchedule
 
@@ -59,7 +59,7 @@ class MatmulKernel(IRBase):
     out_reg: int
     num_regs: int
     dtypes: tuple[int, ...]
-    params: tuple[float, ...] = ()  # the epilogue's constants are baked in: no parameters
+    params: tuple[float, ...] = ()  # the first instance's values of the epilogue's parameters (td.param[i])
     schedule: MatmulSchedule = MatmulSchedule()  # the policies the kernel is rendered with
 
     @property
@@ -92,9 +92,17 @@ def lower_matmul(op: FusedOp) -> MatmulKernel:
             raise LoweringError(f"dtype column {col} mixes or uses unsupported element types")
         dtypes.append(col[0])
     formal = {n: i for i, n in enumerate(op.input_names)}
-    tensors = {n.output[0]: n.attribute[0].t for n in op.function.node if n.op_type == "Constant"}
+    # Constants, and the op's parameters (function attributes p0..: one kernel for every value, read from the
+    # tiling data), at the first instance's values.
+    refs = {n.output[0]: n.attribute[0].ref_attr_name for n in op.function.node
+            if n.op_type == "Constant" and n.attribute[0].ref_attr_name}
+    tensors = {n.output[0]: n.attribute[0].t for n in op.function.node
+               if n.op_type == "Constant" and n.output[0] not in refs}
     sizes = {n.input[1] for n in op.function.node if n.op_type == "Split" and len(n.input) > 1}  # read below
-    consts = {name: scalar(t) for name, t in tensors.items() if name not in sizes}
+    consts: dict[str, float] = {name: scalar(t) for name, t in tensors.items() if name not in sizes}
+    index = {name: i for i, name in enumerate(op.params)}
+    first = op.instances[0].params if op.instances and op.instances[0].params else (0.0,) * len(index)
+    consts.update({name: Param(first[index[ref]], index[ref]) for name, ref in refs.items()})
     transposed: dict[str, int] = {}  # Transpose outputs of a formal weight
     c_of: dict[str, int] = {}  # tensor -> gemm index holding it (before the epilogue)
     gemms: list[dict] = []
@@ -200,7 +208,8 @@ def lower_matmul(op: FusedOp) -> MatmulKernel:
         raise LoweringError("x must be the op's first input")
     return MatmulKernel(op.op_type, snake_case(op.op_type), tuple(op.input_names), tuple(op.output_names),
                         tuple(Gemm(g["weight"], g["bias"], g["half"]) for g in gemms), trans_flags.pop(), split,
-                        tuple(steps[len(const):]), tuple(steps[:len(const)]), out_regs[0], n, tuple(dtypes))
+                        tuple(steps[len(const):]), tuple(steps[:len(const)]), out_regs[0], n, tuple(dtypes),
+                        tuple(float(v) for v in first))
 
 
 __all__ = ["lower_matmul", "MatmulKernel", "Gemm"]
