@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 import numpy as np  # noqa: E402
+import test_matmul_kernels as mk  # noqa: E402  (the test suite's graph builders and targets)
 from bench_kernels import SMOKE_MODEL, TIMED_HEAD, timed  # noqa: E402
 from onnx import TensorProto  # noqa: E402
 
@@ -56,21 +57,17 @@ from asc_onnx.verify_kernels import check, concrete, data_movement, matmul_input
 F32, F16 = TensorProto.FLOAT, TensorProto.FLOAT16
 
 
-#: (name, epilogue, M, K, N): the shapes issue 19 sets.
-TARGETS = [("BERT-base FFN GELU", "gelu", 512, 768, 3072), ("LLaMA-7B SwiGLU", "swiglu", 2048, 4096, 11008),
-           ("LLaMA-7B SwiGLU decode", "swiglu", 16, 4096, 11008), ("Qwen2-0.5B SwiGLU", "swiglu", 512, 896, 4864),
-           ("Linear+SiLU", "silu", 512, 768, 768)]
+#: (name, epilogue, M, K, N): the shapes issue 19 sets (the test suite proves each under CANN's tiling).
+TARGETS = mk.TARGETS
 #: (SoC, dtype) pairs the targets run on.
 TARGET_TYPES = [("Ascend910B", TensorProto.FLOAT16), ("Ascend910B", TensorProto.BFLOAT16),
                 ("Ascend310P", TensorProto.FLOAT16)]
 
 
-def _target_kernel(kind: str, k_dim: int, n: int, soc: str, dtype: int):
-    """The fused op of one target, rendered for ``soc`` with every dtype column ``dtype``."""
-    import test_matmul_kernels as mk  # the test suite's graph builders
-
-    build = {"gelu": mk.linear_gelu, "swiglu": mk.swiglu, "silu": mk.linear_silu}[kind]
-    res = asc_onnx.fuse(build(F16, n, k=k_dim), options=FuseOptions(emulate=False, soc=soc, judge=False),
+def _target_kernel(kind: str, soc: str, dtype: int):
+    """The fused op of one target, from a small model of its form (the kernel reads its sizes at run time),
+    rendered for ``soc`` with every dtype column ``dtype``."""
+    res = asc_onnx.fuse(mk.BUILDERS[kind](F16, 64, k=32), options=FuseOptions(emulate=False, soc=soc, judge=False),
                         validate=False)
     (k,) = [k for k in res.kernels if of(k).cube]
     return k if dtype == F16 else render(k.op, dataclasses.replace(k.ir, dtypes=(dtype,) * len(k.ir.dtypes)),
@@ -87,8 +84,8 @@ def targets(smoke: bool, socs: list[str]) -> int:
             if soc_name not in socs:
                 continue
             soc = SOCS[soc_name]
-            k = _target_kernel(kind, kk, n, soc_name, dtype)
-            shapes = [[m, kk]] + [list(s) for s in k.op.instances[0].input_shapes[1:]]
+            k = _target_kernel(kind, soc_name, dtype)
+            shapes = mk.full_shapes(k, m, kk, n)
             nc = len(k.ir.gemms)
             bare = render(k.op, dataclasses.replace(k.ir, steps=(), const_steps=(), out_reg=0, num_regs=nc), soc)
             sync = render(k.op, dataclasses.replace(k.ir, schedule=MatmulSchedule(ring_stages=0)), soc)

@@ -9,6 +9,7 @@ and, where ../shared/ascend is present, under the tiling CANN's own MultiCoreMat
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 from pathlib import Path
 
@@ -346,3 +347,56 @@ def test_linear_gelu_instances_with_different_constants_share_one_kernel():
     assert res.validation is not None and res.validation.ok
     checked = [c for c in res.kernel_checks if c.op_type == k.op.op_type]
     assert checked and all(c.ok for c in checked)
+
+
+# -- issue 19's deployment shapes: right under CANN's tiling (cut down), timed at full size ---------------------
+
+#: (name, epilogue, M, K, N), as bench/bench_matmul.py reports them.
+TARGETS = [("BERT-base FFN GELU", "gelu", 512, 768, 3072), ("LLaMA-7B SwiGLU", "swiglu", 2048, 4096, 11008),
+           ("LLaMA-7B SwiGLU decode", "swiglu", 16, 4096, 11008), ("Qwen2-0.5B SwiGLU", "swiglu", 512, 896, 4864),
+           ("Linear+SiLU", "silu", 512, 768, 768)]
+BUILDERS = {"gelu": linear_gelu, "swiglu": swiglu, "silu": linear_silu}
+
+
+def full_shapes(k, m: int, kk: int, n: int) -> list[list[int]]:
+    """The inputs' shapes of a matmul kernel at M x K x N (the kernel is the same at every size: its host tiling
+    reads the shapes), so a target's kernel is made from a small model and run or timed at the target's size."""
+    weights = {g.weight for g in k.ir.gemms}
+    biases = {g.bias for g in k.ir.gemms if g.bias is not None}
+    cols = 2 * n if k.ir.split else n
+    out = []
+    for i in range(len(k.ir.inputs)):
+        if i == 0:
+            out.append([m, kk])
+        elif i in weights:
+            out.append([cols, kk] if k.ir.trans_b else [kk, cols])
+        elif i in biases:
+            out.append([cols])
+    return out
+
+
+@needs_cann
+@pytest.mark.parametrize("soc", ["Ascend910B", "Ascend310P"])
+@pytest.mark.parametrize("target", TARGETS, ids=[t[0] for t in TARGETS])
+def test_deployment_shapes_right_under_cann_tiling_and_timed_at_full_size(target, soc):
+    """Each target in fp16 on both SoCs: CANN's tiling at the real M x K x N (the ring's, uncapped by UB on
+    910B), cut to a size the emulator runs, against the fp32 body rounded once; then the timing-only path at the
+    full size, whose estimate must exist; on 910B the op must beat its unfused nodes at the slow corner of every
+    assumed range (the guard ships it). 310P's synchronous loop does not hide its epilogue and is not asked to."""
+    from asc_onnx.estimate import estimate_at
+    from asc_onnx.hardware import corner
+    from asc_onnx.verify_kernels import reduced_tiling
+
+    _, kind, m, kk, n = target
+    k = _kernel(BUILDERS[kind](F16, 64, k=32), soc)
+    got = cann_tiling.cann_tilings(k.ir, k.files, get_soc(soc), F16, [(m, n, kk)])[0]
+    assert not isinstance(got, int), got
+    tiling, m2, n2, k2 = reduced_tiling(got, m, n, kk)
+    inputs = matmul_inputs(k, F16, (1, m2), np.random.default_rng(0), k2, n2)
+    c = check(k, inputs, get_soc(soc), f"M={m2} K={k2} N={n2} cut from {m}x{kk}x{n}", cube_tiling=tiling)
+    assert c.ok, (c.error, c.max_abs)
+    e = estimate_at(k, full_shapes(k, m, kk, n), get_soc(soc))
+    assert not e.error and 0 < e.fused_us < math.inf and e.unfused_us > 0
+    if soc == "Ascend910B":
+        slow = estimate_at(k, full_shapes(k, m, kk, n), get_soc(soc), corner(soc, slow=True))
+        assert slow.fused_us < slow.unfused_us, (slow.fused_us, slow.unfused_us)
