@@ -15,6 +15,10 @@
   (ONNX function expansions compute their Reshape targets and reduction axes this way). Integer
   results are exact.
 * Two Slices taking the two halves of one tensor's last axis become one ``Split`` (the same elements).
+* A Reshape that unflattens a 2-D MatMul/Gemm result (GPT-2's Conv1D: ``Reshape(x, [-1, K]) -> Gemm ->
+  Reshape(back)``) moves below the elementwise chain that reads it (the GELU), when every other operand of the
+  chain is a constant that broadcasts over the last axis alone: the same elements meet the same operations, only
+  viewed 2-D, so ``GELU(Gemm(x2, W, b))`` is matched as Linear+GELU and the Reshapes stay outside it as views.
 * Default attributes that the patterns read are made explicit (``keepdims``, Softmax
   ``axis``, Gemm ``alpha``/``beta``/``transA``/``transB``, LeakyRelu ``alpha`` ...).
 
@@ -31,7 +35,7 @@ import numpy as np
 import onnx
 import onnx_graphsurgeon as gs
 
-from .graph import FLOAT_TYPES, const_array, graph_output_ids, numel, onnx_dtype
+from .graph import FLOAT_TYPES, const_array, graph_output_ids, numel, onnx_dtype, producer
 
 #: Defaults made explicit: op type -> {attribute: default}. Softmax's default axis depends
 #: on the opset and is filled in by :func:`_fill_defaults`.
@@ -121,7 +125,8 @@ def canonicalize(graph: gs.Graph, opset: int) -> CanonStats:
             units += _drop_unit(graph, node, outputs)
     folded = _fold_constants(graph, outputs)
     splits = 0 if has_subgraphs else _halves_to_split(graph, opset, outputs)
-    if ids or casts or units or folded or splits:  # bypassed and folded nodes have no inputs or outputs left
+    sunk = 0 if has_subgraphs else _sink_unflatten(graph, outputs)
+    if ids or casts or units or folded or splits or sunk:  # bypassed and folded nodes have no inputs or outputs left
         graph.nodes = [n for n in graph.nodes if n.outputs]
     if folded:
         _propagate_shapes(graph)
@@ -327,6 +332,96 @@ def _halves_to_split(graph: gs.Graph, opset: int, outputs: set[int]) -> int:
         graph.nodes[at] = gs.Node("Split", f"{first.name}_split", attrs, ins, outs)
         count += 1
     return count
+
+
+#: Elementwise ops a Reshape may move below (one output element from the same-position input elements).
+ELEMENTWISE = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Tanh", "Erf", "Sigmoid", "Relu", "Neg",
+                         "Abs", "Exp", "Log", "Sqrt", "Reciprocal", "Gelu", "LeakyRelu", "Elu", "HardSigmoid",
+                         "Softplus", "Clip"})
+
+
+def _sink_unflatten(graph: gs.Graph, outputs: set[int]) -> int:
+    """Move each Reshape of a 2-D MatMul/Gemm result below the elementwise region that reads it (see the module
+    doc); returns how many moved."""
+    moved = 0
+    position = {id(n): i for i, n in enumerate(graph.nodes)}
+    for node in list(graph.nodes):
+        if node.op != "Reshape" or len(node.inputs) != 2 or not node.outputs:
+            continue
+        z, z2 = node.inputs[0], node.outputs[0]
+        src = producer(z)
+        if src is None or src.op not in ("MatMul", "Gemm") or id(z2) in outputs:
+            continue
+        if z.shape is None or len(z.shape) != 2 or z2.shape is None or not isinstance(z.shape[-1], int) \
+                or z2.shape[-1] != z.shape[-1]:
+            continue
+        region = _elementwise_region(z2, z.shape[-1], position, outputs)
+        if region is None:
+            continue
+        nodes, out = region
+        taken = set(graph.tensors())
+
+        def flat_name(name: str) -> str:  # a 2-D tensor is another value than the named one: a name of its own
+            new, i = f"{name}_2d", 1
+            while new in taken:
+                new, i = f"{name}_2d{i}", i + 1
+            taken.add(new)
+            return new
+
+        for n in nodes:
+            _set_inputs(n, [z if t is z2 else t for t in n.inputs])
+            for t in n.outputs:
+                t.shape = list(z.shape)
+                if t is not out:
+                    t.name = flat_name(t.name)
+        last = next(n for n in nodes if out in n.outputs)
+        flat = gs.Variable(flat_name(out.name), dtype=out.dtype, shape=list(z.shape))
+        last.outputs[last.outputs.index(out)] = flat
+        shape_in = node.inputs[1]
+        node.inputs.clear()
+        node.outputs.clear()
+        at = max(position[id(n)] for n in nodes) + 1
+        graph.nodes.insert(at, gs.Node("Reshape", f"{node.name}_sunk", {}, [flat, shape_in], [out]))
+        position = {id(n): i for i, n in enumerate(graph.nodes)}
+        moved += 1
+    return moved
+
+
+def _elementwise_region(z2: gs.Tensor, last: int, position: dict[int, int], outputs: set[int]
+                        ) -> tuple[list[gs.Node], gs.Tensor] | None:
+    """The elementwise nodes reachable from ``z2`` whose other operands are constants broadcasting over the last
+    axis alone (a scalar, or ``last`` values), in graph order, and the one tensor the rest of the graph reads
+    from them; None unless ``z2`` feeds only that region and exactly one of its tensors leaves it."""
+    inside = {id(z2)}
+    nodes: list[gs.Node] = []
+    frontier = [z2]
+    while frontier:
+        t = frontier.pop()
+        for n in t.outputs:
+            if n in nodes or n.op not in ELEMENTWISE or (n.domain or "") not in ("", "ai.onnx") or len(n.outputs) != 1:
+                continue
+            if all(id(a) in inside or _trailing_const(a, last) for a in n.inputs if a.name):
+                nodes.append(n)
+                inside.add(id(n.outputs[0]))
+                frontier.append(n.outputs[0])
+    members = {id(n) for n in nodes}
+    if not nodes or any(id(c) not in members for c in z2.outputs):
+        return None
+    leaving = [n.outputs[0] for n in nodes
+               if id(n.outputs[0]) in outputs or any(id(c) not in members for c in n.outputs[0].outputs)]
+    if len(leaving) != 1:
+        return None
+    nodes.sort(key=lambda n: position[id(n)])
+    return nodes, leaving[0]
+
+
+def _trailing_const(t: gs.Tensor, last: int) -> bool:
+    """A constant that broadcasts the same way over ``[M, last]`` as over ``[..., last]``: a scalar or ``last``
+    values along the last axis."""
+    arr = const_array(t, limit=max(1, last))
+    if arr is None or arr.ndim > 2:  # (a higher rank would widen the 2-D result)
+        return False
+    return arr.size == 1 or (arr.size == last and arr.shape[-1] == last)
 
 
 def _half(node: gs.Node) -> int | None:

@@ -100,6 +100,24 @@ def _linear_variants(kind: str) -> list:
     return forms
 
 
+def _linear_nobias_variants(kind: str) -> list:
+    """GELU(x @ W) in every GELU form, after a MatMul or a two-input Gemm (GPT-2's dynamo export)."""
+    forms = []
+    for core in [*_cores(kind), lambda h: _gelu_op(h, kind)]:
+        name = getattr(core, "__name__", "gelu_op") if core.__name__ != "<lambda>" else f"gelu_op_{kind}"
+
+        def matmul_fn(x, weight, core=core):
+            return core(op.MatMul(x, weight))
+
+        def gemm_fn(x, weight, core=core):
+            return core(op.Gemm(x, weight, alpha=1.0, beta=1.0, transA=0, transB=ANY))
+
+        matmul_fn.__name__ = f"linear_nobias_{name}"
+        gemm_fn.__name__ = f"gemm_nobias_{name}"
+        forms += [matmul_fn, gemm_fn]
+    return forms
+
+
 def _linear_check(m) -> str | None:
     return first_reason(weight_matrix(m, "weight"), trailing_vector(m, "bias"))
 
@@ -115,6 +133,12 @@ RULES = [
     rule("LinearGELUTanh", *_linear_variants("tanh"), op_name="LinearGeluTanh", kernel="matmul",
          doc="GELU(x @ W + b), tanh approximation: MatMul+Add or Gemm, then tanh-GELU (GPT-2 FFN)",
          check=_linear_check),
+    rule("LinearGELUNoBias", *_linear_nobias_variants("erf"), op_name="LinearGeluNoBias", kernel="matmul",
+         doc="GELU(x @ W), exact: a MatMul or a two-input Gemm, then GELU in any exporter's form",
+         check=lambda m: weight_matrix(m, "weight")),
+    rule("LinearGELUTanhNoBias", *_linear_nobias_variants("tanh"), op_name="LinearGeluTanhNoBias", kernel="matmul",
+         doc="GELU(x @ W), tanh approximation: a MatMul or a two-input Gemm (GPT-2's dynamo export), then tanh-GELU",
+         check=lambda m: weight_matrix(m, "weight")),
     rule("BiasGELU", *_variants("erf", True), op_name="BiasGelu", kernel="pointwise",
          doc="GELU(x + b), exact Erf form or a Gelu op after a bias Add", check=_bias_check),
     rule("BiasGELUTanh", *_variants("tanh", True), op_name="BiasGeluTanh", kernel="pointwise",

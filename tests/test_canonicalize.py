@@ -80,3 +80,64 @@ def test_folded_scalar_keeps_rank_zero():
     assert stats.folded == 1
     assert next(n for n in g.nodes if n.outputs[0].name == "y").inputs[0].shape == ()
     assert asc_onnx.fuse(m, options=asc_onnx.FuseOptions(judge=False, emulate=False)).validation.ok
+
+
+def _flat_gemm_gelu(extra=None, bias_shape=None):
+    """x [2, S, 8] -> Reshape [-1, 8] -> Gemm(W, b) -> Reshape back to [2, S, 4] -> 0.5 * h * (1 + tanh(h)),
+    optionally with a bias Add after the unflatten (``bias_shape``) or a residual read inside the chain (``extra``)."""
+    nodes = [NODE("Reshape", ["x", "flat"], ["x2"]), NODE("Gemm", ["x2", "W", "b"], ["g"]),
+             NODE("Reshape", ["g", "back"], ["h0"])]
+    inits = [helper.make_tensor("flat", 7, [2], [-1, 8]), helper.make_tensor("back", 7, [3], [2, -1, 4]),
+             helper.make_tensor("W", F32, [8, 4], np.linspace(-1, 1, 32).tolist()),
+             helper.make_tensor("b", F32, [4], [0.1, 0.2, 0.3, 0.4]), const("half", 0.5), const("one", 1.0)]
+    h = "h0"
+    if bias_shape is not None:
+        inits.append(helper.make_tensor("c", F32, bias_shape, [0.5] * int(np.prod(bias_shape))))
+        nodes.append(NODE("Add", ["h0", "c"], ["h1"]))
+        h = "h1"
+    nodes += [NODE("Tanh", [h], ["t"]), NODE("Add", ["t", "one"], ["t1"]), NODE("Mul", [h, "t1"], ["p"])]
+    if extra:
+        nodes.append(NODE("Add", ["p", "x3"], ["p2"]))
+        inits.append(helper.make_tensor("x3", F32, [2, 1, 4], [0.0] * 8))
+    nodes.append(NODE("Mul", ["p2" if extra else "p", "half"], ["y"]))
+    return model(nodes, [("x", F32, [2, "S", 8])], [("y", F32, [2, "S", 4])], inits)
+
+
+def test_unflatten_moves_below_the_elementwise_chain_exactly():
+    """GPT-2's Conv1D: the Reshape back to [2, S, 4] moves below the GELU-like chain (a [4] bias Add after it too),
+    the chain then reads the 2-D Gemm result; onnxruntime gives the same bits before and after."""
+    import onnxruntime as ort
+    from onnx_graphsurgeon import export_onnx
+
+    for bias_shape in (None, [4]):
+        m = _flat_gemm_gelu(bias_shape=bias_shape)
+        g, _ = _canon(m)
+        ops = [n.op for n in g.nodes]
+        assert ops[:2] == ["Reshape", "Gemm"] and ops[-1] == "Reshape" and ops.count("Reshape") == 2, ops
+        chain = g.nodes[2:-1]
+        assert all(len(t.shape) == 2 for n in chain for t in n.outputs), [(n.op, n.outputs) for n in chain]
+        x = np.random.default_rng(0).standard_normal((2, 5, 8)).astype(np.float32)
+        before = ort.InferenceSession(m.SerializeToString()).run(None, {"x": x})[0]
+        after_model = export_onnx(g)
+        after_model.opset_import[0].version = 17
+        after = ort.InferenceSession(after_model.SerializeToString()).run(None, {"x": x})[0]
+        assert np.array_equal(before, after)
+
+
+def test_unflatten_stops_where_a_tensor_would_broadcast_differently():
+    """A bias of rank 3 read right after the unflatten would widen the 2-D view: the Reshape stays. A [2, 1, 4]
+    tensor read inside the chain stops it just before that read, with the same bits out."""
+    import onnxruntime as ort
+    from onnx_graphsurgeon import export_onnx
+
+    g, _ = _canon(_flat_gemm_gelu(bias_shape=[1, 1, 4]))
+    assert [n.op for n in g.nodes][:3] == ["Reshape", "Gemm", "Reshape"]
+    m = _flat_gemm_gelu(extra=True)
+    g, _ = _canon(m)
+    ops = [n.op for n in g.nodes]
+    assert ops == ["Reshape", "Gemm", "Tanh", "Add", "Mul", "Reshape", "Add", "Mul"], ops
+    x = np.random.default_rng(1).standard_normal((2, 3, 8)).astype(np.float32)
+    after_model = export_onnx(g)
+    after_model.opset_import[0].version = 17
+    assert np.array_equal(ort.InferenceSession(m.SerializeToString()).run(None, {"x": x})[0],
+                          ort.InferenceSession(after_model.SerializeToString()).run(None, {"x": x})[0])
