@@ -360,22 +360,14 @@ def _sink_unflatten(graph: gs.Graph, outputs: set[int]) -> int:
             continue
         nodes, out = region
         taken = set(graph.tensors())
-
-        def flat_name(name: str) -> str:  # a 2-D tensor is another value than the named one: a name of its own
-            new, i = f"{name}_2d", 1
-            while new in taken:
-                new, i = f"{name}_2d{i}", i + 1
-            taken.add(new)
-            return new
-
         for n in nodes:
             _set_inputs(n, [z if t is z2 else t for t in n.inputs])
             for t in n.outputs:
                 t.shape = list(z.shape)
                 if t is not out:
-                    t.name = flat_name(t.name)
+                    t.name = _fresh(f"{t.name}_2d", taken)  # a 2-D value: a name of its own
         last = next(n for n in nodes if out in n.outputs)
-        flat = gs.Variable(flat_name(out.name), dtype=out.dtype, shape=list(z.shape))
+        flat = gs.Variable(_fresh(f"{out.name}_2d", taken), dtype=out.dtype, shape=list(z.shape))
         last.outputs[last.outputs.index(out)] = flat
         shape_in = node.inputs[1]
         node.inputs.clear()
@@ -385,6 +377,15 @@ def _sink_unflatten(graph: gs.Graph, outputs: set[int]) -> int:
         position = {id(n): i for i, n in enumerate(graph.nodes)}
         moved += 1
     return moved
+
+
+def _fresh(name: str, taken: set[str]) -> str:
+    """``name``, or it with a number, not in ``taken`` (which then holds it)."""
+    new, i = name, 1
+    while new in taken:
+        new, i = f"{name}{i}", i + 1
+    taken.add(new)
+    return new
 
 
 def _elementwise_region(z2: gs.Tensor, last: int, position: dict[int, int], outputs: set[int]
