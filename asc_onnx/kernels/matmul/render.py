@@ -422,7 +422,7 @@ def kernel_source(k: MatmulKernel, rule: str, body_ops: list[str], sources: list
                     "CopyOut((b.row + r0) * td.n + b.col, rows, b.cols);")
             out("}")
         out("}", "")
-        _cube_block(out)
+        _cube_block(out, ring)
         _copy_in(out, k, ins)
         _compute(out, k, y)
         _copy_out(out, y)
@@ -444,20 +444,23 @@ def kernel_source(k: MatmulKernel, rule: str, body_ops: list[str], sources: list
     return out.text()
 
 
-def _cube_block(out: Lines) -> None:
+def _cube_block(out: Lines, ring: bool) -> None:
+    """The synchronous block: 310P always, 910B without the ring (whose blocks are queued in ``Queue``)."""
+    if ring:
+        out("#if __NPU_ARCH__ == 2002")
     out("// One C block (the region SetTail left) into a slot, [rows, cols] row-major.",
         "__aicore__ inline void CubeBlock(const AscendC::GlobalTensor<T>& slot)", "{")
     with out.indent():
-        out("#if __NPU_ARCH__ == 2002",
-            "// 310P's IterateAll writes each block at its place in a C of N columns whatever enSequentialWrite",
+        if not ring:
+            out("#if __NPU_ARCH__ == 2002")
+        out("// 310P's IterateAll writes each block at its place in a C of N columns whatever enSequentialWrite",
             "// says (matmul_impl.h v200): take the block with Iterate and write it densely.",
             "while (mm.Iterate()) {",
             "    mm.GetTensorC(slot, 0, true);",
-            "}",
-            "#else",
-            "mm.IterateAll(slot, 0, true);",
-            "#endif")
-    out("}", "")
+            "}")
+        if not ring:
+            out("#else", "mm.IterateAll(slot, 0, true);", "#endif")
+    out("}", *(["#endif"] if ring else []), "")
 
 
 def _copy_in(out: Lines, k: MatmulKernel, ins: list[str]) -> None:
