@@ -23,9 +23,9 @@ class MatmulSchedule:
             ``n - 1`` blocks queued on the cube (``IterateAll<false>`` per block and gemm, ``WaitIterateAll`` as it
             reaches each) and runs the epilogue of a block while the cube computes the next ones; the epilogue
             takes the block in row chunks, so its UB no longer caps the L0C the tiling may use. 0: the synchronous
-            block loop (one ``IterateAll`` per block and gemm, the epilogue after it, L0C capped by UB). 310P runs
-            the synchronous loop either way: its Matmul is ``MatmulImpl`` on the AI Core itself, whose
-            ``IterateAll`` returns with C written.
+            block loop (one ``IterateAll`` per block and gemm, the epilogue on the whole block after it, L0C capped
+            by UB). 310P's blocks are synchronous either way (its Matmul is ``MatmulImpl`` on the AI Core itself,
+            which returns with C written), with the epilogue in row chunks when ``ring_stages`` > 0.
         epilogue_buffers: buffers of the epilogue's C and y queues (a second one overlaps the copies of one chunk
             or block with the compute of another).
     """
@@ -41,6 +41,7 @@ class MatmulSchedule:
 
     @property
     def ring(self) -> bool:
+        """Blocks queued ahead on 910B and the epilogue in row chunks (both SoCs)."""
         return self.ring_stages > 0
 
 
