@@ -636,7 +636,7 @@ def host_source(k: MatmulKernel, compute_units: list[str]) -> str:
             *param_lines(k.num_params),
             "context->SetBlockDim(tiling->blockDim);",
             "size_t* workspace = context->GetWorkspaceSizes(1);",
-            "// The Matmul API's system workspace, then one C slot per gemm and vector core.",
+            "// The Matmul API's system workspace, then each vector core's C stages (per stage, one block per gemm).",
             "workspace[0] = static_cast<size_t>(ascendcPlatform.GetLibApiWorkSpaceSize()) + tiling->userWorkspace;",
             "return ge::GRAPH_SUCCESS;")
     out("}", "}  // namespace optiling", "", "namespace ge {",
