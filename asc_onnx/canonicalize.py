@@ -366,9 +366,9 @@ def _sink_unflatten(graph: gs.Graph, outputs: set[int]) -> int:
                 t.shape = list(z.shape)
                 if t is not out:
                     t.name = _fresh(f"{t.name}_2d", taken)  # a 2-D value: a name of its own
-        last = next(n for n in nodes if out in n.outputs)
+        last = next(n for n in nodes if any(o is out for o in n.outputs))
         flat = gs.Variable(_fresh(f"{out.name}_2d", taken), dtype=out.dtype, shape=list(z.shape))
-        last.outputs[last.outputs.index(out)] = flat
+        last.outputs[next(i for i, o in enumerate(last.outputs) if o is out)] = flat
         shape_in = node.inputs[1]
         node.inputs.clear()
         node.outputs.clear()
@@ -395,17 +395,19 @@ def _elementwise_region(z2: gs.Tensor, last: int, position: dict[int, int], outp
     from them; None unless ``z2`` feeds only that region and exactly one of its tensors leaves it."""
     inside = {id(z2)}
     nodes: list[gs.Node] = []
+    members: set[int] = set()  # (by identity: graphsurgeon compares nodes by content)
     frontier = [z2]
     while frontier:
         t = frontier.pop()
         for n in t.outputs:
-            if n in nodes or n.op not in ELEMENTWISE or (n.domain or "") not in ("", "ai.onnx") or len(n.outputs) != 1:
+            if id(n) in members or n.op not in ELEMENTWISE or (n.domain or "") not in ("", "ai.onnx") \
+                    or len(n.outputs) != 1:
                 continue
             if all(id(a) in inside or _trailing_const(a, last) for a in n.inputs if a.name):
                 nodes.append(n)
+                members.add(id(n))
                 inside.add(id(n.outputs[0]))
                 frontier.append(n.outputs[0])
-    members = {id(n) for n in nodes}
     if not nodes or any(id(c) not in members for c in z2.outputs):
         return None
     leaving = [n.outputs[0] for n in nodes
