@@ -18,8 +18,9 @@ Then the deployment targets (issue 19), by the timing model's timing-only path a
 schedule (910B: the pipelined ring), the synchronous block loop it replaces, and "the bare MatMul" (this class
 with an identity epilogue over the same gemms: the cube work alone, under the same tiling); GM bytes of the
 fused kernel over the bare one's and the ring's reads by level (the L2 rule), time over the bare one's, the
-speedup over the unfused nodes at the assumption table and at its slow corner (what the guard decides on), and
-the efficiency against the cube roofline. Bytes and times are those of the blocks the timing-only path runs
+speedup over the unfused nodes at the assumption table and at its slow corner (what the guard decides on), the
+efficiency against the op's bound (``eff``) and against the cube roofline alone (``cube``: its multiply-adds at
+the cube's peak over the kernel's time). Bytes and times are those of the blocks the timing-only path runs
 (the first two and last two cores), so ratios compare like with like.
 
     python bench/bench_matmul.py [--soc Ascend910B|Ascend310P|all] [--smoke]
@@ -47,7 +48,7 @@ from onnx import TensorProto  # noqa: E402
 import asc_onnx  # noqa: E402
 from asc_onnx import FuseOptions  # noqa: E402
 from asc_onnx.estimate import estimate_at  # noqa: E402
-from asc_onnx.hardware import corner  # noqa: E402
+from asc_onnx.hardware import corner, value  # noqa: E402
 from asc_onnx.kernels import of  # noqa: E402
 from asc_onnx.kernels.matmul.schedule import MatmulSchedule  # noqa: E402
 from asc_onnx.package import render  # noqa: E402
@@ -77,7 +78,8 @@ def _target_kernel(kind: str, soc: str, dtype: int):
 def targets(smoke: bool, socs: list[str]) -> int:
     """The deployment targets table; returns how many shapes failed to estimate."""
     print(f"\n{'target':<24} {'soc':<10} {'dtype':<8} {'M x K x N':<17} {'ring us':>8} {'sync us':>8} {'bare us':>8} "
-          f"{'/bare':>5} {'bytes/bare':>10} {'ring L2':>7} {'unf us':>8} {'speedup':>7} {'slow':>5} {'eff':>4}  ship")
+          f"{'/bare':>5} {'bytes/bare':>10} {'ring L2':>7} {'unf us':>8} {'speedup':>7} {'slow':>5} {'eff':>4} "
+          f"{'cube':>4}  ship")
     bad = 0
     for name, kind, m, kk, n in TARGETS[-1:] if smoke else TARGETS:
         for soc_name, dtype in TARGET_TYPES[:1] if smoke else TARGET_TYPES:
@@ -98,12 +100,16 @@ def targets(smoke: bool, socs: list[str]) -> int:
                 print(f"{name:<24} {soc_name:<10} {dt:<8} {f'{m}x{kk}x{n}':<17} FAILED: {e.error or eb.error}")
                 continue
             ring_reads = e.vec_read_hbm + e.vec_read_l2
+            # the cube roofline: the op's multiply-adds at the cube's peak (fp32 inputs at half of it)
+            peak = value(soc_name, "cube_fp16_flops") * (0.5 if dtype == TensorProto.FLOAT else 1.0)
+            cube_us = 2.0 * m * kk * n * len(k.ir.gemms) / peak * 1e6
             ship = slow.fused_us < slow.unfused_us
             print(f"{name:<24} {soc_name:<10} {dt:<8} {f'{m}x{kk}x{n}':<17} {e.fused_us:>8.1f} {es.fused_us:>8.1f} "
                   f"{eb.fused_us:>8.1f} {e.fused_us / eb.fused_us:>5.2f} "
                   f"{(e.hbm_bytes + e.l2_bytes) / max(1, eb.hbm_bytes + eb.l2_bytes):>10.2f} "
                   f"{e.vec_read_l2 / max(1, ring_reads):>7.0%} {e.unfused_us:>8.1f} {e.unfused_us / e.fused_us:>7.2f} "
-                  f"{slow.unfused_us / slow.fused_us:>5.2f} {e.efficiency:>4.0%}  {'yes' if ship else 'NO'}")
+                  f"{slow.unfused_us / slow.fused_us:>5.2f} {e.efficiency:>4.0%} {cube_us / e.body_us:>4.0%}  "
+                  f"{'yes' if ship else 'NO'}")
     return bad
 
 
