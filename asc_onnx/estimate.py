@@ -13,9 +13,9 @@ its source):
   op's MatMul nodes are also no faster than its class's bare MatMul (:func:`cube_nodes`) timed under the same
   assumptions: what the cube costs at a corner it costs fused or not.
 
-GM traffic of an unfused node is counted at HBM bandwidth: the L2 rule of the emulator (a re-read within one
-kernel whose tensors fit in L2 is an L2 hit) credits neither side for the first read of a tensor, so the two
-sides are costed alike.
+GM traffic of an unfused node is counted at HBM bandwidth: the L2 rule of the emulator (a re-read within an L2's
+worth of a kernel's traffic is an L2 hit) credits neither side for the first read of a tensor, so the two sides
+are costed alike.
 
 Dynamic dims are judged at the shapes the user gave (``--input-shape``); otherwise at two corners of a
 deployment sweep: batch-like dims (named ``batch``, ``N``, ``bs``) at 1 and 8, every other dim at 128 and 2048

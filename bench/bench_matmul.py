@@ -68,9 +68,7 @@ TARGET_TYPES = [("Ascend910B", TensorProto.FLOAT16), ("Ascend910B", TensorProto.
 def _target_kernel(kind: str, soc: str, dtype: int):
     """The fused op of one target, from a small model of its form (the kernel reads its sizes at run time),
     rendered for ``soc`` with every dtype column ``dtype``."""
-    res = asc_onnx.fuse(mk.BUILDERS[kind](F16, 64, k=32), options=FuseOptions(emulate=False, soc=soc, judge=False),
-                        validate=False)
-    (k,) = [k for k in res.kernels if of(k).cube]
+    k = mk._kernel(mk.BUILDERS[kind](F16, 64, k=32), soc)
     return k if dtype == F16 else render(k.op, dataclasses.replace(k.ir, dtypes=(dtype,) * len(k.ir.dtypes)),
                                          SOCS[soc])
 

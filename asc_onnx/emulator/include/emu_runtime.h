@@ -88,7 +88,7 @@ inline const char* PipeName(int p) {
 struct TimingConsts {
     double clockHz = 1.8e9;
     double gmBytesPerS = 1.6e12;     // HBM, shared by every core the kernel runs on
-    double l2BytesPerS = 7e12;       // L2 hits (a re-read while the kernel's tensors fit in L2)
+    double l2BytesPerS = 7e12;       // L2 hits (a re-read within an L2's worth of traffic: Classify)
     double l2Bytes = 192.0 * 1048576;
     double coreDmaBytes = 64;        // per cycle, one vector core's DMA engines at most (assumed)
     double cubeDmaBytes = 128;       // per cycle, one cube core's MTE2 into L1 at most (assumed)
@@ -223,8 +223,6 @@ struct State {
     uint64_t hbmBytes = 0;                     // GM bytes costed at HBM bandwidth
     uint64_t l2Bytes = 0;                      // GM bytes costed as L2 hits
     uint64_t l2Clock = 0;                      // GM bytes touched so far, in emulation order (the L2 rule)
-    bool cubeUsed = false;                     // a Matmul object was registered: cube cores share GM too
-    bool vectorDma = false;                    // a vector core moved GM data: vector cores share GM with the cube
     double vecMoved = 0, cubeMoved = 0;        // GM bytes the vector cores and the cube cores have moved (GmShare)
     uint64_t vecReadHbm = 0, vecReadL2 = 0;    // the vector cores' GM reads by level (a matmul's C ring, say)
     int64_t blockIdx = 0;
@@ -384,11 +382,11 @@ inline double GmShare(double bytesPerS, bool cube = false) {
     const double vec = std::min<double>(static_cast<double>(St().blockNum), tm.cores);
     const double cubes = tm.coupled ? 0.0 : std::min<double>(std::ceil(vec / 2), tm.cubeCores);
     // A mixed kernel's engines share GM in proportion to what they move (the bytes each side has moved so far):
-    // a vector core that reads a ring stage and writes y takes little from the cube cores streaming x and W.
+    // a vector core that reads a ring stage and writes y takes little from the cube cores streaming x and W, and
+    // a side that has moved nothing takes nothing.
     const double moved = St().vecMoved + St().cubeMoved;
-    const double vecPart = moved > 0 ? St().vecMoved / moved : 0.5, cubePart = 1.0 - vecPart;
-    double active = cube ? (tm.coupled ? vec : cubes + (St().vectorDma ? vec * vecPart : 0.0))
-                         : vec + (St().cubeUsed ? cubes * cubePart : 0.0);
+    const double vecPart = moved > 0 ? St().vecMoved / moved : 0.0, cubePart = moved > 0 ? St().cubeMoved / moved : 0.0;
+    double active = cube ? (tm.coupled ? vec : cubes + vec * vecPart) : vec + cubes * cubePart;
     // Likewise HBM and L2: every engine takes the kernel's mix of the two so far, so each level is shared by that
     // fraction of the engines (910B; the first reader of a block is not the only one paying for it).
     if (!tm.coupled && tm.l2BytesPerS > 0) {
@@ -467,7 +465,6 @@ inline double PortTransfer(double at, double need) {
 inline void Dma(int pipe, const void* p, size_t bytes, bool write) {
     if (bytes == 0) return;
     auto& st = St();
-    st.vectorDma = true;
     st.vecMoved += static_cast<double>(bytes);
     const uint64_t hbm = Classify(p, bytes);
     const uint64_t l2 = write ? 0 : bytes - hbm;

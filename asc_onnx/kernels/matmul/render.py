@@ -14,9 +14,11 @@ Schedule (``<op>ComputeTiling``, compiled by both the CANN host file and the emu
   ``chunkRows``, while the cube computes the next. The epilogue's UB does not cap the tiling's L0C: the base
   blocks are those CANN picks for the bare MatMul. A stage is handed back to the cube only after the vector
   core's reads of it are done (``MTE2_S``): the cube's write is invisible to the compiler's auto-sync.
-* The synchronous block loop (``ring_stages`` 0, and always on 310P, whose ``MatmulImpl`` runs on the AI Core
-  and returns with C written): one block at a time, the whole block in UB, so the L0C the tiling may use is
-  capped (``SetBufferSpace``) until the block, its epilogue registers and the output tile fit the unified buffer.
+* 310P's blocks are synchronous (its ``MatmulImpl`` runs on the AI Core and returns with C written): one block at
+  a time, the epilogue in row chunks as on 910B, so the block is bounded by the Matmul's own UB staging only.
+* The synchronous block loop (``ring_stages`` 0, both SoCs): one block at a time, the whole block in UB, so the
+  L0C the tiling may use is capped (``SetBufferSpace``) until the block, its epilogue registers and the output
+  tile fit the unified buffer.
 * 310P: ``SetLocalWorkspace`` scratch for the Matmul; no DataCopyPad, so N must be a multiple of 16 (refused by
   the tiling otherwise).
 """

@@ -164,7 +164,6 @@ public:
                 " bytes > " + std::to_string(caps.l1));
         asc_emu::St().cube.l1Peak = std::max(asc_emu::St().cube.l1Peak, asc_emu::St().pipes.l1Reserved);
         registered_ = true;
-        asc_emu::St().cubeUsed = true;
         tailM_ = c.singleCoreM;
         tailN_ = c.singleCoreN;
         tailK_ = c.singleCoreK;

@@ -76,7 +76,8 @@ public:
         // with 16x16x16 fp16 fractals per cycle at 1.8 GHz (a quarter for float), x, W and C once at 1.6 TB/s of
         // GM and the further reads of x (one per column split) and W (one per row split) at 7 TB/s of L2 on
         // 910B (they hit the 192 MB L2; 310P has none); more cores only where they pay.
-        const double again = plat_.socVersion == platform_ascendc::SocVersion::ASCEND310P ? 1600.0 : 7000.0;
+        const bool paired = plat_.socVersion != platform_ascendc::SocVersion::ASCEND310P;  // two vector cores a cube
+        const double again = paired ? 7000.0 : 1600.0, pair = paired ? 2.0 : 1.0;
         double best = -1.0;
         for (int32_t md = 1; md <= dim_; ++md) {
             for (int32_t nd = 1; md * nd <= dim_; ++nd) {
@@ -84,14 +85,14 @@ public:
                 if (Ceil(m_, sm) != md || Ceil(n_, sn) != nd) continue;  // a core would be idle
                 // (910B: two vector cores share a cube core, so its time is two regions')
                 const double cube = static_cast<double>(Align(sm, 16)) * sn * Align(k_, c0) / (in == 4 ? 1024.0 : 4096.0) /
-                                    1.8 * (again > 1600.0 ? 2.0 : 1.0);
+                                    1.8 * pair;
                 // the vector core's epilogue over its region, at about 8 fp32 instructions of 64 lanes per element
                 const double vec = static_cast<double>(sm) * sn * 8.0 / 64.0 / 1.8;
                 const double once = (static_cast<double>(m_) * k_ + static_cast<double>(n_) * k_) * in +
                                     static_cast<double>(m_) * n_ * 8.0;
                 const double more = (static_cast<double>(nd - 1) * m_ * k_ + static_cast<double>(md - 1) * n_ * k_) * in;
                 // what one cube core pulls through its port (about 128 bytes a cycle), for its vector cores' regions
-                const double port = static_cast<double>(sm * k_ + k_ * sn) * in * (again > 1600.0 ? 2.0 : 1.0) / 230.0;
+                const double port = static_cast<double>(sm * k_ + k_ * sn) * in * pair / 230.0;
                 const double core = std::max({cube, vec, port});
                 // ties (GM-bound splits) go to the split with the least per-core work; tiny shapes stay on few cores
                 const double cost = std::max(core, once / 1600.0 + more / again) + 0.1 * core + 0.01 * md * nd;
