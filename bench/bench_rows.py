@@ -10,7 +10,7 @@ SoC and dtype, from the emulator's counters, in one run on the same inputs:
 * GetValue reads of per-row statistics per row, the unified buffer used, rows per tile (0 = split mode);
 * the timing model's estimates (bench_kernels.timed): fused, unfused, speedup, bound and efficiency.
 
-    python bench/bench_rows.py [--soc Ascend910B|Ascend310P|all] [--smoke]
+    python bench/bench_rows.py [--soc Ascend910B|Ascend310P|all] [--smoke] [--targets] [--match TEXT]
 
 ``--smoke`` (what the tests run): one fixture's row kernels, none of the deployment-sized rows.
 """
@@ -49,9 +49,10 @@ ROW_OPS = {"Softmax": 6, "LogSoftmax": 6, "LayerNormalization": 8, "RMSNormaliza
 
 
 def _models() -> dict[str, object]:
-    """Deployment-sized rows: a LLaMA-7B RMSNorm (4096), a vocabulary softmax (32000), BERT's LayerNorm (768),
-    an attention softmax with its mask (128 wide, and CLIP's 77, ragged on 310P), and a row longer than the unified
-    buffer (100,003)."""
+    """The issue's target rows: RMSNorm and LayerNorm where a row fits the unified buffer (1024 x 4096, 512 x 8192,
+    256 x 16384), rows that do not (a 32000-wide vocabulary softmax in fp32, 100,003 elements), attention softmaxes
+    with masks broadcast over heads (128 wide; short rows of 64 and 16; CLIP's 77, ragged on 310P) and BERT's
+    LayerNorm (768)."""
     f32, f16 = TensorProto.FLOAT, TensorProto.FLOAT16
     out = {}
 
@@ -78,23 +79,28 @@ def _models() -> dict[str, object]:
                               [helper.make_tensor_value_info("y", t, [rows, d])])
         return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
-    def attn(t, s=128):
+    def attn(t, shape, mask):
         nodes = [helper.make_node("Mul", ["x", "scale"], ["xs"]), helper.make_node("Add", ["xs", "mask"], ["xm"]),
                  helper.make_node("Softmax", ["xm"], ["y"], axis=-1)]
-        g = helper.make_graph(nodes, "attn", [helper.make_tensor_value_info("x", t, [1, 8, s, s]),
-                                              helper.make_tensor_value_info("mask", t, [1, 1, s, s])],
-                              [helper.make_tensor_value_info("y", t, [1, 8, s, s])],
+        g = helper.make_graph(nodes, "attn", [helper.make_tensor_value_info("x", t, shape),
+                                              helper.make_tensor_value_info("mask", t, mask)],
+                              [helper.make_tensor_value_info("y", t, shape)],
                               [helper.make_tensor("scale", t, [], [0.125])])
         return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
-    for t, name in ((f32, "fp32"), (f16, "fp16")):
-        out[f"rmsnorm 1024x4096 {name}"] = rms(1024, 4096, t)
+    for t, name in ((f16, "fp16"), (f32, "fp32")):
+        for rows, d in ((1024, 4096), (512, 8192), (256, 16384)):
+            out[f"rmsnorm {rows}x{d} {name}"] = rms(rows, d, t)
+            out[f"layernorm {rows}x{d} {name}"] = single("LayerNormalization", rows, d, t, axis=-1, epsilon=1e-5)
         out[f"layernorm 2048x768 {name}"] = single("LayerNormalization", 2048, 768, t, axis=-1, epsilon=1e-5)
         out[f"softmax 64x32000 {name}"] = single("Softmax", 64, 32000, t, axis=-1)
-        out[f"attention mask softmax {name}"] = attn(t)
-        out[f"CLIP text mask softmax 8x77x77 {name}"] = attn(t, 77)  # rows of 77: ragged on 310P
-        out[f"rmsnorm 16x100003 {name}"] = rms(16, 100003, t)
         out[f"softmax 16x100003 {name}"] = single("Softmax", 16, 100003, t, axis=-1)
+        out[f"layernorm 16x100003 {name}"] = single("LayerNormalization", 16, 100003, t, axis=-1, epsilon=1e-5)
+        out[f"rmsnorm 16x100003 {name}"] = rms(16, 100003, t)
+        out[f"mask softmax 1x8x128x128 {name}"] = attn(t, [1, 8, 128, 128], [1, 1, 128, 128])
+        out[f"mask softmax 8x32x64x64 {name}"] = attn(t, [8, 32, 64, 64], [1, 1, 64, 64])
+        out[f"mask softmax 64x8x16x16 {name}"] = attn(t, [64, 8, 16, 16], [64, 1, 16, 16])
+        out[f"CLIP mask softmax 8x77x77 {name}"] = attn(t, [1, 8, 77, 77], [1, 1, 77, 77])  # ragged on 310P
     return out
 
 
@@ -154,9 +160,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--soc", default="all", choices=["all", *SOCS])
     ap.add_argument("--smoke", action="store_true", help="one fixture's row kernels only (what the tests run)")
+    ap.add_argument("--targets", action="store_true", help="the deployment-sized rows only (no fixtures)")
+    ap.add_argument("--match", default="", help="only the deployment-sized rows whose label contains this")
     args = ap.parse_args()
     socs = list(SOCS) if args.soc == "all" else [args.soc]
     models = [ROOT / "models" / SMOKE_MODEL] if args.smoke else sorted((ROOT / "models").glob("*.onnx"))
+    models = [] if args.targets or args.match else models
     ran = 0
     print(f"{'op':<32} {'soc':<10} {'shape':<20} {'blk':>3} {'rows':>5} {'rd':>3} {'fused/min':>9} {'unf/fused':>9} "
           f"{'vec/elem':>8} {'hand':>4} {'vec/hand':>8} {'get/row':>8} {'UB B':>7} {TIMED_HEAD} "
@@ -175,6 +184,8 @@ def main() -> int:
                                 soc_name)
                 worst, bad, ran = max(worst, g), bad + (not ok), ran + 1
         for label, model in ({} if args.smoke else _models()).items():
+            if args.match not in label:
+                continue
             res = asc_onnx.fuse(model, options=FuseOptions(emulate=False, soc=soc_name, judge=False), validate=False)
             k = res.kernels[0]
             shape = concrete(k.op.instances[0].output_shapes[0], 1)

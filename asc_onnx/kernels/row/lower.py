@@ -554,28 +554,33 @@ def _allocate(b: _RowBuilder, body, hoist, inputs, out_regs) -> dict[int, str]:
             last[stat] = i
     for r in out_regs:
         last[r] = len(body)
+    inputs_r = {int(names[i][1:]) for i, x in enumerate(inputs) if x.kind != "vec"}
     free: list[int] = []
     for i, st in enumerate(body):
         c = b.cls[st.dst][0]
-        if c == "r":
-            # A dying input register may be overwritten too (fp32: the input tile itself, freed after compute).
-            dying = {int(names[s][1:]) for s in st.srcs
-                     if b.cls[s] == "row" and last.get(s) == i and s not in pinned and s not in out_regs}
-            masked = st.api in ("Compare", "Compares", "Select")
-            if not masked:
-                free.extend(sorted(dying))
-            if free and st.dst not in out_regs:
-                k = min(free)
-                free.remove(k)
-            else:
-                k = count["r"]
-                count["r"] += 1
-            if masked:
-                free.extend(sorted(dying))
-            names[st.dst] = f"r{k}"
-        else:
+        # A dying source's register is free for this step's result (in place) and later ones; an input's too
+        # (fp32: the input tile itself, freed after compute). A reduction frees its source as well.
+        dying = {int(names[s][1:]) for s in st.srcs
+                 if b.cls[s] == "row" and last.get(s) == i and s not in pinned and s not in out_regs}
+        masked = st.api in ("Compare", "Compares", "Select")
+        if c != "r":
+            free.extend(sorted(dying))
             names[st.dst] = f"{c}{count[c]}"
             count[c] += 1
+            continue
+        if not masked:
+            free.extend(sorted(dying))
+        # An output takes a free register that is not an input's (it is then computed straight into its tile).
+        pick = [k for k in free if st.dst not in out_regs or k not in inputs_r]
+        if pick:
+            k = min(pick)
+            free.remove(k)
+        else:
+            k = count["r"]
+            count["r"] += 1
+        if masked:
+            free.extend(sorted(dying))
+        names[st.dst] = f"r{k}"
     return names
 
 

@@ -35,7 +35,16 @@ from ..skeleton import (
 )
 from ..text import Lines, comment, f32
 from .lower import MAX_LEAD, RowKernel, RowStep
-from .schedule import MAX_TILE_ROWS, STAT_SLOT, pass_steps, ub_counts
+from .schedule import (
+    BUFFERINGS,
+    MAX_TILE_ROWS,
+    STAT_SLOT,
+    direct_outputs,
+    pass_steps,
+    row_slots,
+    tile_inputs,
+    ub_counts,
+)
 
 #: What each non-zero return of ``<op>ComputeTiling`` means (the report's words for a refused shape).
 REFUSALS = {
@@ -70,6 +79,9 @@ def tiling_header(k: RowKernel) -> str:
         f"uint64_t bcastRows[{_nb(k)}];     // per mask input: its rows (where its reads must stop)",
         "uint32_t leadCount;     // leading axes used",
         "uint32_t blockDim;      // cores launched",
+        "uint32_t inBuffers;     // buffers per input queue (2: the next tile loads during this one's compute)",
+        "uint32_t outBuffers;    // buffers per output queue (2: a tile's store overlaps the next tile's compute)",
+        "uint32_t rowRegs;       // row registers in the register buffer (fp32 I/O: not those that are I/O tiles)",
         "float invLength;        // 1 / rowLength, for means",
         *([f"float param[{k.num_params}];        // the op's scalars, from the node's p0.. attributes (fp32 bits)"]
           if k.num_params else []),
@@ -135,19 +147,19 @@ def tiling_calc(k: RowKernel) -> str:
             "t->rowsPerCore = rows / blockDim;",
             "t->extraRows = rows % blockDim;",
             "const uint64_t coreRows = t->rowsPerCore + (t->extraRows > 0 ? 1 : 0);",
-            f"// Whole rows, per row of a tile: {bn} x {c['io']} I/O tiles of T, {c['row']} fp32 row",
-            f"// registers, {c['stat']} stat registers (+1 for split-mode partials), {bn} x {c['statout']}",
-            f"// stat outputs of {STAT_SLOT}.",
-            f"const uint64_t perRow = {bn}ull * {c['io']} * t->rowStride * dtypeSize + 4ull * {c['row']} * "
-            f"t->rowStride + 4ull * {STAT_SLOT} * {c['stat'] + 1} + {bn}ull * {STAT_SLOT} * {c['statout']} * "
-            "dtypeSize + edge;",
+            "// Row registers in the register buffer: with fp32 I/O the inputs' are their tiles, and whole rows",
+            "// compute the outputs straight into theirs.",
+            f"const uint64_t rowRegs = dtypeSize == 4 ? {c['whole32']} : {c['all']};",
+            f"const uint64_t splitRegs = dtypeSize == 4 ? {c['split32']} : {c['all']};",
+            f"// Whole rows, per row of a tile: inBuffers x {c['in']} input and outBuffers x {c['out']} output",
+            f"// tiles of T, rowRegs fp32 row registers, {c['stat']} stat registers (+1 for split-mode partials),",
+            f"// outBuffers x {c['statout']} stat outputs of {STAT_SLOT}.",
             "const uint64_t vecRow = (t->rowStride + 63) / 64 * 64;",
             "const uint64_t tmpElems = (2 * ((t->rowLength + 63) / 64) + 7) / 8 * 8;",
             f"// Per tile: register round-up to 64 elements, the reduction scratch, {c['vec']} fp32 weight rows",
-            f"// ({c['vec_in']} staged in T), 32-byte padding of every buffer.",
-            f"const uint64_t fixed = 256ull * {c['row'] + c['stat'] + 1} + 4 * tmpElems + 4ull * {c['vec']} * vecRow"
-            f" + {c['vec_in']}ull * vecRow * dtypeSize + 32ull * {2 * (c['io'] + c['statout']) + 4 + c['vec_in']}"
-            " + 2 * edge;",
+            "// (staged through the register buffer), 32-byte padding of every buffer.",
+            f"const uint64_t fixed = 256ull * (rowRegs + {c['stat'] + 1}) + 4 * tmpElems + 4ull * {c['vec']} * vecRow"
+            f" + 32ull * {2 * (c['io'] + c['statout']) + 4 + c['vec_in']} + 2 * edge;",
             "// A mask input with fewer rows than a core reads (one per data row: a position embedding over a",
             "// batch, a mask over heads) that fits a third of the UB is loaded whole once per core and its rows",
             "// gathered from UB; others stream one mapped row per data row.",
@@ -164,14 +176,33 @@ def tiling_calc(k: RowKernel) -> str:
             "        residentBytes += bytes;",
             "    }",
             "}",
-            "uint64_t tileRows = ubBytes > fixed + residentBytes ? (ubBytes - fixed - residentBytes) / perRow : 0;",
-            "if (tileRows == 0 && residentBytes != 0) {  // rows too long to share the UB with the masks",
-            f"    for (int j = 0; j < {nb}; ++j) t->residentRows[j] = 0;",
-            "    tileRows = ubBytes > fixed ? (ubBytes - fixed) / perRow : 0;",
+            "// Double-buffered where a tile of one row fits so, else inputs only, else single; masks leave the UB",
+            "// only if none fits.",
+            f"const uint32_t inOptions[{len(BUFFERINGS)}] = {{{', '.join(str(b[0]) for b in BUFFERINGS)}}};",
+            f"const uint32_t outOptions[{len(BUFFERINGS)}] = {{{', '.join(str(b[1]) for b in BUFFERINGS)}}};",
+            "uint64_t tileRows = 0;",
+            "uint32_t option = 0;",
+            "for (int keep = 1; keep >= 0 && tileRows == 0; --keep) {",
+            "    if (keep == 0) {",
+            "        if (residentBytes == 0) break;",
+            f"        for (int j = 0; j < {nb}; ++j) t->residentRows[j] = 0;",
+            "        residentBytes = 0;",
+            "    }",
+            f"    for (option = {BUFFERINGS.index((bn, bn))}; option < {len(BUFFERINGS)}; ++option) {{",
+            f"        const uint64_t perRow = (inOptions[option] * {c['in']}ull + outOptions[option] * "
+            f"{c['out']}ull) * t->rowStride * dtypeSize + 4ull * rowRegs * t->rowStride + "
+            f"4ull * {STAT_SLOT} * {c['stat'] + 1} + "
+            f"outOptions[option] * {STAT_SLOT}ull * {c['statout']} * dtypeSize + edge;",
+            "        tileRows = ubBytes > fixed + residentBytes ? (ubBytes - fixed - residentBytes) / perRow : 0;",
+            "        if (tileRows != 0) break;",
+            "    }",
             "}",
             f"if (tileRows > {MAX_TILE_ROWS}) tileRows = {MAX_TILE_ROWS};",
             "if (tileRows > coreRows) tileRows = coreRows;",
             "if (tileRows >= 1) {",
+            "    t->inBuffers = inOptions[option];",
+            "    t->outBuffers = outOptions[option];",
+            "    t->rowRegs = static_cast<uint32_t>(rowRegs);",
             "    t->tileRows = tileRows;",
             "    t->chunkLength = 0;",
             "    t->tileStride = (tileRows * t->rowStride + 63) / 64 * 64;",
@@ -180,7 +211,10 @@ def tiling_calc(k: RowKernel) -> str:
             "    // Split mode: one row at a time in chunks of 64-element multiples; masks stream.",
             f"    for (int j = 0; j < {nb}; ++j) t->residentRows[j] = 0;",
             "    residentBytes = 0;",
-            f"    const uint64_t perElem = {bn}ull * {c['io']} * dtypeSize + 4ull * {c['row']} + 4ull * "
+            f"    t->inBuffers = {bn};",
+            f"    t->outBuffers = {bn};",
+            "    t->rowRegs = static_cast<uint32_t>(splitRegs);",
+            f"    const uint64_t perElem = {bn}ull * {c['io']} * dtypeSize + 4ull * splitRegs + 4ull * "
             f"{c['vec']} + {c['vec_in']}ull * dtypeSize + 4ull * 2 / 64 + 1;  // + the scratch's share",
             f"    const uint64_t splitFixed = 1024 + 4ull * 64 * {c['stat'] + 1} + {bn}ull * {STAT_SLOT} * "
             f"{c['statout']} * dtypeSize + 32ull * {2 * (c['io'] + c['statout']) + 4 + c['vec_in']} + 3 * edge;",
@@ -424,12 +458,13 @@ def kernel_source(k: RowKernel, rule: str, body_ops: list[str], sources: list[st
                 out(f"{n}Gm.SetGlobalBuffer((__gm__ T*){n});")
             out("const uint64_t ioStride = td.chunkLength != 0 ? td.chunkLength : td.tileRows * td.rowStride;")
             for i in io_in:
-                out(f"pipe.InitBuffer(inQueue{cap(ins[i])}, BUFFER_NUM, ioStride * sizeof(T));")
+                out(f"pipe.InitBuffer(inQueue{cap(ins[i])}, td.inBuffers, ioStride * sizeof(T));")
             for o in row_out:
-                out(f"pipe.InitBuffer(outQueue{cap(outs[o])}, BUFFER_NUM, ioStride * sizeof(T));")
+                out(f"pipe.InitBuffer(outQueue{cap(outs[o])}, td.outBuffers, ioStride * sizeof(T));")
             for o in stat_out:
-                out(f"pipe.InitBuffer(outQueue{cap(outs[o])}, BUFFER_NUM, td.tileRows * STAT_SLOT * sizeof(T));")
-            out(f"pipe.InitBuffer(regBuf, {max(1, k.num_regs['row'])} * td.tileStride * sizeof(float));",
+                out(f"pipe.InitBuffer(outQueue{cap(outs[o])}, td.outBuffers, td.tileRows * STAT_SLOT * sizeof(T));")
+            out("// Row registers: the fp32 values that are not an I/O tile (whole rows stage the weights here too).",
+                "pipe.InitBuffer(regBuf, td.rowRegs != 0 ? td.rowRegs * td.tileStride * sizeof(float) : 32);",
                 f"pipe.InitBuffer(statBuf, ({max(1, k.num_regs['stat'])} + 1) * td.statStride * sizeof(float));",
                 "pipe.InitBuffer(tmpBuf, td.reduceTmp * sizeof(float));",
                 "#if __NPU_ARCH__ == 2002",
@@ -439,8 +474,11 @@ def kernel_source(k: RowKernel, rule: str, body_ops: list[str], sources: list[st
                 "#endif")
             if k.num_regs["vec"]:
                 out(f"pipe.InitBuffer(vecBuf, {k.num_regs['vec']} * td.vecStride * sizeof(float));")
-            for j in range(len(vec_in)):
-                out(f"pipe.InitBuffer(stageBuf{j}, td.vecStride * sizeof(T));")
+            if vec_in:
+                out("if (td.chunkLength != 0) {  // split mode: each chunk's weights staged in the I/O type")
+                for j in range(len(vec_in)):
+                    out(f"    pipe.InitBuffer(stageBuf{j}, td.vecStride * sizeof(T));")
+                out("}")
             for j, i in enumerate(bc):
                 out(f"if (td.residentRows[{j}] != 0) {{  // the whole mask {ins[i]}, once per core",
                     f"    pipe.InitBuffer(residentBuf{j}, td.residentRows[{j}] * td.rowStride * sizeof(T));",
@@ -462,34 +500,59 @@ def kernel_source(k: RowKernel, rule: str, body_ops: list[str], sources: list[st
                 "const uint32_t statCount = static_cast<uint32_t>(td.statStride);",
                 "const uint32_t vecCount = static_cast<uint32_t>(td.chunkLength != 0 ? td.chunkLength : td.rowLength);")
             _declare(out, k, hoisted_only=True)
+            if vec_in:
+                out("if (td.chunkLength == 0) {  // staged through the register buffer, free until the first tile")
+                for i in vec_in:
+                    out(f"    LoadWeight({ins[i]}Gm, {in_reg[i]}, regBuf.Get<T>(), vecCount, td.rowLength);")
+                out("}")
             for st in k.hoisted:
                 if st.api == "Duplicate":
                     _emit_step(out, st, False)
-            out("if (td.chunkLength == 0) {")
-            with out.indent():
-                for j, i in enumerate(vec_in):
-                    out(f"LoadWeight({ins[i]}Gm, {in_reg[i]}, stageBuf{j}.Get<T>(), vecCount, td.rowLength);")
-                for st in k.hoisted:
-                    if st.api != "Duplicate":
-                        _emit_step(out, st, False)
-            out("}", "(void)count;", "(void)statCount;")
+            if any(st.api != "Duplicate" for st in k.hoisted):
+                out("if (td.chunkLength == 0) {")
+                with out.indent():
+                    for st in k.hoisted:
+                        if st.api != "Duplicate":
+                            _emit_step(out, st, False)
+                out("}")
+            out("(void)count;", "(void)statCount;")
         out("}", "")
         out("__aicore__ inline void Process()", "{")
         with out.indent():
             out("if (td.chunkLength != 0) {", "    ProcessSplit();", "    return;", "}",
+                "const uint32_t len = static_cast<uint32_t>(td.rowLength);",
+                "// Double-buffered, the next tile's load is issued before this tile's compute: it overlaps the",
+                "// compute and its scalar waits instead of following them.",
+                "if (td.inBuffers > 1 && myRows != 0) CopyIn(firstRow, TileRows(0), 0, len);",
                 "for (uint64_t row = 0; row < myRows; row += td.tileRows) {")
             with out.indent():
-                out("const uint64_t left = myRows - row;",
-                    "const uint32_t rows = static_cast<uint32_t>(left < td.tileRows ? left : td.tileRows);",
+                out("const uint32_t rows = TileRows(row);",
                     "const uint64_t at = firstRow + row;",
-                    "CopyIn(at, rows, 0, static_cast<uint32_t>(td.rowLength));",
+                    "if (td.inBuffers == 1) {",
+                    "    CopyIn(at, rows, 0, len);",
+                    "} else if (row + td.tileRows < myRows) {",
+                    "    CopyIn(at + td.tileRows, TileRows(row + td.tileRows), 0, len);",
+                    "}",
                     "ComputeRows(at, rows);",
-                    "CopyOut(at, rows, 0, static_cast<uint32_t>(td.rowLength));",
+                    "CopyOut(at, rows, 0, len);",
                     *(["CopyOutStats(at, rows);"] if stat_out else []))
             out("}")
         out("}")
     out("", "private:")
     with out.indent():
+        out("// A row register an I/O tile holds when T is fp32 (it has no slot then): its slot otherwise.",
+            "__aicore__ inline AscendC::LocalTensor<float> TileOrSlot(const AscendC::LocalTensor<float>& regs,",
+            "                                                        uint32_t slot) const", "{")
+        with out.indent():
+            out("if constexpr (std::is_same_v<T, float>) {", "    (void)slot;", "    return regs;", "} else {",
+                "    return regs[slot * td.tileStride];", "}")
+        out("}", "")
+        out("// Rows of the tile starting at a core's row `row`.",
+            "__aicore__ inline uint32_t TileRows(uint64_t row) const", "{")
+        with out.indent():
+            out("const uint64_t left = myRows - row;",
+                "return static_cast<uint32_t>(left < td.tileRows ? left : td.tileRows);")
+        out("}", "")
         out(*_COPIES.splitlines())
         out("")
         if stat_out:
@@ -517,7 +580,7 @@ def kernel_source(k: RowKernel, rule: str, body_ops: list[str], sources: list[st
         _copy_out(out, k, outs, row_out, stat_out)
         out("AscendC::TPipe pipe;")
         for i in io_in:
-            out(f"AscendC::TQue<AscendC::QuePosition::VECIN, 1> inQueue{cap(ins[i])};")
+            out(f"AscendC::TQue<AscendC::QuePosition::VECIN, BUFFER_NUM> inQueue{cap(ins[i])};  // preloads")
         for o in row_out + stat_out:
             out(f"AscendC::TQue<AscendC::QuePosition::VECOUT, 1> outQueue{cap(outs[o])};")
         out("AscendC::TBuf<AscendC::TPosition::VECCALC> regBuf;  // fp32 row registers, one tile each",
@@ -553,7 +616,7 @@ def _declare(out: Lines, k: RowKernel, hoisted_only: bool = False) -> None:
         if rows:
             out("AscendC::LocalTensor<float> regs = regBuf.Get<float>();")
         for r in rows:
-            out(f"AscendC::LocalTensor<float> {r} = regs[{int(r[1:])} * td.tileStride];")
+            out(f"AscendC::LocalTensor<float> {r} = regs[{row_slots(k)[r]} * td.tileStride];")
 
 
 def _copy_in(out: Lines, k: RowKernel, ins, io_in, bc) -> None:
@@ -582,13 +645,12 @@ def _copy_in(out: Lines, k: RowKernel, ins, io_in, bc) -> None:
     out("}", "")
 
 
-def _direct(k: RowKernel, in_reg: dict[int, str]) -> dict[str, int]:
-    """Row outputs computed straight into their output tile (fp32: no copy pass; fp16: one Cast): those whose
-    register is theirs alone (not an input's, not another output's, not a constant)."""
-    hoisted = {st.dst for st in k.hoisted}
-    regs = [r for o, r in enumerate(k.out_regs) if k.output_kinds[o] == "row"]
-    return {r: o for o, r in enumerate(k.out_regs) if k.output_kinds[o] == "row" and regs.count(r) == 1
-            and r not in in_reg.values() and r not in hoisted}
+def _slot(k: RowKernel, reg: str, split: bool) -> str:
+    """Row register ``reg``'s storage: its slot, or, where an fp32 I/O tile may hold it, ``TileOrSlot`` (the
+    slot is then not in the buffer, and the fp32 cast helpers ignore the argument)."""
+    tile = reg in tile_inputs(k) or (not split and reg in direct_outputs(k))
+    slot = row_slots(k)[reg]
+    return f"TileOrSlot(regs, {slot})" if tile else f"regs[{slot} * td.tileStride]"
 
 
 def _compute_head(out: Lines, k: RowKernel, ins, outs, io_in, in_reg, split: bool, final: bool) -> None:
@@ -599,7 +661,7 @@ def _compute_head(out: Lines, k: RowKernel, ins, outs, io_in, in_reg, split: boo
         out(f"AscendC::LocalTensor<float> partial = stats[{k.num_regs['stat']} * td.statStride];")
     bc = list(k.broadcast_inputs)
     for i in io_in:
-        reg, slot = in_reg[i], f"regs[{int(in_reg[i][1:])} * td.tileStride]"
+        reg, slot = in_reg[i], _slot(k, in_reg[i], split)
         if i in bc and not split:
             j = bc.index(i)
             out(f"AscendC::LocalTensor<T> {ins[i]}Local;", f"AscendC::LocalTensor<float> {reg} = {slot};",
@@ -613,17 +675,19 @@ def _compute_head(out: Lines, k: RowKernel, ins, outs, io_in, in_reg, split: boo
         else:
             out(f"AscendC::LocalTensor<T> {ins[i]}Local = inQueue{cap(ins[i])}.template DeQue<T>();",
                 f"AscendC::LocalTensor<float> {reg} = ToFloat({ins[i]}Local, {slot}, count);")
-    direct = _direct(k, in_reg) if final else {}
-    for o in direct.values():
-        out(f"AscendC::LocalTensor<T> {outs[o]}Local = outQueue{cap(outs[o])}.template AllocTensor<T>();")
+    direct = direct_outputs(k) if final else {}
+    for o in direct.values():  # fp32 computes into the tile; others take it at their final Cast
+        out(f"AscendC::LocalTensor<T> {outs[o]}Local;",
+            f"if constexpr (std::is_same_v<T, float>) {outs[o]}Local = "
+            f"outQueue{cap(outs[o])}.template AllocTensor<T>();")
     used = {st.dst for st in k.steps + k.hoisted} | {s for st in k.steps for s in st.srcs} | set(k.out_regs)
     fresh = sorted({u for u in used if u[0] == "r" and u not in in_reg.values()}, key=lambda n: int(n[1:]))
     for r in fresh:
         if r in direct:
-            out(f"AscendC::LocalTensor<float> {r} = OutReg({outs[direct[r]]}Local, regs[{int(r[1:])} * "
-                f"td.tileStride]);  // {outs[direct[r]]}")
+            out(f"AscendC::LocalTensor<float> {r} = OutReg({outs[direct[r]]}Local, {_slot(k, r, split)});  "
+                f"// {outs[direct[r]]}")
         else:
-            out(f"AscendC::LocalTensor<float> {r} = regs[{int(r[1:])} * td.tileStride];")
+            out(f"AscendC::LocalTensor<float> {r} = {_slot(k, r, split)};")
 
 
 def _compute_rows(out: Lines, k: RowKernel, ins, outs, io_in, row_out, stat_out, in_reg) -> None:
@@ -639,7 +703,7 @@ def _compute_rows(out: Lines, k: RowKernel, ins, outs, io_in, row_out, stat_out,
         _compute_head(out, k, ins, outs, io_in, in_reg, split=False, final=True)
         for st in k.steps:
             _emit_step(out, st, False)
-        _outputs(out, k, outs, row_out + stat_out, _direct(k, in_reg), "count", "statCount")
+        _outputs(out, k, outs, row_out + stat_out, direct_outputs(k), "count", "statCount")
         bc = list(k.broadcast_inputs)
         for i in io_in:
             if i in bc:
@@ -656,7 +720,8 @@ def _outputs(out: Lines, k: RowKernel, outs, which: list[int], direct: dict[str,
         n, reg = outs[o], k.out_regs[o]
         n_count = count if k.output_kinds[o] == "row" else stat_count
         if direct.get(reg) == o:
-            out(f"FromFloat({n}Local, {reg}, {n_count});")
+            out(f"if constexpr (!std::is_same_v<T, float>) {n}Local = outQueue{cap(n)}.template AllocTensor<T>();",
+                f"FromFloat({n}Local, {reg}, {n_count});")
         else:
             out(f"AscendC::LocalTensor<T> {n}Local = outQueue{cap(n)}.template AllocTensor<T>();",
                 f"ToTile({n}Local, {reg}, {n_count});")
@@ -704,12 +769,12 @@ def _split(out: Lines, k: RowKernel, ins, outs, io_in, vec_in, row_out, stat_out
                     out(f"LoadWeight({ins[i]}Gm[col], {in_reg[i]}, stageBuf{j}.Get<T>(), len, td.rowLength - col);")
                 for st in vec_steps:
                     _emit_step(out, st, True)
-            for st in chunk_steps:
-                _emit_step(out, st, True)
-            for st in reduces:
+            # Program order: a reduction reads its source before a later step may reuse that register.
+            wanted = {id(st) for st in chunk_steps + reduces}
+            for st in (st for st in k.steps if id(st) in wanted):
                 _emit_step(out, st, True)
             if p == final:
-                _outputs(out, k, outs, row_out, _direct(k, in_reg), "count", "statCount")
+                _outputs(out, k, outs, row_out, direct_outputs(k), "count", "statCount")
             for i in io_in:
                 out(f"inQueue{cap(ins[i])}.FreeTensor({ins[i]}Local);")
         out("}", "")

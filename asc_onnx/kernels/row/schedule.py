@@ -19,6 +19,9 @@ from ..skeleton import tiling_ub_bytes
 if TYPE_CHECKING:
     from .lower import RowKernel, RowStep
 
+#: Whole-row mode's buffers per (input, output) queue, best first: the host takes the first a one-row tile
+#: fits (a double-buffered input alone still preloads the next tile during this one's compute).
+BUFFERINGS = ((2, 2), (2, 1), (1, 1))
 #: fp32 elements per row statistic (64 bytes: a whole number of 32-byte blocks).
 STAT_SLOT = 16
 #: Rows per tile at most: DataCopyPad's blockCount is 12 bits.
@@ -37,13 +40,64 @@ class RowSchedule(VectorSchedule):
     resident_share: int = 3
 
 
+def input_regs(k: RowKernel) -> dict[int, str]:
+    """Each input's register: ``rK`` for inputs carrying rows, ``vK`` for weights, in input order."""
+    counters, out = {"r": 0, "v": 0}, {}
+    for i, x in enumerate(k.inputs):
+        c = "v" if x.kind == "vec" else "r"
+        out[i] = f"{c}{counters[c]}"
+        counters[c] += 1
+    return out
+
+
+def direct_outputs(k: RowKernel) -> dict[str, int]:
+    """Row outputs computed straight into their output tile (fp32: no copy pass; fp16: one Cast): those whose
+    register is theirs alone (not an input's, not another output's, not a constant), by register."""
+    hoisted = {st.dst for st in k.hoisted}
+    regs = [r for o, r in enumerate(k.out_regs) if k.output_kinds[o] == "row"]
+    ins = set(input_regs(k).values())
+    return {r: o for o, r in enumerate(k.out_regs) if k.output_kinds[o] == "row" and regs.count(r) == 1
+            and r not in ins and r not in hoisted}
+
+
+def tile_inputs(k: RowKernel) -> set[str]:
+    """Registers of the inputs read as full tiles (a mask input's may be gathered from its resident copy)."""
+    return {r for i, r in input_regs(k).items() if k.inputs[i].kind == "full"}
+
+
+def row_slots(k: RowKernel) -> dict[str, int]:
+    """Each row register's slot in the register buffer, ordered so that the registers an I/O tile can hold come
+    last: the hoisted constants, the other values, the direct outputs, the inputs. With fp32 I/O an input's
+    register is its input tile, and in whole-row mode a direct output's is its output tile (a value computed
+    before the output in that register lives in the output tile), so those need no slot: the buffer holds the
+    first :func:`slot_counts` slots of the mode and type."""
+    used = ({st.dst for st in k.steps + k.hoisted} | {s for st in k.steps + k.hoisted for s in st.srcs}
+            | set(k.out_regs) | set(input_regs(k).values()))
+    rows = sorted((u for u in used if u[0] == "r"), key=lambda n: int(n[1:]))
+    hoisted = {st.dst for st in k.hoisted}
+    direct, ins = set(direct_outputs(k)), tile_inputs(k)
+    rank = {r: (0 if r in hoisted else 3 if r in ins else 2 if r in direct else 1) for r in rows}
+    return {r: i for i, r in enumerate(sorted(rows, key=lambda r: (rank[r], int(r[1:]))))}
+
+
+def slot_counts(k: RowKernel) -> dict[str, int]:
+    """Slots the register buffer holds: ``all`` (fp16/bf16 I/O), ``whole32`` and ``split32`` (fp32 I/O in
+    whole-row and split mode)."""
+    slots = row_slots(k)
+    direct, ins = set(direct_outputs(k)), tile_inputs(k)
+    return {"all": len(slots), "whole32": sum(r not in direct and r not in ins for r in slots),
+            "split32": sum(r not in ins for r in slots)}
+
+
 def ub_counts(k: RowKernel) -> dict[str, int]:
     """What a tile row holds in the unified buffer, by kind: I/O rows of T (``io``), statistic outputs
-    (``statout``), weights staged in T (``vec_in``) and fp32 registers (``row``, ``stat``, ``vec``)."""
+    (``statout``), weights staged in T (``vec_in``; split mode only: whole rows stage them in the register
+    buffer) and fp32 registers (``stat``, ``vec``, and the row registers' slots: :func:`slot_counts`)."""
     ins = [x.kind for x in k.inputs]
     return {"io": ins.count("full") + ins.count("bcast") + k.output_kinds.count("row"),
+            "in": ins.count("full") + ins.count("bcast"), "out": k.output_kinds.count("row"),
             "statout": k.output_kinds.count("stat"), "vec_in": ins.count("vec"),
-            "row": k.num_regs["row"], "stat": k.num_regs["stat"], "vec": k.num_regs["vec"]}
+            "stat": k.num_regs["stat"], "vec": k.num_regs["vec"], **slot_counts(k)}
 
 
 @dataclass(frozen=True)
@@ -56,6 +110,7 @@ class RowPlan:
     tile_rows: int  # whole rows per tile (1 in split mode)
     chunk: int  # split mode: columns per chunk; 0 when whole rows fit
     resident: tuple[bool, ...]  # per mask input: loaded whole once per core
+    buffers: tuple[int, int] = (2, 2)  # buffers per input queue and per output queue
 
     @property
     def mode(self) -> str:
@@ -81,11 +136,10 @@ def plan(k: RowKernel, shapes: Sequence[Sequence[int]], dtype_size: int, ub_byte
     block_dim = min(max(1, rows // min_rows), core_num)
     core_rows = rows // block_dim + (1 if rows % block_dim else 0)
     c, bn = ub_counts(k), s.buffer_num
-    per_row = (bn * c["io"] * stride * dtype_size + 4 * c["row"] * stride + 4 * STAT_SLOT * (c["stat"] + 1)
-               + bn * STAT_SLOT * c["statout"] * dtype_size + edge)
+    c["row"], c["row_split"] = (c["whole32"], c["split32"]) if dtype_size == 4 else (c["all"], c["all"])
     vec_row = -(-stride // 64) * 64
     tmp = (2 * -(-row_length // 64) + 7) // 8 * 8
-    fixed = (256 * (c["row"] + c["stat"] + 1) + 4 * tmp + 4 * c["vec"] * vec_row + c["vec_in"] * vec_row * dtype_size
+    fixed = (256 * (c["row"] + c["stat"] + 1) + 4 * tmp + 4 * c["vec"] * vec_row
              + 32 * (2 * (c["io"] + c["statout"]) + 4 + c["vec_in"]) + 2 * edge)
     resident, used = [], 0
     for i in k.broadcast_inputs:
@@ -94,14 +148,26 @@ def plan(k: RowKernel, shapes: Sequence[Sequence[int]], dtype_size: int, ub_byte
         keep = mask_rows < core_rows and used + size <= ub_bytes // s.resident_share
         resident.append(keep)
         used += size if keep else 0
-    tile_rows = (ub_bytes - fixed - used) // per_row if ub_bytes > fixed + used else 0
-    if tile_rows == 0 and used:
-        resident = [False] * len(resident)
-        tile_rows = (ub_bytes - fixed) // per_row if ub_bytes > fixed else 0
+    # Double-buffered where a tile of one row fits so, else single; masks leave the UB only if neither fits.
+    tile_rows, buffers = 0, (bn, bn)
+    for keep in (True, False):
+        if not keep:
+            if not used:
+                break
+            resident, used = [False] * len(resident), 0
+        for buffers in BUFFERINGS[BUFFERINGS.index((bn, bn)):]:
+            bi, bo = buffers
+            per_row = ((bi * c["in"] + bo * c["out"]) * stride * dtype_size + 4 * c["row"] * stride
+                       + 4 * STAT_SLOT * (c["stat"] + 1) + bo * STAT_SLOT * c["statout"] * dtype_size + edge)
+            tile_rows = (ub_bytes - fixed - used) // per_row if ub_bytes > fixed + used else 0
+            if tile_rows:
+                break
+        if tile_rows:
+            break
     tile_rows = min(tile_rows, MAX_TILE_ROWS, core_rows)
     if tile_rows >= 1:
-        return RowPlan(rows, row_length, block_dim, tile_rows, 0, tuple(resident))
-    per_elem = bn * c["io"] * dtype_size + 4 * c["row"] + 4 * c["vec"] + c["vec_in"] * dtype_size + 1
+        return RowPlan(rows, row_length, block_dim, tile_rows, 0, tuple(resident), buffers)
+    per_elem = bn * c["io"] * dtype_size + 4 * c["row_split"] + 4 * c["vec"] + c["vec_in"] * dtype_size + 1
     split_fixed = (1024 + 4 * 64 * (c["stat"] + 1) + bn * STAT_SLOT * c["statout"] * dtype_size
                    + 32 * (2 * (c["io"] + c["statout"]) + 4 + c["vec_in"]) + 3 * edge)
     if ub_bytes <= split_fixed:
@@ -117,7 +183,7 @@ def plan(k: RowKernel, shapes: Sequence[Sequence[int]], dtype_size: int, ub_byte
         chunk -= 64
     if edge and short_end(chunk):
         return None
-    return RowPlan(rows, row_length, block_dim, 1, chunk, (False,) * len(resident))
+    return RowPlan(rows, row_length, block_dim, 1, chunk, (False,) * len(resident), (bn, bn))
 
 
 def pass_steps(k: RowKernel, p: int, final: bool) -> list[RowStep]:
@@ -183,4 +249,4 @@ def traffic(k: RowKernel, shapes: Sequence[Sequence[int]], dtype_size: int, soc:
 
 
 __all__ = ["MAX_TILE_ROWS", "STAT_SLOT", "VARIANTS", "RowPlan", "RowSchedule", "choose", "gm_bytes", "pass_steps",
-           "plan", "traffic", "ub_counts", "weight_passes"]
+           "plan", "row_slots", "slot_counts", "traffic", "ub_counts", "weight_passes"]
