@@ -194,20 +194,66 @@ def test_ragged_masked_softmax_on_310p():
         assert c.ok, (cores, c)
 
 
-def test_split_mode_reads_the_row_once_per_pass():
-    """A 100,003-float row does not fit the unified buffer: RMSNorm walks it twice (sum of squares, then
-    the output), softmax three times (max, sum, output). Weights are read once per row and pass."""
+def _layernorm_model(rows: int, d: int, dtype=TensorProto.FLOAT):
+    names = ["x", "g", "b"]
+    ins = [helper.make_tensor_value_info("x", dtype, [rows, d]), helper.make_tensor_value_info("g", dtype, [d]),
+           helper.make_tensor_value_info("b", dtype, [d])]
+    node = helper.make_node("LayerNormalization", names, ["y"], axis=-1, epsilon=1e-5)
+    graph = helper.make_graph([node], "ln", ins, [helper.make_tensor_value_info("y", dtype, [rows, d])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_split_mode_reads_the_row_twice():
+    """A 100,003-float row does not fit the unified buffer. Softmax keeps a running max and a sum rescaled as the
+    max grows (online softmax), LayerNorm sums (x - K)^2 about the row's first element beside the sum of x: each
+    reads x twice (the statistics, then the output), as RMSNorm does. Weights are read once per row and pass that
+    uses them."""
     rows, d = 2, 100003
-    x = np.random.default_rng(0).standard_normal((rows, d)).astype(np.float32)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((rows, d)).astype(np.float32)
     k = _one_kernel(_softmax_model(rows, d))
-    assert k.ir.passes == 3
+    assert k.ir.passes == 2
     res = run(k.ir, k.files, f"{k.op.op_type}TilingData", [x], SOCS["Ascend910B"])
-    assert res.gm_read_bytes == 3 * x.nbytes and res.gm_write_bytes == x.nbytes
+    assert res.gm_read_bytes == 2 * x.nbytes and res.gm_write_bytes == x.nbytes
     w = np.ones(d, np.float32)
     k = _one_kernel(_rmsnorm_model(rows, d))
     assert k.ir.passes == 2
     res = run(k.ir, k.files, f"{k.op.op_type}TilingData", [x, w], SOCS["Ascend910B"])
     assert res.gm_read_bytes == 2 * x.nbytes + rows * w.nbytes and res.gm_write_bytes == x.nbytes
+    # A weight that fits half the unified buffer stays there in its I/O type: once per core, not per row.
+    xh = rng.standard_normal((6, 40000)).astype(np.float16)
+    wh = rng.uniform(0.5, 1.5, 40000).astype(np.float16)
+    k = _one_kernel(_rmsnorm_model(6, 40000, TensorProto.FLOAT16))
+    res = run(k.ir, k.files, f"{k.op.op_type}TilingData", [xh, wh], SOCS["Ascend910B"], core_num=2)
+    c = compare_arrays("y", reference(k.op, [xh, wh])[0], res.outputs[0], TensorProto.FLOAT16)
+    assert c.ok, c
+    assert res.tile_length == 0 and res.gm_read_bytes == 2 * xh.nbytes + 2 * wh.nbytes
+    # LayerNorm far from the origin: a one-pass sum of squares about 0 would lose 3 of fp32's 7 digits here
+    # (variance 1, mean square 900). Against float64: the fp32 mean of 1e5 values near 30 is itself good to
+    # about 1e-6 relative, so 3e-5 absolute on outputs of size 2 (ORT's fp32 kernel is 3e-6 off).
+    shifted = (x + 30.0).astype(np.float32)
+    g, b = rng.uniform(0.5, 1.5, d).astype(np.float32), rng.standard_normal(d).astype(np.float32)
+    k = _one_kernel(_layernorm_model(rows, d))
+    assert k.ir.passes == 2
+    res = run(k.ir, k.files, f"{k.op.op_type}TilingData", [shifted, g, b], SOCS["Ascend910B"])
+    x64 = shifted.astype(np.float64)
+    exact = (x64 - x64.mean(-1, keepdims=True)) / np.sqrt(x64.var(-1, keepdims=True) + 1e-5) * g + b
+    assert np.abs(res.outputs[0] - exact).max() < 3e-5
+    assert res.gm_read_bytes == 2 * x.nbytes + rows * (g.nbytes + b.nbytes)  # the weights in the output pass
+
+
+@pytest.mark.parametrize("soc", ["Ascend910B", "Ascend310P"])
+def test_online_softmax_where_the_max_grows_late_and_a_chunk_is_all_minus_inf(soc):
+    """The running sum is rescaled whenever a later chunk raises the max (here by 80, so exp(x - max) of the first
+    chunks must shrink by e^-80); a first chunk of -inf (a padding mask) sums to 0, not NaN."""
+    rows, d = 3, 100003
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((rows, d)).astype(np.float32)
+    x[0, -10:] += 80.0
+    x[1, :40000] = -np.inf
+    x[2, 50000] += 30.0
+    k = _one_kernel(_softmax_model(rows, d))
+    _check(k, [x], soc, TensorProto.FLOAT)
 
 
 def test_whole_rows_read_x_once_and_weights_once_per_core():

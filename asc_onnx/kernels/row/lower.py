@@ -64,6 +64,10 @@ class RowStep:
     ``scalar`` (per row, the scalar read from stat ``stat``), ``reduce`` (per row into a stat slot).
     ``scalar_expr`` names a runtime scalar (``invLength``) instead of ``scalar``.
     ``avail`` is the pass after which the value exists in split mode (reductions finish in pass ``avail - 1``).
+    ``online`` marks split mode's one-pass forms: ``("max",)`` a running max whose previous value rescales a sum,
+    ``("neg",)`` its negation, recomputed per chunk, ``("sum", max)`` a sum of exp(x - max) rescaled as the max
+    grows, ``("shifted", x, sum_x, scratch)`` a sum of (x - mean)^2 taken as a sum of (x - K)^2 about the row's
+    first element K and corrected once the sum of x is known.
     """
 
     api: str
@@ -75,6 +79,7 @@ class RowStep:
     stat: str | None = None
     scalar_expr: str | None = None
     avail: int = 0
+    online: tuple[str, ...] = ()  # split mode's one-pass forms (see _online), with register names
 
 
 @dataclass(frozen=True)
@@ -488,20 +493,66 @@ def _lower_row_node(b: _RowBuilder, node, args, shapes) -> list[int | float | No
         raise LoweringError(str(exc).replace("pointwise kernel", "row kernel")) from None
 
 
-def _avail(b: _RowBuilder) -> dict[int, int]:
-    """The pass after which each value exists (split mode): inputs 0; a reduction one pass after its input."""
+def _online(b: _RowBuilder) -> dict[int, tuple[object, ...]]:
+    """Split mode's one-pass forms, by value: an online softmax (``ReduceSum(Exp(x - ReduceMax(x)))``: the max and
+    the rescaled sum in one pass over the row) and a variance about a mean of the same row (``ReduceSum((x -
+    ReduceSum(x) * invLength)^2)``: the sum of squares about a shifted origin in the mean's pass)."""
+    prod = {st.dst: st for st in b.steps}
+
+    def ex(v: int) -> dict:
+        return b.extra.get(v, {})
+
+    def centred(d: Step | None) -> tuple[Step, Step] | None:
+        """``d = x + (-stat)``: the negation and the stat."""
+        if d is None or d.api != "Adds" or ex(d.dst).get("form") != "scalar":
+            return None
+        neg = prod.get(ex(d.dst)["stat"])
+        if neg is None or neg.api != "Muls" or neg.scalar != -1.0 or neg.srcs[0] not in prod:
+            return None
+        return neg, prod[neg.srcs[0]]
+
+    out: dict[int, tuple[object, ...]] = {}
+    for st in b.steps:
+        if st.api != "ReduceSum" or ex(st.dst).get("form") != "reduce" or st.srcs[0] not in prod:
+            continue
+        src = prod[st.srcs[0]]
+        if src.api == "Exp" and (c := centred(prod.get(src.srcs[0]))):
+            neg, m = c
+            if m.api == "ReduceMax" and ex(m.dst).get("form") == "reduce" and m.srcs[0] == prod[src.srcs[0]].srcs[0]:
+                out[m.dst], out[neg.dst], out[st.dst] = ("max",), ("neg",), ("sum", m.dst)
+        elif src.api == "Mul" and src.srcs[0] == src.srcs[1] and (c := centred(prod.get(src.srcs[0]))):
+            neg, mean = c
+            d = prod[src.srcs[0]]
+            sx = prod.get(mean.srcs[0]) if mean.api == "Muls" and ex(mean.dst).get("scalar_expr") == "invLength" \
+                else None
+            if sx is not None and sx.api == "ReduceSum" and ex(sx.dst).get("form") == "reduce" \
+                    and sx.srcs[0] == d.srcs[0]:
+                out[st.dst] = ("shifted", d.srcs[0], sx.dst, src.dst)
+    return out
+
+
+def _avail(b: _RowBuilder, online: Mapping[int, tuple[object, ...]]) -> dict[int, int]:
+    """The pass after which each value exists (split mode): inputs 0; a reduction one pass after its input, an
+    online sum with its max and a shifted variance with its mean's sum."""
     av: dict[int, int] = {}
     for st in b.steps:
         base = max((av.get(s, 0) for s in st.srcs), default=0)
         stat = b.extra.get(st.dst, {}).get("stat")
         if stat is not None:
             base = max(base, av.get(stat, 0))
-        av[st.dst] = base + 1 if b.extra.get(st.dst, {}).get("form") == "reduce" else base
+        kind = online.get(st.dst, ("",))
+        if kind[0] == "sum":
+            av[st.dst] = av[kind[1]]
+        elif kind[0] == "shifted":
+            av[st.dst] = av[kind[2]]
+        else:
+            av[st.dst] = base + 1 if b.extra.get(st.dst, {}).get("form") == "reduce" else base
     return av
 
 
 def _finish(op: FusedOp, b: _RowBuilder, inputs, out_regs, out_kinds, dtypes, row_dims) -> RowKernel:
-    av = _avail(b)
+    online = _online(b)
+    av = _avail(b, online)
     # Reachable steps only (a LayerNormalization's unused Mean output computes nothing).
     needed: set[int] = set(out_regs)
     for st in reversed(b.steps):
@@ -517,9 +568,11 @@ def _finish(op: FusedOp, b: _RowBuilder, inputs, out_regs, out_kinds, dtypes, ro
     rows = []
     for st in hoist + body:
         ex = b.extra.get(st.dst, {})
+        kind = online.get(st.dst, ())
         rows.append(RowStep(st.api, names[st.dst], tuple(names[s] for s in st.srcs), st.scalar, st.mode,
                             ex.get("form", "tile"), names[ex["stat"]] if ex.get("stat") is not None else None,
-                            ex.get("scalar_expr"), av.get(st.dst, 0)))
+                            ex.get("scalar_expr"), av.get(st.dst, 0),
+                            tuple(str(kind[0]) if i == 0 else names[v] for i, v in enumerate(kind))))
     counts = {c: 1 + max([int(n[1:]) for n in names.values() if n[0] == c[0]], default=-1) for c in ("row", "stat",
                                                                                                       "vec")}
     # Reads of the row in split mode: one per reduction level the row outputs wait for; stat outputs may

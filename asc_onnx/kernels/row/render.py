@@ -39,6 +39,7 @@ from .schedule import (
     BUFFERINGS,
     MAX_TILE_ROWS,
     STAT_SLOT,
+    WEIGHT_SHARE,
     direct_outputs,
     pass_steps,
     row_slots,
@@ -82,6 +83,7 @@ def tiling_header(k: RowKernel) -> str:
         "uint32_t inBuffers;     // buffers per input queue (2: the next tile loads during this one's compute)",
         "uint32_t outBuffers;    // buffers per output queue (2: a tile's store overlaps the next tile's compute)",
         "uint32_t rowRegs;       // row registers in the register buffer (fp32 I/O: not those that are I/O tiles)",
+        "uint32_t weightsResident;  // split mode: the weights kept whole in UB in the I/O type (else per chunk)",
         "float invLength;        // 1 / rowLength, for means",
         *([f"float param[{k.num_params}];        // the op's scalars, from the node's p0.. attributes (fp32 bits)"]
           if k.num_params else []),
@@ -152,13 +154,14 @@ def tiling_calc(k: RowKernel) -> str:
             f"const uint64_t rowRegs = dtypeSize == 4 ? {c['whole32']} : {c['all']};",
             f"const uint64_t splitRegs = dtypeSize == 4 ? {c['split32']} : {c['all']};",
             f"// Whole rows, per row of a tile: inBuffers x {c['in']} input and outBuffers x {c['out']} output",
-            f"// tiles of T, rowRegs fp32 row registers, {c['stat']} stat registers (+1 for split-mode partials),",
+            f"// tiles of T, rowRegs fp32 row registers, {c['stat_slots']} stat registers (a partial, a max, a sum",
+            "// among them),"
             f"// outBuffers x {c['statout']} stat outputs of {STAT_SLOT}.",
             "const uint64_t vecRow = (t->rowStride + 63) / 64 * 64;",
             "const uint64_t tmpElems = (2 * ((t->rowLength + 63) / 64) + 7) / 8 * 8;",
             f"// Per tile: register round-up to 64 elements, the reduction scratch, {c['vec']} fp32 weight rows",
             "// (staged through the register buffer), 32-byte padding of every buffer.",
-            f"const uint64_t fixed = 256ull * (rowRegs + {c['stat'] + 1}) + 4 * tmpElems + 4ull * {c['vec']} * vecRow"
+            f"const uint64_t fixed = 256ull * (rowRegs + {c['stat_slots']}) + 4 * tmpElems + 4ull * {c['vec']} * vecRow"
             f" + 32ull * {2 * (c['io'] + c['statout']) + 4 + c['vec_in']} + 2 * edge;",
             "// A mask input with fewer rows than a core reads (one per data row: a position embedding over a",
             "// batch, a mask over heads) that fits a third of the UB is loaded whole once per core and its rows",
@@ -191,7 +194,7 @@ def tiling_calc(k: RowKernel) -> str:
             f"    for (option = {BUFFERINGS.index((bn, bn))}; option < {len(BUFFERINGS)}; ++option) {{",
             f"        const uint64_t perRow = (inOptions[option] * {c['in']}ull + outOptions[option] * "
             f"{c['out']}ull) * t->rowStride * dtypeSize + 4ull * rowRegs * t->rowStride + "
-            f"4ull * {STAT_SLOT} * {c['stat'] + 1} + "
+            f"4ull * {STAT_SLOT} * {c['stat_slots']} + "
             f"outOptions[option] * {STAT_SLOT}ull * {c['statout']} * dtypeSize + edge;",
             "        tileRows = ubBytes > fixed + residentBytes ? (ubBytes - fixed - residentBytes) / perRow : 0;",
             "        if (tileRows != 0) break;",
@@ -214,10 +217,15 @@ def tiling_calc(k: RowKernel) -> str:
             f"    t->inBuffers = {bn};",
             f"    t->outBuffers = {bn};",
             "    t->rowRegs = static_cast<uint32_t>(splitRegs);",
+            "    // The weights stay in UB in their I/O type when they fit half of it, else stream per chunk.",
+            f"    const uint64_t weightBytes = {c['vec_in']}ull * ((t->rowStride * dtypeSize + 31) / 32 * 32);",
+            f"    t->weightsResident = {c['vec_in']} != 0 && weightBytes <= ubBytes / {WEIGHT_SHARE} ? 1 : 0;",
             f"    const uint64_t perElem = {bn}ull * {c['io']} * dtypeSize + 4ull * splitRegs + 4ull * "
-            f"{c['vec']} + {c['vec_in']}ull * dtypeSize + 4ull * 2 / 64 + 1;  // + the scratch's share",
-            f"    const uint64_t splitFixed = 1024 + 4ull * 64 * {c['stat'] + 1} + {bn}ull * {STAT_SLOT} * "
-            f"{c['statout']} * dtypeSize + 32ull * {2 * (c['io'] + c['statout']) + 4 + c['vec_in']} + 3 * edge;",
+            f"{c['vec']} + (t->weightsResident != 0 ? 0 : {c['vec_in']}ull * dtypeSize) + 4ull * 2 / 64 + 1;"
+            "  // + the scratch's share",
+            f"    const uint64_t splitFixed = 1024 + 4ull * 64 * {c['stat_slots']} + {bn}ull * {STAT_SLOT} * "
+            f"{c['statout']} * dtypeSize + 32ull * {2 * (c['io'] + c['statout']) + 4 + c['vec_in']} + 3 * edge +",
+            "                              (t->weightsResident != 0 ? weightBytes : 0);",
             "    if (ubBytes <= splitFixed) return 2;",
             "    uint64_t chunk = (ubBytes - splitFixed) / perElem / 64 * 64;",
             "    if (chunk < 64) return 2;",
@@ -312,7 +320,7 @@ __aicore__ inline void StoreRows(const AscendC::GlobalTensor<U>& dst, const Asce
 }
 """
 
-_GATHER = r"""// One resident mask row into an fp32 register row.
+_GATHER = r"""// One resident mask row (or weight chunk) into an fp32 register row.
 template <typename U>
 __aicore__ inline void RowToFloat(const AscendC::LocalTensor<float>& dst, const AscendC::LocalTensor<U>& src,
                                   uint32_t len)
@@ -384,9 +392,26 @@ def _emit_step(out: Lines, st: RowStep, split: bool) -> None:
                 f"    AscendC::{st.api}({st.dst}[r * STAT_SLOT], {src}[r * pitch], reduceTmp, len);", "}")
             return
         combine = {"ReduceSum": "Add", "ReduceMax": "Max", "ReduceMin": "Min"}[st.api]
+        kind = st.online[:1]
+        if kind == ("shifted",):  # sum of (x - K)^2, K the row's first element; corrected after the pass
+            x, scratch = st.online[1], st.online[3]
+            out(f"if (first) shift = {x}.GetValue(0);",
+                f"AscendC::Adds({scratch}, {x}, -shift, len);",
+                "if (first) {", f"    AscendC::ReduceSum(shiftSum, {scratch}, reduceTmp, len);", "} else {",
+                f"    AscendC::ReduceSum(partial, {scratch}, reduceTmp, len);",
+                "    AscendC::Add(shiftSum, shiftSum, partial, 1);", "}",
+                f"AscendC::Mul({scratch}, {scratch}, {scratch}, len);")
+            src = scratch
         out("if (first) {", f"    AscendC::{st.api}({st.dst}, {src}, reduceTmp, len);", "} else {",
-            f"    AscendC::{st.api}(partial, {src}, reduceTmp, len);",
-            f"    AscendC::{combine}({st.dst}, {st.dst}, partial, 1);  // the chunks so far", "}")
+            f"    AscendC::{st.api}(partial, {src}, reduceTmp, len);")
+        if kind == ("max",):  # the max so far, for the online sum's rescale
+            out(f"    AscendC::Adds(prevMax, {st.dst}, 0.0f, 1);")
+        if kind == ("sum",):  # the sum so far was of exp(x - previous max): rescale it to the new max
+            out(f"    AscendC::Sub(prevMax, prevMax, {st.online[1]}, 1);", "    AscendC::Exp(prevMax, prevMax, 1);",
+                f"    AscendC::Mul({st.dst}, {st.dst}, prevMax, 1);")
+        out(f"    AscendC::{combine}({st.dst}, {st.dst}, partial, 1);  // the chunks so far", "}")
+        if kind == ("max",):  # a row of -inf so far sums to 0 about the lowest finite max, not to NaN
+            out(f"AscendC::Maxs({st.dst}, {st.dst}, -3.40282347e+38f, 1);")
         return
     if st.form == "scalar":
         out("for (uint32_t r = 0; r < rows; ++r) {",
@@ -465,7 +490,8 @@ def kernel_source(k: RowKernel, rule: str, body_ops: list[str], sources: list[st
                 out(f"pipe.InitBuffer(outQueue{cap(outs[o])}, td.outBuffers, td.tileRows * STAT_SLOT * sizeof(T));")
             out("// Row registers: the fp32 values that are not an I/O tile (whole rows stage the weights here too).",
                 "pipe.InitBuffer(regBuf, td.rowRegs != 0 ? td.rowRegs * td.tileStride * sizeof(float) : 32);",
-                f"pipe.InitBuffer(statBuf, ({max(1, k.num_regs['stat'])} + 1) * td.statStride * sizeof(float));",
+                f"pipe.InitBuffer(statBuf, {ub_counts(k)['stat_slots']} * td.statStride * sizeof(float));  "
+                "// + a partial, a max, a shifted sum",
                 "pipe.InitBuffer(tmpBuf, td.reduceTmp * sizeof(float));",
                 "#if __NPU_ARCH__ == 2002",
                 "if (td.rowLength % (32 / sizeof(T)) != 0) {  // rows ending inside a block: their 32-byte windows",
@@ -475,10 +501,18 @@ def kernel_source(k: RowKernel, rule: str, body_ops: list[str], sources: list[st
             if k.num_regs["vec"]:
                 out(f"pipe.InitBuffer(vecBuf, {k.num_regs['vec']} * td.vecStride * sizeof(float));")
             if vec_in:
-                out("if (td.chunkLength != 0) {  // split mode: each chunk's weights staged in the I/O type")
-                for j in range(len(vec_in)):
-                    out(f"    pipe.InitBuffer(stageBuf{j}, td.vecStride * sizeof(T));")
-                out("}")
+                out("if (td.chunkLength != 0) {  // split mode: the weights in the I/O type, whole or a chunk's",
+                    "    const uint64_t stageElems = td.weightsResident != 0 ? td.rowStride : td.vecStride;")
+                for j, i in enumerate(vec_in):
+                    out(f"    pipe.InitBuffer(stageBuf{j}, stageElems * sizeof(T));",
+                        f"    if (td.weightsResident != 0) LoadRows(stageBuf{j}.Get<T>(), {ins[i]}Gm, 1, "
+                        "static_cast<uint32_t>(td.rowLength),",
+                        "                                          static_cast<uint32_t>(td.rowLength), td.rowLength);")
+                out("    if (td.weightsResident != 0) {",
+                    "        const auto readyId = pipe.FetchEventID(AscendC::HardEvent::MTE2_V);",
+                    "        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(readyId);",
+                    "        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(readyId);",
+                    "    }", "}")
             for j, i in enumerate(bc):
                 out(f"if (td.residentRows[{j}] != 0) {{  // the whole mask {ins[i]}, once per core",
                     f"    pipe.InitBuffer(residentBuf{j}, td.residentRows[{j}] * td.rowStride * sizeof(T));",
@@ -558,7 +592,7 @@ def kernel_source(k: RowKernel, rule: str, body_ops: list[str], sources: list[st
         if stat_out:
             out(*_STATS.splitlines())
             out("")
-        if bc:
+        if bc or vec_in:
             out(*_GATHER.splitlines())
             out("")
         if vec_in:
@@ -596,6 +630,8 @@ def kernel_source(k: RowKernel, rule: str, body_ops: list[str], sources: list[st
         for n in ins + outs:
             out(f"AscendC::GlobalTensor<T> {n}Gm;")
         out(f"{struct_name(k)} td;", "uint64_t firstRow = 0;", "uint64_t myRows = 0;")
+        if any(st.online[:1] == ("shifted",) for st in k.steps):
+            out("float shift = 0.0f;  // split mode: the row's first element, the origin of its sum of squares")
     out("};", "}  // namespace", "")
     kernel_entry(out, k.snake, ins + outs, struct_name(k), cls, outs[0])
     return out.text()
@@ -658,7 +694,11 @@ def _compute_head(out: Lines, k: RowKernel, ins, outs, io_in, in_reg, split: boo
         "AscendC::LocalTensor<float> reduceTmp = tmpBuf.Get<float>();")
     _declare(out, k)
     if split:
-        out(f"AscendC::LocalTensor<float> partial = stats[{k.num_regs['stat']} * td.statStride];")
+        out(f"AscendC::LocalTensor<float> partial = stats[{max(1, k.num_regs['stat'])} * td.statStride];")
+        if any(st.online == ("max",) for st in k.steps):
+            out(f"AscendC::LocalTensor<float> prevMax = stats[{max(1, k.num_regs['stat']) + 1} * td.statStride];")
+        if any(st.online[:1] == ("shifted",) for st in k.steps):
+            out(f"AscendC::LocalTensor<float> shiftSum = stats[{max(1, k.num_regs['stat']) + 2} * td.statStride];")
     bc = list(k.broadcast_inputs)
     for i in io_in:
         reg, slot = in_reg[i], _slot(k, in_reg[i], split)
@@ -731,27 +771,45 @@ def _outputs(out: Lines, k: RowKernel, outs, which: list[int], direct: dict[str,
 def _split(out: Lines, k: RowKernel, ins, outs, io_in, vec_in, row_out, stat_out, in_reg) -> None:
     """Split mode: per row, one chunk loop per pass; stats finish between passes."""
     final = k.passes - 1
-    out("// Split mode: a row does not fit; walk it in chunks once per pass.",
+    out("// Split mode: a row does not fit; walk it in chunks once per pass. Every chunk of every pass of every",
+        "// row in one sequence, so the next chunk's load is issued before this chunk's compute.",
         "__aicore__ inline void ProcessSplit()", "{")
     with out.indent():
-        out("for (uint64_t row = 0; row < myRows; ++row) {")
+        out(f"constexpr uint64_t passes = {k.passes};",
+            "const uint64_t chunks = (td.rowLength + td.chunkLength - 1) / td.chunkLength;",
+            "const uint64_t steps = myRows * passes * chunks;",
+            "if (td.inBuffers > 1 && steps != 0) LoadChunk(0, chunks);",
+            "for (uint64_t i = 0; i < steps; ++i) {")
         with out.indent():
+            out("if (td.inBuffers == 1) {", "    LoadChunk(i, chunks);", "} else if (i + 1 < steps) {",
+                "    LoadChunk(i + 1, chunks);", "}",
+                "const uint64_t row = i / (passes * chunks);",
+                "const uint64_t pass = i / chunks % passes;",
+                "const uint64_t col = i % chunks * td.chunkLength;",
+                "const uint32_t len = static_cast<uint32_t>(td.rowLength - col < td.chunkLength ? "
+                "td.rowLength - col : td.chunkLength);",
+                "const bool last = col + len == td.rowLength;  // the pass is done with this chunk",
+                "(void)row;", "(void)last;")
             for p in range(k.passes):
-                out(f"for (uint64_t col = 0; col < td.rowLength; col += td.chunkLength) {{  // pass {p}")
+                out(f"{'if' if p == 0 else '} else if'} (pass == {p}) {{")
                 with out.indent():
-                    out("const uint32_t len = static_cast<uint32_t>(td.rowLength - col < td.chunkLength ? "
-                        "td.rowLength - col : td.chunkLength);",
-                        "CopyIn(firstRow + row, 1, col, len);",
-                        f"ComputePass{p}(col, len, col == 0);")
+                    out(f"ComputePass{p}(col, len, col == 0);")
                     if p == final:
                         out("CopyOut(firstRow + row, 1, col, len);")
-                out("}")
-                after = [st for st in k.steps if st.dst[0] == "s" and st.form != "reduce" and st.avail == p + 1]
-                if after:
-                    out(f"StatsAfterPass{p}();")
-            if stat_out:
-                out("FinishStats(firstRow + row);")
+                    if any(_after(k, p)):
+                        out(f"if (last) StatsAfterPass{p}();")
+                    if p == final and stat_out:
+                        out("if (last) FinishStats(firstRow + row);")
+            out("}")
         out("}")
+    out("}", "")
+    out("// Chunk i of ProcessSplit's sequence into the input queues.",
+        "__aicore__ inline void LoadChunk(uint64_t i, uint64_t chunks)", "{")
+    with out.indent():
+        out("const uint64_t col = i % chunks * td.chunkLength;",
+            "const uint32_t len = static_cast<uint32_t>(td.rowLength - col < td.chunkLength ? td.rowLength - col : "
+            "td.chunkLength);",
+            f"CopyIn(firstRow + i / ({k.passes} * chunks), 1, col, len);")
     out("}", "")
     for p in range(k.passes):
         reduces = [st for st in k.steps if st.form == "reduce" and st.avail == p + 1]
@@ -766,24 +824,41 @@ def _split(out: Lines, k: RowKernel, ins, outs, io_in, vec_in, row_out, stat_out
             _compute_head(out, k, ins, outs, io_in, in_reg, split=True, final=p == final)
             if uses_vec:
                 for j, i in enumerate(vec_in):
-                    out(f"LoadWeight({ins[i]}Gm[col], {in_reg[i]}, stageBuf{j}.Get<T>(), len, td.rowLength - col);")
+                    out("if (td.weightsResident != 0) {",
+                        f"    RowToFloat({in_reg[i]}, stageBuf{j}.Get<T>()[col], len);", "} else {",
+                        f"    LoadWeight({ins[i]}Gm[col], {in_reg[i]}, stageBuf{j}.Get<T>(), len, td.rowLength - col);",
+                        "}")
                 for st in vec_steps:
                     _emit_step(out, st, True)
-            # Program order: a reduction reads its source before a later step may reuse that register.
-            wanted = {id(st) for st in chunk_steps + reduces}
+            # Program order: a reduction reads its source before a later step may reuse that register. An online
+            # sum's max is negated per chunk, as it grows.
+            negs = [st for st in k.steps if st.online == ("neg",) and any(
+                r.online[:1] == ("sum",) for r in reduces)]
+            # A shifted variance reads x right after the sum of x does (a later step may overwrite x in place).
+            wanted = {id(st) for st in chunk_steps + reduces + negs if st.online[:1] != ("shifted",)}
             for st in (st for st in k.steps if id(st) in wanted):
                 _emit_step(out, st, True)
+                for v in (v for v in reduces if v.online[:1] == ("shifted",) and v.online[2] == st.dst):
+                    _emit_step(out, v, True)
             if p == final:
                 _outputs(out, k, outs, row_out, direct_outputs(k), "count", "statCount")
             for i in io_in:
                 out(f"inQueue{cap(ins[i])}.FreeTensor({ins[i]}Local);")
         out("}", "")
-        after = [st for st in k.steps if st.dst[0] == "s" and st.form != "reduce" and st.avail == p + 1]
-        if after:
+        after, shifted = _after(k, p)
+        if after or shifted:
             out(f"__aicore__ inline void StatsAfterPass{p}()", "{")
             with out.indent():
                 out("const uint32_t statCount = STAT_SLOT;")
                 _declare(out, k)
+                if shifted:
+                    out(f"AscendC::LocalTensor<float> partial = stats[{max(1, k.num_regs['stat'])} * td.statStride];",
+                        f"AscendC::LocalTensor<float> shiftSum = stats[{max(1, k.num_regs['stat']) + 2} * "
+                        "td.statStride];")
+                for st in shifted:  # sum (x - mean)^2 = sum (x - K)^2 - (sum (x - K))^2 / n
+                    out("AscendC::Mul(partial, shiftSum, shiftSum, 1);",
+                        "AscendC::Muls(partial, partial, td.invLength, 1);",
+                        f"AscendC::Sub({st.dst}, {st.dst}, partial, 1);")
                 for st in after:
                     _emit_step(out, st, True)
             out("}", "")
@@ -798,6 +873,14 @@ def _split(out: Lines, k: RowKernel, ins, outs, io_in, vec_in, row_out, stat_out
                     f"ToTile({n}Local, {k.out_regs[o]}, STAT_SLOT);", f"outQueue{cap(n)}.EnQue({n}Local);")
             out("CopyOutStats(at, 1);")
         out("}", "")
+
+
+def _after(k: RowKernel, p: int) -> tuple[list[RowStep], list[RowStep]]:
+    """What runs once a row's pass ``p`` is done: the per-row stat steps that become available, and the
+    shifted variances finished in it (their correction)."""
+    after = [st for st in k.steps if st.dst[0] == "s" and st.form != "reduce" and st.avail == p + 1]
+    shifted = [st for st in k.steps if st.online[:1] == ("shifted",) and st.avail == p + 1]
+    return after, shifted
 
 
 def _copy_out(out: Lines, k: RowKernel, outs, row_out, stat_out) -> None:

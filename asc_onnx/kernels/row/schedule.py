@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 #: Whole-row mode's buffers per (input, output) queue, best first: the host takes the first a one-row tile
 #: fits (a double-buffered input alone still preloads the next tile during this one's compute).
 BUFFERINGS = ((2, 2), (2, 1), (1, 1))
+#: Split mode keeps the weights whole in UB (in the I/O type) when they fit 1/WEIGHT_SHARE of it: half still
+#: leaves chunks of thousands of elements.
+WEIGHT_SHARE = 2
 #: fp32 elements per row statistic (64 bytes: a whole number of 32-byte blocks).
 STAT_SLOT = 16
 #: Rows per tile at most: DataCopyPad's blockCount is 12 bits.
@@ -92,12 +95,14 @@ def slot_counts(k: RowKernel) -> dict[str, int]:
 def ub_counts(k: RowKernel) -> dict[str, int]:
     """What a tile row holds in the unified buffer, by kind: I/O rows of T (``io``), statistic outputs
     (``statout``), weights staged in T (``vec_in``; split mode only: whole rows stage them in the register
-    buffer) and fp32 registers (``stat``, ``vec``, and the row registers' slots: :func:`slot_counts`)."""
+    buffer) and fp32 registers (``stat``, ``vec``, and the row registers' slots: :func:`slot_counts`); the stat
+    buffer holds ``stat_slots``: the stats, a chunk's partial, split mode's previous max and shifted sum."""
     ins = [x.kind for x in k.inputs]
     return {"io": ins.count("full") + ins.count("bcast") + k.output_kinds.count("row"),
             "in": ins.count("full") + ins.count("bcast"), "out": k.output_kinds.count("row"),
             "statout": k.output_kinds.count("stat"), "vec_in": ins.count("vec"),
-            "stat": k.num_regs["stat"], "vec": k.num_regs["vec"], **slot_counts(k)}
+            "stat": k.num_regs["stat"], "stat_slots": max(1, k.num_regs["stat"]) + 3, "vec": k.num_regs["vec"],
+            **slot_counts(k)}
 
 
 @dataclass(frozen=True)
@@ -111,6 +116,7 @@ class RowPlan:
     chunk: int  # split mode: columns per chunk; 0 when whole rows fit
     resident: tuple[bool, ...]  # per mask input: loaded whole once per core
     buffers: tuple[int, int] = (2, 2)  # buffers per input queue and per output queue
+    weights_resident: bool = False  # split mode: the weights loaded whole once per core (whole rows always are)
 
     @property
     def mode(self) -> str:
@@ -139,7 +145,7 @@ def plan(k: RowKernel, shapes: Sequence[Sequence[int]], dtype_size: int, ub_byte
     c["row"], c["row_split"] = (c["whole32"], c["split32"]) if dtype_size == 4 else (c["all"], c["all"])
     vec_row = -(-stride // 64) * 64
     tmp = (2 * -(-row_length // 64) + 7) // 8 * 8
-    fixed = (256 * (c["row"] + c["stat"] + 1) + 4 * tmp + 4 * c["vec"] * vec_row
+    fixed = (256 * (c["row"] + c["stat_slots"]) + 4 * tmp + 4 * c["vec"] * vec_row
              + 32 * (2 * (c["io"] + c["statout"]) + 4 + c["vec_in"]) + 2 * edge)
     resident, used = [], 0
     for i in k.broadcast_inputs:
@@ -158,7 +164,7 @@ def plan(k: RowKernel, shapes: Sequence[Sequence[int]], dtype_size: int, ub_byte
         for buffers in BUFFERINGS[BUFFERINGS.index((bn, bn)):]:
             bi, bo = buffers
             per_row = ((bi * c["in"] + bo * c["out"]) * stride * dtype_size + 4 * c["row"] * stride
-                       + 4 * STAT_SLOT * (c["stat"] + 1) + bo * STAT_SLOT * c["statout"] * dtype_size + edge)
+                       + 4 * STAT_SLOT * c["stat_slots"] + bo * STAT_SLOT * c["statout"] * dtype_size + edge)
             tile_rows = (ub_bytes - fixed - used) // per_row if ub_bytes > fixed + used else 0
             if tile_rows:
                 break
@@ -167,9 +173,14 @@ def plan(k: RowKernel, shapes: Sequence[Sequence[int]], dtype_size: int, ub_byte
     tile_rows = min(tile_rows, MAX_TILE_ROWS, core_rows)
     if tile_rows >= 1:
         return RowPlan(rows, row_length, block_dim, tile_rows, 0, tuple(resident), buffers)
-    per_elem = bn * c["io"] * dtype_size + 4 * c["row_split"] + 4 * c["vec"] + c["vec_in"] * dtype_size + 1
-    split_fixed = (1024 + 4 * 64 * (c["stat"] + 1) + bn * STAT_SLOT * c["statout"] * dtype_size
-                   + 32 * (2 * (c["io"] + c["statout"]) + 4 + c["vec_in"]) + 3 * edge)
+    # Split mode: the weights stay in UB in their I/O type when they fit half of it, else stream per chunk.
+    weight_bytes = c["vec_in"] * ((stride * dtype_size + 31) // 32 * 32)
+    keep_weights = c["vec_in"] > 0 and weight_bytes <= ub_bytes // WEIGHT_SHARE
+    per_elem = (bn * c["io"] * dtype_size + 4 * c["row_split"] + 4 * c["vec"]
+                + (0 if keep_weights else c["vec_in"] * dtype_size) + 1)
+    split_fixed = (1024 + 4 * 64 * c["stat_slots"] + bn * STAT_SLOT * c["statout"] * dtype_size
+                   + 32 * (2 * (c["io"] + c["statout"]) + 4 + c["vec_in"]) + 3 * edge
+                   + (weight_bytes if keep_weights else 0))
     if ub_bytes <= split_fixed:
         return None
     chunk = (ub_bytes - split_fixed) // per_elem // 64 * 64
@@ -183,7 +194,7 @@ def plan(k: RowKernel, shapes: Sequence[Sequence[int]], dtype_size: int, ub_byte
         chunk -= 64
     if edge and short_end(chunk):
         return None
-    return RowPlan(rows, row_length, block_dim, 1, chunk, (False,) * len(resident), (bn, bn))
+    return RowPlan(rows, row_length, block_dim, 1, chunk, (False,) * len(resident), (bn, bn), keep_weights)
 
 
 def pass_steps(k: RowKernel, p: int, final: bool) -> list[RowStep]:
@@ -193,7 +204,7 @@ def pass_steps(k: RowKernel, p: int, final: bool) -> list[RowStep]:
     keep = []
     for st in reversed(k.steps):
         if st.form == "reduce":
-            if st.avail == p + 1:
+            if st.avail == p + 1 and st.online[:1] != ("shifted",):  # that reads x beside the sum of x
                 need.add(st.srcs[0])
             continue
         if st.dst[0] == "s" or st.dst not in need:
@@ -213,7 +224,7 @@ def weight_passes(k: RowKernel) -> int:
 def gm_bytes(k: RowKernel, p: RowPlan, shapes: Sequence[Sequence[int]], dtype_size: int) -> int:
     """Global-memory bytes the kernel moves under plan ``p`` (910B's byte-exact copies): the data's rows once
     per pass over them (split mode reads a row ``passes`` times), masks once per core when resident, weights
-    once per core (split mode: once per row and pass that uses them), each output once."""
+    once per core (split mode, where they do not fit: once per row and pass that uses them), each output once."""
     row_bytes = p.row_length * dtype_size
     passes = k.passes if p.chunk else 1
     total = 0
@@ -224,7 +235,7 @@ def gm_bytes(k: RowKernel, p: RowPlan, shapes: Sequence[Sequence[int]], dtype_si
             j = k.broadcast_inputs.index(i)
             total += p.block_dim * math.prod(shapes[i]) * dtype_size if p.resident[j] else passes * p.rows * row_bytes
         elif x.kind == "vec":
-            total += (weight_passes(k) * p.rows if p.chunk else p.block_dim) * row_bytes
+            total += (weight_passes(k) * p.rows if p.chunk and not p.weights_resident else p.block_dim) * row_bytes
     for kd in k.output_kinds:
         total += p.rows * (row_bytes if kd == "row" else dtype_size)
     return total
@@ -248,5 +259,5 @@ def traffic(k: RowKernel, shapes: Sequence[Sequence[int]], dtype_size: int, soc:
     return gm_bytes(k, p, shapes, dtype_size) if p is not None else 0
 
 
-__all__ = ["MAX_TILE_ROWS", "STAT_SLOT", "VARIANTS", "RowPlan", "RowSchedule", "choose", "gm_bytes", "pass_steps",
-           "plan", "row_slots", "slot_counts", "traffic", "ub_counts", "weight_passes"]
+__all__ = ["MAX_TILE_ROWS", "WEIGHT_SHARE", "STAT_SLOT", "VARIANTS", "RowPlan", "RowSchedule", "choose", "gm_bytes",
+           "pass_steps", "plan", "row_slots", "slot_counts", "traffic", "ub_counts", "weight_passes"]
