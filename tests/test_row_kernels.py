@@ -303,9 +303,9 @@ def test_mask_softmax_broadcasts_the_mask_over_heads(soc):
     res = run(k.ir, k.files, f"{k.op.op_type}TilingData", [x, causal], SOCS[soc])
     c = compare_arrays("y", reference(k.op, [x, causal])[0], res.outputs[0], TensorProto.FLOAT)
     assert c.ok, c
-    # x read once, y written once; every core takes rows of one head (910B: 32 cores, 310P: 8), so the mask streams: one
-    # mapped row per data row (mask rows by N-d index: row q of head h reads mask row q mod 128).
-    assert res.gm_read_bytes == x.nbytes + 8 * causal.nbytes
+    # x read once, y written once, the mask once: the cores split the mask's 128 rows (the grouped walk), each
+    # holds its slice in UB and walks it under all 8 heads (mask rows by N-d index: row q reads mask row q mod 128).
+    assert res.gm_read_bytes == x.nbytes + causal.nbytes
     assert res.gm_write_bytes == x.nbytes
 
 
@@ -321,7 +321,8 @@ def test_a_mask_a_core_would_reread_is_loaded_once_per_core():
     assert res.block_dim == 2 and res.gm_read_bytes == x.nbytes + 2 * causal.nbytes
 
 
-def test_a_mask_too_large_for_the_ub_streams_one_row_per_data_row():
+def test_a_mask_larger_than_the_ub_is_read_once_in_slices():
+    """A 1 MiB mask over two heads: the cores split its rows, each holds its slice and walks it under both heads."""
     rng = np.random.default_rng(9)
     x = rng.standard_normal((1, 2, 512, 512)).astype(np.float32)
     causal = np.triu(np.full((512, 512), -1e4, np.float32), 1)[None, None]  # 1 MiB
@@ -329,7 +330,20 @@ def test_a_mask_too_large_for_the_ub_streams_one_row_per_data_row():
     res = run(k.ir, k.files, f"{k.op.op_type}TilingData", [x, causal], SOCS["Ascend910B"])
     c = compare_arrays("y", reference(k.op, [x, causal])[0], res.outputs[0], TensorProto.FLOAT)
     assert c.ok, c
-    assert res.gm_read_bytes == x.nbytes + 2 * causal.nbytes  # once per head
+    assert res.gm_read_bytes == x.nbytes + causal.nbytes
+
+
+def test_a_per_batch_mask_too_large_for_the_ub_streams_one_row_per_data_row():
+    """A [2, 1, S, S] mask varies along the batch, before the heads it repeats over: no core can walk one slice
+    under every repeat, and 512 KiB do not fit, so each data row streams its mask row (once per head)."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((2, 2, 256, 256)).astype(np.float32)
+    mask = np.where(rng.random((2, 1, 256, 256)) < 0.2, -1e4, 0.0).astype(np.float32)
+    k = _one_kernel(_mask_softmax_model(2, 2, 256))
+    res = run(k.ir, k.files, f"{k.op.op_type}TilingData", [x, mask], SOCS["Ascend910B"])
+    c = compare_arrays("y", reference(k.op, [x, mask])[0], res.outputs[0], TensorProto.FLOAT)
+    assert c.ok, c
+    assert res.gm_read_bytes == x.nbytes + 2 * mask.nbytes
 
 
 def test_l2_normalize_and_logsumexp_fuse_through_the_generic_pass():

@@ -117,16 +117,18 @@ def test_row_traffic_model_is_the_emulated_kernels(dtype):
 
 def test_row_traffic_model_with_resident_and_streamed_masks():
     k = _kernel(_masked_softmax())
-    resident = set()
+    resident, grouped = set(), set()
     for v in _variants(k):
-        for h, q, kk in [(4, 16, 64), (2, 8, 5000), (8, 128, 128)]:
+        for h, q, kk in [(4, 16, 64), (2, 8, 5000), (8, 128, 128), (2, 2, 16384)]:
             inputs = _inputs(v, [(1, h, q, kk), (1, 1, q, kk)])
             c = check(v, inputs, B910, f"{h}x{q}x{kk}")
             assert c.ok, c
             p = plan(v.ir, [a.shape for a in inputs], 4, tiling_ub_bytes(v.ir, B910), B910.vector_cores)
             assert of(v).schedule.traffic(v.ir, [a.shape for a in inputs], 4, B910) == c.gm_bytes, (h, q, kk, p)
             resident.add(p.resident)
-    assert resident == {(True,), (False,)}  # the mask loaded once per core, and streamed row by row
+            grouped.add(bool(p.group))
+    # the mask loaded once per core, a core's slice of it under every head (grouped), and streamed row by row
+    assert resident == {(True,), (False,)} and grouped == {True, False}
 
 
 def test_pointwise_traffic_model_is_the_emulated_kernels():

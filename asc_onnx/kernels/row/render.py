@@ -78,6 +78,8 @@ def tiling_header(k: RowKernel) -> str:
         f"uint64_t bcastStride[{_nb(k)}][{MAX_LEAD}];  // per mask input: its row step along each leading axis",
         f"uint64_t residentRows[{_nb(k)}];  // per mask input: rows kept in UB for the whole core (0: streamed)",
         f"uint64_t bcastRows[{_nb(k)}];     // per mask input: its rows (where its reads must stop)",
+        "uint64_t groupRows;     // grouped walk: the mask's rows, split over the cores (0: cores split the data's)",
+        "uint64_t groupRepeats;  // grouped walk: data rows per mask row (each core walks its slice that often)",
         "uint32_t leadCount;     // leading axes used",
         "uint32_t blockDim;      // cores launched",
         "uint32_t inBuffers;     // buffers per input queue (2: the next tile loads during this one's compute)",
@@ -145,24 +147,61 @@ def tiling_calc(k: RowKernel) -> str:
             f"const uint64_t minRows = ({sched.min_core_bytes} + rowLength * dtypeSize - 1) / (rowLength * dtypeSize);",
             "uint64_t blockDim = rows / minRows > 0 ? rows / minRows : 1;",
             "if (blockDim > coreNum) blockDim = coreNum;",
-            "t->blockDim = static_cast<uint32_t>(blockDim);",
-            "t->rowsPerCore = rows / blockDim;",
-            "t->extraRows = rows % blockDim;",
-            "const uint64_t coreRows = t->rowsPerCore + (t->extraRows > 0 ? 1 : 0);",
+            "uint64_t coreRows = rows / blockDim + (rows % blockDim > 0 ? 1 : 0);",
             "// Row registers in the register buffer: with fp32 I/O the inputs' are their tiles, and whole rows",
             "// compute the outputs straight into theirs.",
             f"const uint64_t rowRegs = dtypeSize == 4 ? {c['whole32']} : {c['all']};",
             f"const uint64_t splitRegs = dtypeSize == 4 ? {c['split32']} : {c['all']};",
             f"// Whole rows, per row of a tile: inBuffers x {c['in']} input and outBuffers x {c['out']} output",
             f"// tiles of T, rowRegs fp32 row registers, {c['stat_slots']} stat registers (a partial, a max, a sum",
-            "// among them),"
-            f"// outBuffers x {c['statout']} stat outputs of {STAT_SLOT}.",
+            f"// among them), outBuffers x {c['statout']} stat outputs of {STAT_SLOT}.",
             "const uint64_t vecRow = (t->rowStride + 63) / 64 * 64;",
             "const uint64_t tmpElems = (2 * ((t->rowLength + 63) / 64) + 7) / 8 * 8;",
             f"// Per tile: register round-up to 64 elements, the reduction scratch, {c['vec']} fp32 weight rows",
             "// (staged through the register buffer), 32-byte padding of every buffer.",
             f"const uint64_t fixed = 256ull * (rowRegs + {c['stat_slots']}) + 4 * tmpElems + 4ull * {c['vec']} * vecRow"
             f" + 32ull * {2 * (c['io'] + c['statout']) + 4 + c['vec_in']} + 2 * edge;",
+            "// A mask that repeats along the leading axes before its own (a [1, 1, S, S] mask over [B, H, S, S])",
+            "// and that a core's rows would read more than once: the cores split the mask's rows instead and each",
+            "// walks its rows under every repeat, holding its slice of the mask in UB: the mask is read once.",
+            "t->groupRows = 0;",
+            "t->groupRepeats = 1;",
+            *([] if nb != 1 else [
+                "{",
+                "    uint32_t first = t->leadCount;  // the mask's own leading axes are [first, leadCount)",
+                "    while (first > 0) {",
+                "        const int k = static_cast<int>(bcastRanks[0]) - static_cast<int>(rank - (first - 1));",
+                "        if ((k >= 0 ? bcastDims[0][k] : 1) != dims[first - 1]) break;",
+                "        --first;",
+                "    }",
+                "    bool repeats = true;  // and it is 1 along every axis before them",
+                "    uint64_t maskRows = 1;",
+                "    for (uint32_t i = 0; i < t->leadCount; ++i) {",
+                "        const int k = static_cast<int>(bcastRanks[0]) - static_cast<int>(rank - i);",
+                "        const uint64_t d = k >= 0 ? bcastDims[0][k] : 1;",
+                "        if (i < first && d != 1) repeats = false;",
+                "        maskRows *= d;",
+                "    }",
+                "    const uint64_t cores = blockDim < maskRows ? blockDim : maskRows;",
+                "    const uint64_t slice = (maskRows + cores - 1) / cores;",
+                "    const uint64_t sliceBytes = (slice * t->rowStride * dtypeSize + 31) / 32 * 32;",
+                "    const uint64_t oneRow = (" + f"{c['in']}ull + {c['out']}ull) * t->rowStride * dtypeSize + 4ull * "
+                f"rowRegs * t->rowStride + 4ull * {STAT_SLOT} * {c['stat_slots']} + {STAT_SLOT}ull * {c['statout']} * "
+                "dtypeSize + edge;  // single-buffered",
+                f"    if (repeats && maskRows < rows && maskRows >= coreRows && sliceBytes <= ubBytes / "
+                f"{sched.resident_share} &&",
+                "        fixed + sliceBytes + oneRow <= ubBytes) {",
+                "        t->groupRows = maskRows;",
+                "        t->groupRepeats = rows / maskRows;",
+                "        blockDim = cores;",
+                "        coreRows = slice;",
+                "    }",
+                "}"]),
+            "t->blockDim = static_cast<uint32_t>(blockDim);",
+            "// Rows of a core (of the mask's rows when grouped, each walked groupRepeats times).",
+            "const uint64_t walked = t->groupRows != 0 ? t->groupRows : rows;",
+            "t->rowsPerCore = walked / blockDim;",
+            "t->extraRows = walked % blockDim;",
             "// A mask input with fewer rows than a core reads (one per data row: a position embedding over a",
             "// batch, a mask over heads) that fits a third of the UB is loaded whole once per core and its rows",
             "// gathered from UB; others stream one mapped row per data row.",
@@ -174,7 +213,10 @@ def tiling_calc(k: RowKernel) -> str:
             "    const uint64_t bytes = (maskRows * t->rowStride * dtypeSize + 31) / 32 * 32;",
             "    t->bcastRows[j] = maskRows;",
             "    t->residentRows[j] = 0;",
-            f"    if (maskRows < coreRows && residentBytes + bytes <= ubBytes / {sched.resident_share}) {{",
+            "    if (t->groupRows != 0) {  // a core's slice",
+            "        t->residentRows[j] = coreRows;",
+            "        residentBytes += (coreRows * t->rowStride * dtypeSize + 31) / 32 * 32;",
+            f"    }} else if (maskRows < coreRows && residentBytes + bytes <= ubBytes / {sched.resident_share}) {{",
             "        t->residentRows[j] = maskRows;",
             "        residentBytes += bytes;",
             "    }",
@@ -513,17 +555,20 @@ def kernel_source(k: RowKernel, rule: str, body_ops: list[str], sources: list[st
                     "        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(readyId);",
                     "        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(readyId);",
                     "    }", "}")
+            if bc:
+                out("// Grouped walk: this core's rows are mask rows [firstRow, firstRow + myRows), its slice.",
+                    "maskBase = td.groupRows != 0 ? firstRow : 0;")
             for j, i in enumerate(bc):
-                out(f"if (td.residentRows[{j}] != 0) {{  // the whole mask {ins[i]}, once per core",
+                out(f"if (td.residentRows[{j}] != 0) {{  // the mask {ins[i]} (or this core's slice), once per core",
                     f"    pipe.InitBuffer(residentBuf{j}, td.residentRows[{j}] * td.rowStride * sizeof(T));",
                     f"    const AscendC::LocalTensor<T> resident = residentBuf{j}.Get<T>();",
-                    f"    for (uint64_t row = 0; row < td.residentRows[{j}]; row += {MAX_TILE_ROWS}) {{",
-                    f"        const uint64_t n = td.residentRows[{j}] - row < {MAX_TILE_ROWS} ? "
-                    f"td.residentRows[{j}] - row : {MAX_TILE_ROWS};",
-                    f"        LoadRows(resident[row * td.rowStride], {ins[i]}Gm[row * td.rowLength], "
-                    "static_cast<uint32_t>(n), static_cast<uint32_t>(td.rowLength),",
-                    f"                 static_cast<uint32_t>(td.rowStride), (td.residentRows[{j}] - row) * "
-                    "td.rowLength);",
+                    f"    const uint64_t held = td.groupRows != 0 ? myRows : td.residentRows[{j}];",
+                    f"    for (uint64_t row = 0; row < held; row += {MAX_TILE_ROWS}) {{",
+                    f"        const uint64_t n = held - row < {MAX_TILE_ROWS} ? held - row : {MAX_TILE_ROWS};",
+                    f"        LoadRows(resident[row * td.rowStride], {ins[i]}Gm[(maskBase + row) * td.rowLength], "
+                    "static_cast<uint32_t>(n),",
+                    "                 static_cast<uint32_t>(td.rowLength), static_cast<uint32_t>(td.rowStride),",
+                    f"                 (td.bcastRows[{j}] - maskBase - row) * td.rowLength);",
                     "    }",
                     "    const auto readyId = pipe.FetchEventID(AscendC::HardEvent::MTE2_V);",
                     "    AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(readyId);",
@@ -557,15 +602,18 @@ def kernel_source(k: RowKernel, rule: str, body_ops: list[str], sources: list[st
                 "const uint32_t len = static_cast<uint32_t>(td.rowLength);",
                 "// Double-buffered, the next tile's load is issued before this tile's compute: it overlaps the",
                 "// compute and its scalar waits instead of following them.",
-                "if (td.inBuffers > 1 && myRows != 0) CopyIn(firstRow, TileRows(0), 0, len);",
-                "for (uint64_t row = 0; row < myRows; row += td.tileRows) {")
+                "// Tiles of the core's rows, once per group repeat (once, unless the walk is grouped).",
+                "const uint64_t perGroup = (myRows + td.tileRows - 1) / td.tileRows;",
+                "const uint64_t tiles = perGroup * td.groupRepeats;",
+                "if (td.inBuffers > 1 && tiles != 0) CopyIn(TileAt(0, perGroup), TileRows(0), 0, len);",
+                "for (uint64_t i = 0; i < tiles; ++i) {")
             with out.indent():
-                out("const uint32_t rows = TileRows(row);",
-                    "const uint64_t at = firstRow + row;",
+                out("const uint32_t rows = TileRows(i % perGroup * td.tileRows);",
+                    "const uint64_t at = TileAt(i, perGroup);",
                     "if (td.inBuffers == 1) {",
                     "    CopyIn(at, rows, 0, len);",
-                    "} else if (row + td.tileRows < myRows) {",
-                    "    CopyIn(at + td.tileRows, TileRows(row + td.tileRows), 0, len);",
+                    "} else if (i + 1 < tiles) {",
+                    "    CopyIn(TileAt(i + 1, perGroup), TileRows((i + 1) % perGroup * td.tileRows), 0, len);",
                     "}",
                     "ComputeRows(at, rows);",
                     "CopyOut(at, rows, 0, len);",
@@ -580,6 +628,11 @@ def kernel_source(k: RowKernel, rule: str, body_ops: list[str], sources: list[st
         with out.indent():
             out("if constexpr (std::is_same_v<T, float>) {", "    (void)slot;", "    return regs;", "} else {",
                 "    return regs[slot * td.tileStride];", "}")
+        out("}", "")
+        out("// The first data row of tile i: the core's rows in tiles, under each group repeat in turn.",
+            "__aicore__ inline uint64_t TileAt(uint64_t i, uint64_t perGroup) const", "{")
+        with out.indent():
+            out("return i / perGroup * td.groupRows + firstRow + i % perGroup * td.tileRows;")
         out("}", "")
         out("// Rows of the tile starting at a core's row `row`.",
             "__aicore__ inline uint32_t TileRows(uint64_t row) const", "{")
@@ -630,6 +683,8 @@ def kernel_source(k: RowKernel, rule: str, body_ops: list[str], sources: list[st
         for n in ins + outs:
             out(f"AscendC::GlobalTensor<T> {n}Gm;")
         out(f"{struct_name(k)} td;", "uint64_t firstRow = 0;", "uint64_t myRows = 0;")
+        if bc:
+            out("uint64_t maskBase = 0;  // the first mask row held in UB")
         if any(st.online[:1] == ("shifted",) for st in k.steps):
             out("float shift = 0.0f;  // split mode: the row's first element, the origin of its sum of squares")
     out("};", "}  // namespace", "")
@@ -708,7 +763,8 @@ def _compute_head(out: Lines, k: RowKernel, ins, outs, io_in, in_reg, split: boo
                 f"if (td.residentRows[{j}] != 0) {{  // gather this tile's mask rows from the resident copy",
                 f"    const AscendC::LocalTensor<T> resident = residentBuf{j}.Get<T>();",
                 "    for (uint32_t r = 0; r < rows; ++r) {",
-                f"        RowToFloat({reg}[r * pitch], resident[BcastRow(at + r, {j}) * td.rowStride], len);",
+                f"        RowToFloat({reg}[r * pitch], resident[(BcastRow(at + r, {j}) - maskBase) * td.rowStride], "
+                "len);",
                 "    }", "} else {",
                 f"    {ins[i]}Local = inQueue{cap(ins[i])}.template DeQue<T>();",
                 f"    {reg} = ToFloat({ins[i]}Local, {slot}, count);", "}")

@@ -117,6 +117,7 @@ class RowPlan:
     resident: tuple[bool, ...]  # per mask input: loaded whole once per core
     buffers: tuple[int, int] = (2, 2)  # buffers per input queue and per output queue
     weights_resident: bool = False  # split mode: the weights loaded whole once per core (whole rows always are)
+    group: int = 0  # grouped walk: the mask's rows, split over the cores (each core reads its slice once)
 
     @property
     def mode(self) -> str:
@@ -147,10 +148,18 @@ def plan(k: RowKernel, shapes: Sequence[Sequence[int]], dtype_size: int, ub_byte
     tmp = (2 * -(-row_length // 64) + 7) // 8 * 8
     fixed = (256 * (c["row"] + c["stat_slots"]) + 4 * tmp + 4 * c["vec"] * vec_row
              + 32 * (2 * (c["io"] + c["statout"]) + 4 + c["vec_in"]) + 2 * edge)
+    group = _group(k, data, shapes, dtype_size, ub_bytes, block_dim, core_rows, fixed, c, stride, edge)
+    if group:
+        block_dim = min(block_dim, group)
+        core_rows = -(-group // block_dim)
     resident, used = [], 0
     for i in k.broadcast_inputs:
         mask_rows = math.prod(shapes[i]) // row_length
         size = (mask_rows * stride * dtype_size + 31) // 32 * 32
+        if group:  # a core's slice
+            resident.append(True)
+            used += (core_rows * stride * dtype_size + 31) // 32 * 32
+            continue
         keep = mask_rows < core_rows and used + size <= ub_bytes // s.resident_share
         resident.append(keep)
         used += size if keep else 0
@@ -172,7 +181,7 @@ def plan(k: RowKernel, shapes: Sequence[Sequence[int]], dtype_size: int, ub_byte
             break
     tile_rows = min(tile_rows, MAX_TILE_ROWS, core_rows)
     if tile_rows >= 1:
-        return RowPlan(rows, row_length, block_dim, tile_rows, 0, tuple(resident), buffers)
+        return RowPlan(rows, row_length, block_dim, tile_rows, 0, tuple(resident), buffers, group=group)
     # Split mode: the weights stay in UB in their I/O type when they fit half of it, else stream per chunk.
     weight_bytes = c["vec_in"] * ((stride * dtype_size + 31) // 32 * 32)
     keep_weights = c["vec_in"] > 0 and weight_bytes <= ub_bytes // WEIGHT_SHARE
@@ -195,6 +204,31 @@ def plan(k: RowKernel, shapes: Sequence[Sequence[int]], dtype_size: int, ub_byte
     if edge and short_end(chunk):
         return None
     return RowPlan(rows, row_length, block_dim, 1, chunk, (False,) * len(resident), (bn, bn), keep_weights)
+
+
+def _group(k: RowKernel, data: list[int], shapes: Sequence[Sequence[int]], dtype_size: int, ub_bytes: int,
+           block_dim: int, core_rows: int, fixed: int, c: dict[str, int], stride: int, edge: int) -> int:
+    """The grouped walk's mask rows (0: the ordinary walk): one mask input that repeats along the leading axes
+    before its own (a [1, 1, S, S] mask over [B, H, S, S]) and that a core's rows would read more than once;
+    the cores split the mask's rows and walk each under every repeat, a core's slice held in UB."""
+    if len(k.broadcast_inputs) != 1:
+        return 0
+    lead = data[:len(data) - k.row_dims]
+    mask = list(shapes[k.broadcast_inputs[0]])
+    md = [1] * max(0, len(data) - len(mask)) + mask[max(0, len(mask) - len(data)):]
+    md = md[:len(lead)]
+    first = len(lead)
+    while first > 0 and md[first - 1] == lead[first - 1]:
+        first -= 1
+    mask_rows, rows = math.prod(md), math.prod(lead)
+    cores = min(block_dim, mask_rows)
+    slice_bytes = (-(-mask_rows // cores) * stride * dtype_size + 31) // 32 * 32
+    one_row = ((c["in"] + c["out"]) * stride * dtype_size + 4 * c["row"] * stride + 4 * STAT_SLOT * c["stat_slots"]
+               + STAT_SLOT * c["statout"] * dtype_size + edge)
+    if (all(d == 1 for d in md[:first]) and mask_rows < rows and mask_rows >= core_rows
+            and slice_bytes <= ub_bytes // k.schedule.resident_share and fixed + slice_bytes + one_row <= ub_bytes):
+        return mask_rows
+    return 0
 
 
 def pass_steps(k: RowKernel, p: int, final: bool) -> list[RowStep]:
@@ -233,7 +267,11 @@ def gm_bytes(k: RowKernel, p: RowPlan, shapes: Sequence[Sequence[int]], dtype_si
             total += passes * p.rows * row_bytes
         elif x.kind == "bcast":
             j = k.broadcast_inputs.index(i)
-            total += p.block_dim * math.prod(shapes[i]) * dtype_size if p.resident[j] else passes * p.rows * row_bytes
+            if p.group:
+                total += math.prod(shapes[i]) * dtype_size  # each core its slice
+            else:
+                total += p.block_dim * math.prod(shapes[i]) * dtype_size if p.resident[j] else \
+                    passes * p.rows * row_bytes
         elif x.kind == "vec":
             total += (weight_passes(k) * p.rows if p.chunk and not p.weights_resident else p.block_dim) * row_bytes
     for kd in k.output_kinds:
