@@ -124,3 +124,37 @@ def test_scalar_read_back_needs_v_s_order_without_auto_sync(reduce_exe):
     out = reduce_exe("2201-nosync", "setvalue_then_vec", x, 0)
     assert out.startswith("FAULT") and "LocalTensor::SetValue (S" in out, out
     assert _values(reduce_exe("2201-nosync", "setvalue_flagged", x, 0))[0] == 10.0
+
+
+@pytest.mark.parametrize("arch", ["2201"])
+def test_brcb_fills_one_block_per_value(reduce_exe, arch):
+    """Brcb.md's pseudo-code: value j of repeat i fills block i * dstRepStride + j * dstBlkStride; with strides
+    (2, 16) value r fills the first 32 bytes of the 64-byte slot r."""
+    x = np.arange(1, 17, dtype=np.float32)
+    got = _values(reduce_exe(arch, "brcb_slots", x, 16)).reshape(16, 16)
+    np.testing.assert_array_equal(got[:, :8], np.repeat(x[:, None], 8, 1))
+
+
+@pytest.mark.parametrize("arch, scenario, words", [
+    ("2201", "brcb_zero_stride", "dstBlkStride 0 is undefined"),
+    ("2201", "brcb_in_place", "source and destination share memory"),
+    ("2002", "brcb_slots", "310P supports dstBlkStride 1 only"),
+    ("2201", "rows_other_strides", "destination overlaps a source read with other strides"),
+    ("2201", "rows_past_end", "run past its tensor"),
+])
+def test_repeat_form_misuses_fault(reduce_exe, arch, scenario, words):
+    out = reduce_exe(arch, scenario, np.ones(1024, np.float32), 64 if "rows" in scenario else 16,
+                     255 if scenario == "rows_past_end" else 2)
+    assert out.startswith("FAULT") and words in out, out
+
+
+@pytest.mark.parametrize("mask", [64, 17, 8])
+def test_rows_times_their_slot_value(reduce_exe, mask):
+    """A level-0 Mul over rows of a tile: src1 reads one 32-byte block per repeat (block stride 0, repeat stride
+    2 blocks), the lanes past the mask keep their bytes."""
+    repeat = 5
+    x = np.random.default_rng(mask).uniform(-2, 2, 64 * repeat).astype(np.float32)
+    got = _values(reduce_exe("2201", "rows_times_slot", x, mask, repeat)).reshape(repeat, 64)
+    want = x.reshape(repeat, 64).copy()
+    want[:, :mask] *= (np.arange(repeat) + 2)[:, None]
+    np.testing.assert_array_equal(got, want)

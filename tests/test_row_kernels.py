@@ -22,7 +22,7 @@ from onnx import TensorProto, helper
 
 import asc_onnx
 from asc_onnx import FuseOptions
-from asc_onnx.emulator.harness import EmulatorFaultError, run
+from asc_onnx.emulator.harness import EmulatorFaultError, TilingRefusedError, run
 from asc_onnx.soc import SOCS
 from asc_onnx.validate import compare_arrays
 from asc_onnx.verify_kernels import capture, reference
@@ -201,6 +201,32 @@ def _layernorm_model(rows: int, d: int, dtype=TensorProto.FLOAT):
     node = helper.make_node("LayerNormalization", names, ["y"], axis=-1, epsilon=1e-5)
     graph = helper.make_graph([node], "ln", ins, [helper.make_tensor_value_info("y", dtype, [rows, d])])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("soc", ["Ascend910B", "Ascend310P"])
+@pytest.mark.parametrize("d", [8, 17])
+@pytest.mark.parametrize("dtype", [TensorProto.FLOAT, TensorProto.FLOAT16])
+def test_short_rows_reduce_a_whole_tile_per_instruction(soc, d, dtype):
+    """Rows of at most 64 floats: each reduction is one repeat-strided ReduceRepeat over the tile (up to 255 rows a
+    call); on 910B each statistic is broadcast into its slot by Brcb and applied by one level-0
+    instruction per tile, so no statistic is read back by the scalar unit (310P: Brcb has no block stride there,
+    the rows read theirs with GetValue)."""
+    np_t = np.float32 if dtype == TensorProto.FLOAT else np.float16
+    rng = np.random.default_rng(d)
+    x = (rng.standard_normal((600, d)) * 3).astype(np_t)
+    g, b = rng.uniform(0.5, 1.5, d).astype(np_t), rng.standard_normal(d).astype(np_t)
+    for model, arrays in ((_softmax_model(600, d, dtype), [x]), (_layernorm_model(600, d, dtype), [x, g, b])):
+        k = _one_kernel(model)
+        if soc == "Ascend310P" and d * x.itemsize < 32:  # no DataCopyPad: rows shorter than a block are refused
+            with pytest.raises(TilingRefusedError, match="rows shorter than 32 bytes"):
+                run(k.ir, k.files, f"{k.op.op_type}TilingData", arrays, SOCS[soc], core_num=2)
+            continue
+        res = run(k.ir, k.files, f"{k.op.op_type}TilingData", arrays, SOCS[soc], core_num=2)
+        c = compare_arrays("y", reference(k.op, arrays)[0], res.outputs[0], dtype)
+        assert c.ok, (soc, d, c)
+        assert res.tile_length > 100  # many rows per instruction
+        if soc == "Ascend910B":
+            assert res.scalar_instr == 0
 
 
 def test_split_mode_reads_the_row_twice():

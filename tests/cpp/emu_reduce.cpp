@@ -65,6 +65,32 @@ static void Run(const std::string& s, int32_t count, int32_t repeat, const std::
     } else if (s == "block_sum") {
         ReduceDataBlock<ReduceType::SUM>(dst, src, count, repeat, 1, 1, 8);
         Print(dst, 8 * repeat);
+    } else if (s == "brcb_slots") {
+        // count values (a multiple of 8) into the first block of 64-byte slots: block 2j of the destination
+        Brcb(dst, src, static_cast<uint8_t>(count / 8), {2, 16});
+        Print(dst, count * 16);
+    } else if (s == "brcb_zero_stride") {
+        Brcb(dst, src, 1, {0, 8});
+        Print(dst, 8);
+    } else if (s == "brcb_in_place") {
+        Brcb(src, src, 1, {1, 8});  // in place
+        Print(dst, 8);
+    } else if (s == "rows_times_slot") {
+        // repeat rows of `count` floats at a pitch of 64, each times the value filling its row's slot (the first
+        // block of 16 floats at dst + 16 r): src1 block stride 0, repeat stride 2
+        for (int32_t r = 0; r < repeat; ++r)
+            for (int32_t e = 0; e < 8; ++e) dst.SetValue(r * 16 + e, static_cast<float>(r + 2));
+        SetFlag<HardEvent::S_V>(2);
+        WaitFlag<HardEvent::S_V>(2);
+        Mul(src, src, dst, static_cast<uint64_t>(count), static_cast<uint8_t>(repeat), {1, 1, 0, 8, 8, 2});
+        Print(src, 64 * repeat);
+    } else if (s == "rows_other_strides") {
+        // the destination overlaps its source at another repeat stride: later repeats read what earlier ones wrote
+        Add(src[64], src, dst, static_cast<uint64_t>(count), static_cast<uint8_t>(repeat), {1, 1, 0, 8, 16, 2});
+        Print(src, 8);
+    } else if (s == "rows_past_end") {
+        Mul(dst, dst, tmp, static_cast<uint64_t>(count), static_cast<uint8_t>(repeat), {1, 1, 1, 8, 8, 8});
+        Print(dst, 8);
     } else if (s == "getvalue_after_vec" || s == "getvalue_flagged") {
         // A vector result read back by the scalar unit: ordered by the compiler's auto-sync, or by hand.
         Muls(dst, src, 2.0f, 64);

@@ -8,6 +8,7 @@
 #include "kernel_operator_data_copy.h"
 #include "kernel_operator_vec.h"
 #include "kernel_operator_vec_reduce.h"
+#include "kernel_operator_vec_repeat.h"
 #include "kernel_tensor.h"
 #include "kernel_tpipe.h"
 

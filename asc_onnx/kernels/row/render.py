@@ -159,7 +159,7 @@ def tiling_calc(k: RowKernel) -> str:
             "const uint64_t tmpElems = (2 * ((t->rowLength + 63) / 64) + 7) / 8 * 8;",
             f"// Per tile: register round-up to 64 elements, the reduction scratch, {c['vec']} fp32 weight rows",
             "// (staged through the register buffer), 32-byte padding of every buffer.",
-            f"const uint64_t fixed = 256ull * (rowRegs + {c['stat_slots']}) + 4 * tmpElems + 4ull * {c['vec']} * vecRow"
+            f"const uint64_t fixed = 256ull * rowRegs + 512ull * {c['stat_slots']} + 4 * tmpElems + 4ull * {c['vec']} * vecRow"
             f" + 32ull * {2 * (c['io'] + c['statout']) + 4 + c['vec_in']} + 2 * edge;",
             "// A mask that repeats along the leading axes before its own (a [1, 1, S, S] mask over [B, H, S, S])",
             "// and that a core's rows would read more than once: the cores split the mask's rows instead and each",
@@ -265,7 +265,7 @@ def tiling_calc(k: RowKernel) -> str:
             f"    const uint64_t perElem = {bn}ull * {c['io']} * dtypeSize + 4ull * splitRegs + 4ull * "
             f"{c['vec']} + (t->weightsResident != 0 ? 0 : {c['vec_in']}ull * dtypeSize) + 4ull * 2 / 64 + 1;"
             "  // + the scratch's share",
-            f"    const uint64_t splitFixed = 1024 + 4ull * 64 * {c['stat_slots']} + {bn}ull * {STAT_SLOT} * "
+            f"    const uint64_t splitFixed = 1024 + 4ull * 128 * {c['stat_slots']} + {bn}ull * {STAT_SLOT} * "
             f"{c['statout']} * dtypeSize + 32ull * {2 * (c['io'] + c['statout']) + 4 + c['vec_in']} + 3 * edge +",
             "                              (t->weightsResident != 0 ? weightBytes : 0);",
             "    if (ubBytes <= splitFixed) return 2;",
@@ -280,7 +280,8 @@ def tiling_calc(k: RowKernel) -> str:
             "    t->tileStride = chunk;",
             "    t->vecStride = chunk;",
             "}",
-            f"t->statStride = (t->tileRows * {STAT_SLOT} + 63) / 64 * 64;",
+            "// Stat registers: whole groups of 8 slots (Brcb fills the slots of 8 rows per repeat).",
+            f"t->statStride = (t->tileRows * {STAT_SLOT} + 127) / 128 * 128;",
             "const uint64_t cols = t->chunkLength != 0 ? t->chunkLength : t->rowLength;",
             "// ReduceMax/ReduceMin write a value-index pair per 256-byte repeat (ReduceSum on 310P one value).",
             "t->reduceTmp = (2 * ((cols + 63) / 64) + 7) / 8 * 8;",
@@ -430,8 +431,30 @@ def _emit_step(out: Lines, st: RowStep, split: bool) -> None:
     if st.form == "reduce":
         src = st.srcs[0]
         if not split:
-            out("for (uint32_t r = 0; r < rows; ++r) {",
-                f"    AscendC::{st.api}({st.dst}[r * STAT_SLOT], {src}[r * pitch], reduceTmp, len);", "}")
+            kind = {"ReduceSum": "SUM", "ReduceMax": "MAX", "ReduceMin": "MIN"}[st.api]
+            # A pair (value, index) per MAX/MIN result, in units of two floats: the value lands at r * STAT_SLOT.
+            stride, order = ("STAT_SLOT", "") if kind == "SUM" else \
+                ("STAT_SLOT / 2", ", AscendC::ReduceOrder::ORDER_VALUE_INDEX")
+            pairs = kind != "SUM"  # MAX/MIN results are (value, index): Brcb's element 2r lands in block 2r
+            out("if (len <= 64) {  // a row is one repeat: the whole tile in one instruction, no scalar wait",
+                "    for (uint32_t r = 0; r < rows; r += 255) {",
+                "        const int32_t n = static_cast<int32_t>(rows - r < 255 ? rows - r : 255);",
+                "#if __NPU_ARCH__ == 2002",
+                f"        AscendC::ReduceRepeat<AscendC::ReduceType::{kind}>({st.dst}[r * STAT_SLOT], {src}[r * pitch], "
+                f"static_cast<int32_t>(len), n,",
+                f"                                                  {stride}, 1, static_cast<int32_t>(pitch / 8){order});",
+                "#else",
+                "        // the results side by side, then each one filling the first block of its row's slot",
+                f"        AscendC::ReduceRepeat<AscendC::ReduceType::{kind}>(dense, {src}[r * pitch], "
+                f"static_cast<int32_t>(len), n, 1, 1,",
+                f"                                                  static_cast<int32_t>(pitch / 8){order});",
+                f"        AscendC::Brcb({st.dst}[r * STAT_SLOT], dense, static_cast<uint8_t>(({'2 * ' if pairs else ''}n + 7) "
+                f"/ 8), {{{'1, 8' if pairs else '2, 16'}}});",
+                "#endif",
+                "    }",
+                "} else {  // the count form per row (it ends in a scalar wait)",
+                "    for (uint32_t r = 0; r < rows; ++r) {",
+                f"        AscendC::{st.api}({st.dst}[r * STAT_SLOT], {src}[r * pitch], reduceTmp, len);", "    }", "}")
             return
         combine = {"ReduceSum": "Add", "ReduceMax": "Max", "ReduceMin": "Min"}[st.api]
         kind = st.online[:1]
@@ -456,9 +479,27 @@ def _emit_step(out: Lines, st: RowStep, split: bool) -> None:
             out(f"AscendC::Maxs({st.dst}, {st.dst}, -3.40282347e+38f, 1);")
         return
     if st.form == "scalar":
-        out("for (uint32_t r = 0; r < rows; ++r) {",
-            f"    const float s = {st.stat}.GetValue(r * STAT_SLOT);",
-            f"    AscendC::{st.api}({st.dst}[r * pitch], {st.srcs[0]}[r * pitch], s, len);", "}")
+        per_row = ["for (uint32_t r = 0; r < rows; ++r) {",
+                   f"    const float s = {st.stat}.GetValue(r * STAT_SLOT);",
+                   f"    AscendC::{st.api}({st.dst}[r * pitch], {st.srcs[0]}[r * pitch], s, len);", "}"]
+        if split:
+            out(*per_row)
+            return
+        binary = {"Adds": "Add", "Muls": "Mul", "Maxs": "Max", "Mins": "Min"}[st.api]
+        out("#if __NPU_ARCH__ != 2002",
+            "if (len <= 64) {  // each row's statistic fills a block of its slot: one instruction per tile",
+            "    for (uint32_t r = 0; r < rows; r += 255) {",
+            "        const uint8_t n = static_cast<uint8_t>(rows - r < 255 ? rows - r : 255);",
+            "        const uint8_t rowBlocks = static_cast<uint8_t>(pitch / 8);",
+            f"        AscendC::{binary}({st.dst}[r * pitch], {st.srcs[0]}[r * pitch], {st.stat}[r * STAT_SLOT], len, n,",
+            "                     {1, 1, 0, rowBlocks, rowBlocks, 2});",
+            "    }",
+            "} else {")
+        with out.indent():
+            out(*per_row)
+        out("}", "#else")
+        out(*per_row)
+        out("#endif")
         return
     if st.form == "vec":
         args = ", ".join(_row_at(s) for s in st.srcs)
@@ -748,6 +789,9 @@ def _compute_head(out: Lines, k: RowKernel, ins, outs, io_in, in_reg, split: boo
     out("AscendC::LocalTensor<float> regs = regBuf.Get<float>();",
         "AscendC::LocalTensor<float> reduceTmp = tmpBuf.Get<float>();")
     _declare(out, k)
+    if not split and any(st.form == "reduce" for st in k.steps):  # 910B's short rows: reductions side by side
+        out(f"AscendC::LocalTensor<float> dense = stats[{max(1, k.num_regs['stat'])} * td.statStride];",
+            "(void)dense;")
     if split:
         out(f"AscendC::LocalTensor<float> partial = stats[{max(1, k.num_regs['stat'])} * td.statStride];")
         if any(st.online == ("max",) for st in k.steps):

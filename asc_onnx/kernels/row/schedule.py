@@ -146,7 +146,7 @@ def plan(k: RowKernel, shapes: Sequence[Sequence[int]], dtype_size: int, ub_byte
     c["row"], c["row_split"] = (c["whole32"], c["split32"]) if dtype_size == 4 else (c["all"], c["all"])
     vec_row = -(-stride // 64) * 64
     tmp = (2 * -(-row_length // 64) + 7) // 8 * 8
-    fixed = (256 * (c["row"] + c["stat_slots"]) + 4 * tmp + 4 * c["vec"] * vec_row
+    fixed = (256 * c["row"] + 512 * c["stat_slots"] + 4 * tmp + 4 * c["vec"] * vec_row
              + 32 * (2 * (c["io"] + c["statout"]) + 4 + c["vec_in"]) + 2 * edge)
     group = _group(k, data, shapes, dtype_size, ub_bytes, block_dim, core_rows, fixed, c, stride, edge)
     if group:
@@ -187,7 +187,7 @@ def plan(k: RowKernel, shapes: Sequence[Sequence[int]], dtype_size: int, ub_byte
     keep_weights = c["vec_in"] > 0 and weight_bytes <= ub_bytes // WEIGHT_SHARE
     per_elem = (bn * c["io"] * dtype_size + 4 * c["row_split"] + 4 * c["vec"]
                 + (0 if keep_weights else c["vec_in"] * dtype_size) + 1)
-    split_fixed = (1024 + 4 * 64 * c["stat_slots"] + bn * STAT_SLOT * c["statout"] * dtype_size
+    split_fixed = (1024 + 4 * 128 * c["stat_slots"] + bn * STAT_SLOT * c["statout"] * dtype_size
                    + 32 * (2 * (c["io"] + c["statout"]) + 4 + c["vec_in"]) + 3 * edge
                    + (weight_bytes if keep_weights else 0))
     if ub_bytes <= split_fixed:
