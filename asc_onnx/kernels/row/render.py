@@ -159,8 +159,8 @@ def tiling_calc(k: RowKernel) -> str:
             "const uint64_t tmpElems = (2 * ((t->rowLength + 63) / 64) + 7) / 8 * 8;",
             f"// Per tile: register round-up to 64 elements, the reduction scratch, {c['vec']} fp32 weight rows",
             "// (staged through the register buffer), 32-byte padding of every buffer.",
-            f"const uint64_t fixed = 256ull * rowRegs + 512ull * {c['stat_slots']} + 4 * tmpElems + 4ull * {c['vec']} * vecRow"
-            f" + 32ull * {2 * (c['io'] + c['statout']) + 4 + c['vec_in']} + 2 * edge;",
+            f"const uint64_t fixed = 256ull * rowRegs + 512ull * {c['stat_slots']} + 4 * tmpElems + 4ull * {c['vec']} * "
+            f"vecRow + 32ull * {2 * (c['io'] + c['statout']) + 4 + c['vec_in']} + 2 * edge;",
             "// A mask that repeats along the leading axes before its own (a [1, 1, S, S] mask over [B, H, S, S])",
             "// and that a core's rows would read more than once: the cores split the mask's rows instead and each",
             "// walks its rows under every repeat, holding its slice of the mask in UB: the mask is read once.",
@@ -440,16 +440,17 @@ def _emit_step(out: Lines, st: RowStep, split: bool) -> None:
                 "    for (uint32_t r = 0; r < rows; r += 255) {",
                 "        const int32_t n = static_cast<int32_t>(rows - r < 255 ? rows - r : 255);",
                 "#if __NPU_ARCH__ == 2002",
-                f"        AscendC::ReduceRepeat<AscendC::ReduceType::{kind}>({st.dst}[r * STAT_SLOT], {src}[r * pitch], "
-                f"static_cast<int32_t>(len), n,",
-                f"                                                  {stride}, 1, static_cast<int32_t>(pitch / 8){order});",
+                f"        AscendC::ReduceRepeat<AscendC::ReduceType::{kind}>({st.dst}[r * STAT_SLOT], "
+                f"{src}[r * pitch], static_cast<int32_t>(len),",
+                f"                                                  n, {stride}, 1, static_cast<int32_t>(pitch / 8)"
+                f"{order});",
                 "#else",
                 "        // the results side by side, then each one filling the first block of its row's slot",
                 f"        AscendC::ReduceRepeat<AscendC::ReduceType::{kind}>(dense, {src}[r * pitch], "
                 f"static_cast<int32_t>(len), n, 1, 1,",
                 f"                                                  static_cast<int32_t>(pitch / 8){order});",
-                f"        AscendC::Brcb({st.dst}[r * STAT_SLOT], dense, static_cast<uint8_t>(({'2 * ' if pairs else ''}n + 7) "
-                f"/ 8), {{{'1, 8' if pairs else '2, 16'}}});",
+                f"        AscendC::Brcb({st.dst}[r * STAT_SLOT], dense, "
+                f"static_cast<uint8_t>(({'2 * ' if pairs else ''}n + 7) / 8), {{{'1, 8' if pairs else '2, 16'}}});",
                 "#endif",
                 "    }",
                 "} else {  // the count form per row (it ends in a scalar wait)",
@@ -491,8 +492,8 @@ def _emit_step(out: Lines, st: RowStep, split: bool) -> None:
             "    for (uint32_t r = 0; r < rows; r += 255) {",
             "        const uint8_t n = static_cast<uint8_t>(rows - r < 255 ? rows - r : 255);",
             "        const uint8_t rowBlocks = static_cast<uint8_t>(pitch / 8);",
-            f"        AscendC::{binary}({st.dst}[r * pitch], {st.srcs[0]}[r * pitch], {st.stat}[r * STAT_SLOT], len, n,",
-            "                     {1, 1, 0, rowBlocks, rowBlocks, 2});",
+            f"        AscendC::{binary}({st.dst}[r * pitch], {st.srcs[0]}[r * pitch], {st.stat}[r * STAT_SLOT], len,",
+            "                     n, {1, 1, 0, rowBlocks, rowBlocks, 2});",
             "    }",
             "} else {")
         with out.indent():
