@@ -159,8 +159,8 @@ def tiling_calc(k: RowKernel) -> str:
             "const uint64_t tmpElems = (2 * ((t->rowLength + 63) / 64) + 7) / 8 * 8;",
             f"// Per tile: register round-up to 64 elements, the reduction scratch, {c['vec']} fp32 weight rows",
             "// (staged through the register buffer), 32-byte padding of every buffer.",
-            f"const uint64_t fixed = 256ull * rowRegs + 512ull * {c['stat_slots']} + 4 * tmpElems + 4ull * {c['vec']} * "
-            f"vecRow + 32ull * {2 * (c['io'] + c['statout']) + 4 + c['vec_in']} + 2 * edge;",
+            f"const uint64_t fixed = 256ull * rowRegs + 512ull * {c['stat_slots']} + 4 * tmpElems + "
+            f"4ull * {c['vec']} * vecRow + 32ull * {2 * (c['io'] + c['statout']) + 4 + c['vec_in']} + 2 * edge;",
             "// A mask that repeats along the leading axes before its own (a [1, 1, S, S] mask over [B, H, S, S])",
             "// and that a core's rows would read more than once: the cores split the mask's rows instead and each",
             "// walks its rows under every repeat, holding its slice of the mask in UB: the mask is read once.",
