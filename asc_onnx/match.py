@@ -360,7 +360,25 @@ def match(graph: gs.Graph, rules: Sequence[Rule], generic: Rule | Sequence[Rule]
             fused = {n.name for f in found for n in f.nodes}
             near = [m for m in near if m.node not in fused]
     fusions.sort(key=lambda f: order[id(f.nodes[-1])])
+    near.extend(_strided_softmax(graph, claimed))
     return MatchResult(tuple(fusions), tuple(near))
+
+
+def _strided_softmax(graph: gs.Graph, claimed: set[int]) -> list[NearMiss]:
+    """Softmax/LogSoftmax over a non-last axis (YOLOv8's distribution-focal-loss head): each output reduces across
+    rows, a strided walk the row kernel does not serve (it reduces the trailing axes of whole rows). Said in the
+    report rather than left unexplained."""
+    out = []
+    for n in graph.nodes:
+        if id(n) in claimed or n.op not in ("Softmax", "LogSoftmax") or not n.inputs or n.inputs[0].shape is None:
+            continue
+        rank = len(n.inputs[0].shape)
+        axis = int(n.attrs.get("axis", -1)) % max(rank, 1)
+        if rank and axis != rank - 1:
+            out.append(NearMiss("RowChain", n.name, f"{n.op} over axis {axis} of a rank-{rank} tensor reduces across "
+                                "rows with a stride, not along them: the row kernel reduces trailing axes only; the "
+                                "node is left to ATC"))
+    return out
 
 
 def _dedupe_misses(misses: list[NearMiss], claimed: set[int], graph: gs.Graph) -> list[NearMiss]:

@@ -141,7 +141,8 @@ def test_row_rmsnorm_reduces_once_and_scales_by_a_per_row_statistic():
     checks(kernel, r"class KernelAscRmsNorm \{", r"Init\(GM_ADDR x, GM_ADDR weight, GM_ADDR y",
            r"AscendC::Mul\(r1, r0, r0, count\)", r"AscendC::ReduceSum\(", r"AscendC::Muls\(s2, s1, td\.invLength",
            r"AscendC::Adds\(s3, s2, td\.param\[0\]", r"AscendC::Sqrt\(", r"AscendC::Div\(",
-           r"s5\.GetValue\(", r"AscendC::Muls\(r0\[r \* pitch\]", r"AscendC::Mul\(r2\[r \* pitch\], v0")
+           r"s5\.GetValue\(", r"AscendC::Muls\(r0\[r \* pitch\]",
+           r"AscendC::Mul\(r1\[r \* pitch\], v0")  # the output reuses the square's register, dead after its sum
     checks(f["op_kernel/OP_tiling.h"], r"struct AscRmsNormTilingData \{", r"param\[")
 
 
