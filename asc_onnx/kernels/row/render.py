@@ -263,7 +263,7 @@ def tiling_calc(k: RowKernel) -> str:
             f"    const uint64_t weightBytes = {c['vec_in']}ull * ((t->rowStride * dtypeSize + 31) / 32 * 32);",
             f"    t->weightsResident = {c['vec_in']} != 0 && weightBytes <= ubBytes / {WEIGHT_SHARE} ? 1 : 0;",
             f"    const uint64_t perElem = {bn}ull * {c['io']} * dtypeSize + 4ull * splitRegs + 4ull * "
-            f"{c['vec']} + (t->weightsResident != 0 ? 0 : {c['vec_in']}ull * dtypeSize) + 4ull * 2 / 64 + 1;"
+            f"{c['vec']} + (t->weightsResident != 0 ? 0 : {bn}ull * {c['vec_in']} * dtypeSize) + 4ull * 2 / 64 + 1;"
             "  // + the scratch's share",
             f"    const uint64_t splitFixed = 1024 + 4ull * 128 * {c['stat_slots']} + {bn}ull * {STAT_SLOT} * "
             f"{c['statout']} * dtypeSize + 32ull * {2 * (c['io'] + c['statout']) + 4 + c['vec_in']} + 3 * edge +",
@@ -585,18 +585,20 @@ def kernel_source(k: RowKernel, rule: str, body_ops: list[str], sources: list[st
             if k.num_regs["vec"]:
                 out(f"pipe.InitBuffer(vecBuf, {k.num_regs['vec']} * td.vecStride * sizeof(float));")
             if vec_in:
-                out("if (td.chunkLength != 0) {  // split mode: the weights in the I/O type, whole or a chunk's",
-                    "    const uint64_t stageElems = td.weightsResident != 0 ? td.rowStride : td.vecStride;")
+                out("// Split mode: the weights whole in UB in the I/O type, or a chunk's at a time through a queue",
+                    "// (loaded with the chunk of x that needs them).",
+                    "if (td.chunkLength != 0 && td.weightsResident != 0) {")
                 for j, i in enumerate(vec_in):
-                    out(f"    pipe.InitBuffer(stageBuf{j}, stageElems * sizeof(T));",
-                        f"    if (td.weightsResident != 0) LoadRows(stageBuf{j}.Get<T>(), {ins[i]}Gm, 1, "
-                        "static_cast<uint32_t>(td.rowLength),",
-                        "                                          static_cast<uint32_t>(td.rowLength), td.rowLength);")
-                out("    if (td.weightsResident != 0) {",
-                    "        const auto readyId = pipe.FetchEventID(AscendC::HardEvent::MTE2_V);",
-                    "        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(readyId);",
-                    "        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(readyId);",
-                    "    }", "}")
+                    out(f"    pipe.InitBuffer(stageBuf{j}, td.rowStride * sizeof(T));",
+                        f"    LoadRows(stageBuf{j}.Get<T>(), {ins[i]}Gm, 1, static_cast<uint32_t>(td.rowLength), "
+                        "static_cast<uint32_t>(td.rowLength), td.rowLength);")
+                out("    const auto readyId = pipe.FetchEventID(AscendC::HardEvent::MTE2_V);",
+                    "    AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(readyId);",
+                    "    AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(readyId);",
+                    "} else if (td.chunkLength != 0) {")
+                for j in range(len(vec_in)):
+                    out(f"    pipe.InitBuffer(inQueueW{j}, td.inBuffers, td.vecStride * sizeof(T));")
+                out("}")
             if bc:
                 out("// Grouped walk: this core's rows are mask rows [firstRow, firstRow + myRows), its slice.",
                     "maskBase = td.groupRows != 0 ? firstRow : 0;")
@@ -721,7 +723,8 @@ def kernel_source(k: RowKernel, rule: str, body_ops: list[str], sources: list[st
         for j in range(len(bc)):
             out(f"AscendC::TBuf<AscendC::TPosition::VECCALC> residentBuf{j};  // a mask kept for the whole core")
         for j in range(len(vec_in)):
-            out(f"AscendC::TBuf<AscendC::TPosition::VECCALC> stageBuf{j};  // a weight row in the I/O type")
+            out(f"AscendC::TBuf<AscendC::TPosition::VECCALC> stageBuf{j};  // split mode: a weight row, I/O type",
+                f"AscendC::TQue<AscendC::QuePosition::VECIN, BUFFER_NUM> inQueueW{j};  // split mode: its chunks")
         for n in ins + outs:
             out(f"AscendC::GlobalTensor<T> {n}Gm;")
         out(f"{struct_name(k)} td;", "uint64_t firstRow = 0;", "uint64_t myRows = 0;")
@@ -911,6 +914,17 @@ def _split(out: Lines, k: RowKernel, ins, outs, io_in, vec_in, row_out, stat_out
             "const uint32_t len = static_cast<uint32_t>(td.rowLength - col < td.chunkLength ? td.rowLength - col : "
             "td.chunkLength);",
             f"CopyIn(firstRow + i / ({k.passes} * chunks), 1, col, len);")
+        weighted = [p for p in range(k.passes) if any(s[0] == "v" for st in pass_steps(k, p, p == final)
+                                                        for s in st.srcs)]
+        if vec_in and weighted:
+            cond = " || ".join(f"pass == {p}" for p in weighted)
+            out(f"const uint64_t pass = i / chunks % {k.passes};",
+                f"if (td.weightsResident == 0 && ({cond})) {{  // the weights' chunk for this pass")
+            for j, i in enumerate(vec_in):
+                out(f"    AscendC::LocalTensor<T> w{j} = inQueueW{j}.template AllocTensor<T>();",
+                    f"    LoadRows(w{j}, {ins[i]}Gm[col], 1, len, len, td.rowLength - col);",
+                    f"    inQueueW{j}.EnQue(w{j});")
+            out("}")
     out("}", "")
     for p in range(k.passes):
         reduces = [st for st in k.steps if st.form == "reduce" and st.avail == p + 1]
@@ -927,8 +941,8 @@ def _split(out: Lines, k: RowKernel, ins, outs, io_in, vec_in, row_out, stat_out
                 for j, i in enumerate(vec_in):
                     out("if (td.weightsResident != 0) {",
                         f"    RowToFloat({in_reg[i]}, stageBuf{j}.Get<T>()[col], len);", "} else {",
-                        f"    LoadWeight({ins[i]}Gm[col], {in_reg[i]}, stageBuf{j}.Get<T>(), len, td.rowLength - col);",
-                        "}")
+                        f"    const AscendC::LocalTensor<T> w = inQueueW{j}.template DeQue<T>();",
+                        f"    RowToFloat({in_reg[i]}, w, len);", f"    inQueueW{j}.FreeTensor(w);", "}")
                 for st in vec_steps:
                     _emit_step(out, st, True)
             # Program order: a reduction reads its source before a later step may reuse that register. An online

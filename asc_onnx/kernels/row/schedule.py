@@ -186,7 +186,7 @@ def plan(k: RowKernel, shapes: Sequence[Sequence[int]], dtype_size: int, ub_byte
     weight_bytes = c["vec_in"] * ((stride * dtype_size + 31) // 32 * 32)
     keep_weights = c["vec_in"] > 0 and weight_bytes <= ub_bytes // WEIGHT_SHARE
     per_elem = (bn * c["io"] * dtype_size + 4 * c["row_split"] + 4 * c["vec"]
-                + (0 if keep_weights else c["vec_in"] * dtype_size) + 1)
+                + (0 if keep_weights else bn * c["vec_in"] * dtype_size) + 1)
     split_fixed = (1024 + 4 * 128 * c["stat_slots"] + bn * STAT_SLOT * c["statout"] * dtype_size
                    + 32 * (2 * (c["io"] + c["statout"]) + 4 + c["vec_in"]) + 3 * edge
                    + (weight_bytes if keep_weights else 0))
