@@ -94,7 +94,7 @@ public:
         return LocalTensor<T>(reinterpret_cast<T*>(s->ptr), s->bytes / sizeof(T), s);
     }
     template <typename T>
-    __aicore__ inline void FreeTensor(const LocalTensor<T>& t) {
+    __aicore__ inline void FreeTensor(LocalTensor<T>& t) {  // non-const, as CANN declares it
         EmuSlot* s = Own(t.Slot(), "FreeTensor");
         if (s->state == EmuSlotState::FREE) asc_emu::Fail("TQue::FreeTensor: double free");
         if (s->state == EmuSlotState::ENQUEUED) asc_emu::Fail("TQue::FreeTensor of a tensor still in the queue");

@@ -941,7 +941,7 @@ def _split(out: Lines, k: RowKernel, ins, outs, io_in, vec_in, row_out, stat_out
                 for j, i in enumerate(vec_in):
                     out("if (td.weightsResident != 0) {",
                         f"    RowToFloat({in_reg[i]}, stageBuf{j}.Get<T>()[col], len);", "} else {",
-                        f"    const AscendC::LocalTensor<T> w = inQueueW{j}.template DeQue<T>();",
+                        f"    AscendC::LocalTensor<T> w = inQueueW{j}.template DeQue<T>();",
                         f"    RowToFloat({in_reg[i]}, w, len);", f"    inQueueW{j}.FreeTensor(w);", "}")
                 for st in vec_steps:
                     _emit_step(out, st, True)
