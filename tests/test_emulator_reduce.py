@@ -126,10 +126,10 @@ def test_scalar_read_back_needs_v_s_order_without_auto_sync(reduce_exe):
     assert _values(reduce_exe("2201-nosync", "setvalue_flagged", x, 0))[0] == 10.0
 
 
-@pytest.mark.parametrize("arch", ["2201"])
+@pytest.mark.parametrize("arch", ["2201", "2002"])
 def test_brcb_fills_one_block_per_value(reduce_exe, arch):
     """Brcb.md's pseudo-code: value j of repeat i fills block i * dstRepStride + j * dstBlkStride; with strides
-    (2, 16) value r fills the first 32 bytes of the 64-byte slot r."""
+    (2, 16) value r fills the first 32 bytes of the 64-byte slot r (310P: by scalar reads and Duplicates)."""
     x = np.arange(1, 17, dtype=np.float32)
     got = _values(reduce_exe(arch, "brcb_slots", x, 16)).reshape(16, 16)
     np.testing.assert_array_equal(got[:, :8], np.repeat(x[:, None], 8, 1))
@@ -138,8 +138,8 @@ def test_brcb_fills_one_block_per_value(reduce_exe, arch):
 @pytest.mark.parametrize("arch, scenario, words", [
     ("2201", "brcb_zero_stride", "dstBlkStride 0 is undefined"),
     ("2201", "brcb_in_place", "source and destination share memory"),
-    ("2002", "brcb_slots", "310P supports dstBlkStride 1 only"),
-    ("2201", "rows_other_strides", "destination overlaps a source read with other strides"),
+    ("2201", "rows_overlapping_repeats", "repeat 1 reads a block repeat 0 wrote"),
+    ("2201", "rows_dst_blk0", "dstBlkStride 0 is undefined"),
     ("2201", "rows_past_end", "run past its tensor"),
 ])
 def test_repeat_form_misuses_fault(reduce_exe, arch, scenario, words):
@@ -158,3 +158,10 @@ def test_rows_times_their_slot_value(reduce_exe, mask):
     want = x.reshape(repeat, 64).copy()
     want[:, :mask] *= (np.arange(repeat) + 2)[:, None]
     np.testing.assert_array_equal(got, want)
+
+
+def test_accumulating_into_dst_at_repeat_stride_0_is_the_documented_exception(reduce_exe):
+    """通用地址重叠约束: Add with src1 = dst and dst/src1 repeat stride 0 sums the rows into dst."""
+    x = np.random.default_rng(3).uniform(-1, 1, 64 * 6).astype(np.float32)
+    got = _values(reduce_exe("2201", "accumulate_rows", x, 64, 6))
+    np.testing.assert_allclose(got, x.reshape(6, 64).sum(0), rtol=1e-6, atol=1e-6)

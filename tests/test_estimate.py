@@ -21,13 +21,16 @@ from asc_onnx.soc import SOCS
 
 MODELS = ROOT / "models"
 LLAMA = MODELS / "llama_tiny_dynamo.onnx"
+#: A fixture with ops of both kinds at the sweep's corners: its attention softmax (short rows of a tiny model) is
+#: estimated slower than its nodes, its norms and FFN faster.
+GUARDED = MODELS / "llama_tiny_legacy.onnx"
 
 
 @pytest.fixture(scope="module")
 def guarded(tmp_path_factory):
-    """llama_tiny_dynamo fused with the guard on (no emulation, no validation: the guard needs neither)."""
+    """llama_tiny_legacy fused with the guard on (no emulation, no validation: the guard needs neither)."""
     out = tmp_path_factory.mktemp("guard") / "o"
-    return out, main(["fuse", str(LLAMA), "-o", str(out), "--no-emulate", "--no-validate"])
+    return out, main(["fuse", str(GUARDED), "-o", str(out), "--no-emulate", "--no-validate"])
 
 
 def test_an_op_estimated_slower_goes_back_to_its_nodes(guarded, capsys):
@@ -49,17 +52,18 @@ def test_an_op_estimated_slower_goes_back_to_its_nodes(guarded, capsys):
     for t in shipped:
         assert t in types
         assert all(e["fused_us"] < e["unfused_us"] for e in ops[t]["slow_corner"] if not e["error"])
-    # the sweep: batch-like dims at 1 and 8 (this model's one dynamic dim is its batch)
-    assert [m["binding"] for m in report["estimates"]["model"]] == [{"batch": 1}, {"batch": 8}]
+    # the sweep: batch-like dims at 1 and 8, sequence-like dims at 128 and 2048
+    assert [m["binding"] for m in report["estimates"]["model"]] == [{"batch": 1, "seq": 128},
+                                                                     {"batch": 8, "seq": 2048}]
 
 
 def test_the_guard_warns_strict_fails_and_keep_slower_ships(tmp_path, capsys):
-    code = main(["fuse", str(LLAMA), "-o", str(tmp_path / "a"), "--no-emulate", "--no-validate"])
+    code = main(["fuse", str(GUARDED), "-o", str(tmp_path / "a"), "--no-emulate", "--no-validate"])
     err = capsys.readouterr().err
     assert code == 0 and "not shipped: the timing model estimates it slower" in err
-    assert main(["fuse", str(LLAMA), "-o", str(tmp_path / "b"), "--no-emulate", "--no-validate", "--strict"]) == 1
+    assert main(["fuse", str(GUARDED), "-o", str(tmp_path / "b"), "--no-emulate", "--no-validate", "--strict"]) == 1
     assert "estimated slower than the nodes they replace" in capsys.readouterr().err
-    code = main(["fuse", str(LLAMA), "-o", str(tmp_path / "c"), "--no-emulate", "--no-validate", "--keep-slower"])
+    code = main(["fuse", str(GUARDED), "-o", str(tmp_path / "c"), "--no-emulate", "--no-validate", "--keep-slower"])
     err = capsys.readouterr().err
     assert code == 0 and "shipped anyway (--keep-slower)" in err
     report = json.loads((tmp_path / "c" / "report.json").read_text())

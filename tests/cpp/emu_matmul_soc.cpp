@@ -90,7 +90,8 @@ static void RunMatmul(const std::string& s) {
         }
         DataCopy(x, slotGm, 16 * 32);  // on 310P this core's MTE3 wrote the slot
         inQ.EnQue(x);
-        inQ.FreeTensor(inQ.DeQue<half>());
+        LocalTensor<half> back = inQ.DeQue<half>();
+        inQ.FreeTensor(back);
         return;
     }
     mm.IterateAll(cGm);

@@ -84,10 +84,18 @@ static void Run(const std::string& s, int32_t count, int32_t repeat, const std::
         WaitFlag<HardEvent::S_V>(2);
         Mul(src, src, dst, static_cast<uint64_t>(count), static_cast<uint8_t>(repeat), {1, 1, 0, 8, 8, 2});
         Print(src, 64 * repeat);
-    } else if (s == "rows_other_strides") {
-        // the destination overlaps its source at another repeat stride: later repeats read what earlier ones wrote
-        Add(src[64], src, dst, static_cast<uint64_t>(count), static_cast<uint8_t>(repeat), {1, 1, 0, 8, 16, 2});
+    } else if (s == "rows_overlapping_repeats") {
+        // in place, but repeats 4 blocks apart over 8-block rows: repeat 1 reads what repeat 0 wrote
+        Mul(src, src, dst, static_cast<uint64_t>(count), static_cast<uint8_t>(repeat), {1, 1, 0, 4, 4, 2});
         Print(src, 8);
+    } else if (s == "rows_dst_blk0") {
+        Mul(dst, src, src, static_cast<uint64_t>(count), static_cast<uint8_t>(repeat), {0, 1, 1, 8, 8, 8});
+        Print(dst, 8);
+    } else if (s == "accumulate_rows") {
+        // dst += each of `repeat` rows of 64 floats: src1 is dst at repeat stride 0 (the documented exception)
+        Duplicate(dst, 0.0f, 64);
+        Add(dst, src, dst, static_cast<uint64_t>(count), static_cast<uint8_t>(repeat), {1, 1, 1, 0, 8, 0});
+        Print(dst, 64);
     } else if (s == "rows_past_end") {
         Mul(dst, dst, tmp, static_cast<uint64_t>(count), static_cast<uint8_t>(repeat), {1, 1, 1, 8, 8, 8});
         Print(dst, 8);

@@ -437,8 +437,9 @@ def _emit_step(out: Lines, st: RowStep, split: bool) -> None:
                 ("STAT_SLOT / 2", ", AscendC::ReduceOrder::ORDER_VALUE_INDEX")
             pairs = kind != "SUM"  # MAX/MIN results are (value, index): Brcb's element 2r lands in block 2r
             out("if (len <= 64) {  // a row is one repeat: the whole tile in one instruction, no scalar wait",
-                "    for (uint32_t r = 0; r < rows; r += 255) {",
-                "        const int32_t n = static_cast<int32_t>(rows - r < 255 ? rows - r : 255);",
+                "    // 248 rows a call (at most 255 repeats): each call's Brcb starts at a group of 8 slots",
+                "    for (uint32_t r = 0; r < rows; r += 248) {",
+                "        const int32_t n = static_cast<int32_t>(rows - r < 248 ? rows - r : 248);",
                 "#if __NPU_ARCH__ == 2002",
                 f"        AscendC::ReduceRepeat<AscendC::ReduceType::{kind}>({st.dst}[r * STAT_SLOT], "
                 f"{src}[r * pitch], static_cast<int32_t>(len),",
@@ -489,8 +490,8 @@ def _emit_step(out: Lines, st: RowStep, split: bool) -> None:
         binary = {"Adds": "Add", "Muls": "Mul", "Maxs": "Max", "Mins": "Min"}[st.api]
         out("#if __NPU_ARCH__ != 2002",
             "if (len <= 64) {  // each row's statistic fills a block of its slot: one instruction per tile",
-            "    for (uint32_t r = 0; r < rows; r += 255) {",
-            "        const uint8_t n = static_cast<uint8_t>(rows - r < 255 ? rows - r : 255);",
+            "    for (uint32_t r = 0; r < rows; r += 248) {",
+            "        const uint8_t n = static_cast<uint8_t>(rows - r < 248 ? rows - r : 248);",
             "        const uint8_t rowBlocks = static_cast<uint8_t>(pitch / 8);",
             f"        AscendC::{binary}({st.dst}[r * pitch], {st.srcs[0]}[r * pitch], {st.stat}[r * STAT_SLOT], len,",
             "                     n, {1, 1, 0, rowBlocks, rowBlocks, 2});",
