@@ -37,6 +37,7 @@ from ..text import Lines, comment, f32
 from .lower import MAX_LEAD, RowKernel, RowStep
 from .schedule import (
     BUFFERINGS,
+    FOLD_MAX,
     MAX_TILE_ROWS,
     STAT_SLOT,
     WEIGHT_SHARE,
@@ -69,6 +70,7 @@ def tiling_header(k: RowKernel) -> str:
         "uint64_t rowsPerCore;   // rows of a core",
         "uint64_t extraRows;     // cores [0, extraRows) take one row more",
         "uint64_t tileRows;      // whole-row mode: rows per tile",
+        "uint64_t foldRows;      // 910B whole rows of 65 to FOLD_MAX elements: rows of the fold scratch (0: none)",
         "uint64_t chunkLength;   // split mode: columns per chunk (0: whole rows fit)",
         "uint64_t tileStride;    // fp32 elements of one row register (multiple of 64)",
         "uint64_t statStride;    // fp32 elements of one stat register (tile rows x 16, multiple of 64)",
@@ -160,7 +162,9 @@ def tiling_calc(k: RowKernel) -> str:
             f"// Per tile: register round-up to 64 elements, the reduction scratch, {c['vec']} fp32 weight rows",
             "// (staged through the register buffer), 32-byte padding of every buffer.",
             f"const uint64_t fixed = 256ull * rowRegs + 512ull * {c['stat_slots']} + 4 * tmpElems + "
-            f"4ull * {c['vec']} * vecRow + 32ull * {2 * (c['io'] + c['statout']) + 4 + c['vec_in']} + 2 * edge;",
+            f"4ull * {c['vec']} * vecRow + 32ull * {2 * (c['io'] + c['statout']) + 5 + c['vec_in']} + 2 * edge;",
+            f"// 910B rows of 65 to {FOLD_MAX} elements fold their 64-column chunks into 64 fp32 lanes per row.",
+            f"const uint64_t foldBytes = hasDataCopyPad && rowLength > 64 && rowLength <= {FOLD_MAX} ? 256 : 0;",
             "// A mask that repeats along the leading axes before its own (a [1, 1, S, S] mask over [B, H, S, S])",
             "// and that a core's rows would read more than once: the cores split the mask's rows instead and each",
             "// walks its rows under every repeat, holding its slice of the mask in UB: the mask is read once.",
@@ -187,7 +191,7 @@ def tiling_calc(k: RowKernel) -> str:
                 "    const uint64_t sliceBytes = (slice * t->rowStride * dtypeSize + 31) / 32 * 32;",
                 "    const uint64_t oneRow = (" + f"{c['in']}ull + {c['out']}ull) * t->rowStride * dtypeSize + 4ull * "
                 f"rowRegs * t->rowStride + 4ull * {STAT_SLOT} * {c['stat_slots']} + {STAT_SLOT}ull * {c['statout']} * "
-                "dtypeSize + edge;  // single-buffered",
+                "dtypeSize + edge + foldBytes;  // single-buffered",
                 f"    if (repeats && maskRows < rows && maskRows >= coreRows && sliceBytes <= ubBytes / "
                 f"{sched.resident_share} &&",
                 "        fixed + sliceBytes + oneRow <= ubBytes) {",
@@ -237,7 +241,7 @@ def tiling_calc(k: RowKernel) -> str:
             f"        const uint64_t perRow = (inOptions[option] * {c['in']}ull + outOptions[option] * "
             f"{c['out']}ull) * t->rowStride * dtypeSize + 4ull * rowRegs * t->rowStride + "
             f"4ull * {STAT_SLOT} * {c['stat_slots']} + "
-            f"outOptions[option] * {STAT_SLOT}ull * {c['statout']} * dtypeSize + edge;",
+            f"outOptions[option] * {STAT_SLOT}ull * {c['statout']} * dtypeSize + edge + foldBytes;",
             "        tileRows = ubBytes > fixed + residentBytes ? (ubBytes - fixed - residentBytes) / perRow : 0;",
             "        if (tileRows != 0) break;",
             "    }",
@@ -249,6 +253,7 @@ def tiling_calc(k: RowKernel) -> str:
             "    t->outBuffers = outOptions[option];",
             "    t->rowRegs = static_cast<uint32_t>(rowRegs);",
             "    t->tileRows = tileRows;",
+            "    t->foldRows = foldBytes != 0 ? tileRows : 0;",
             "    t->chunkLength = 0;",
             "    t->tileStride = (tileRows * t->rowStride + 63) / 64 * 64;",
             "    t->vecStride = vecRow;",
@@ -276,6 +281,7 @@ def tiling_calc(k: RowKernel) -> str:
             "    while (edge != 0 && chunk > 64 && shortEnd(chunk)) chunk -= 64;",
             "    if (edge != 0 && shortEnd(chunk)) return 3;",
             "    t->tileRows = 1;",
+            "    t->foldRows = 0;",
             "    t->chunkLength = chunk;",
             "    t->tileStride = chunk;",
             "    t->vecStride = chunk;",
@@ -436,6 +442,7 @@ def _emit_step(out: Lines, st: RowStep, split: bool) -> None:
             stride, order = ("STAT_SLOT", "") if kind == "SUM" else \
                 ("STAT_SLOT / 2", ", AscendC::ReduceOrder::ORDER_VALUE_INDEX")
             pairs = kind != "SUM"  # MAX/MIN results are (value, index): Brcb's element 2r lands in block 2r
+            combine = {"SUM": "Add", "MAX": "Max", "MIN": "Min"}[kind]
             out("if (len <= 64) {  // a row is one repeat: the whole tile in one instruction, no scalar wait",
                 "    // 248 rows a call (at most 255 repeats): each call's Brcb starts at a group of 8 slots",
                 "    for (uint32_t r = 0; r < rows; r += 248) {",
@@ -454,7 +461,27 @@ def _emit_step(out: Lines, st: RowStep, split: bool) -> None:
                 f"static_cast<uint8_t>(({'2 * ' if pairs else ''}n + 7) / 8), {{{'1, 8' if pairs else '2, 16'}}});",
                 "#endif",
                 "    }",
-                "} else {  // the count form per row (it ends in a scalar wait)",
+                "}",
+                "#if __NPU_ARCH__ != 2002",
+                f"else if (len <= {FOLD_MAX}) {{  // each row's 64-column chunks combined into fold, then as above",
+                "    const uint8_t rowBlocks = static_cast<uint8_t>(pitch / 8);",
+                "    for (uint32_t r = 0; r < rows; r += 248) {",
+                "        const int32_t n = static_cast<int32_t>(rows - r < 248 ? rows - r : 248);",
+                "        // chunk 0 copied (max(x, x) = x); a short last chunk leaves the lanes past it as they are",
+                f"        AscendC::Max(fold, {src}[r * pitch], {src}[r * pitch], 64, static_cast<uint8_t>(n),",
+                "                     {1, 1, 1, 8, rowBlocks, rowBlocks});",
+                "        for (uint32_t c = 64; c < len; c += 64) {",
+                f"            AscendC::{combine}(fold, fold, {src}[r * pitch + c], len - c < 64 ? len - c : 64, "
+                "static_cast<uint8_t>(n),",
+                "                         {1, 1, 1, 8, 8, rowBlocks});",
+                "        }",
+                f"        AscendC::ReduceRepeat<AscendC::ReduceType::{kind}>(dense, fold, 64, n, 1, 1, 8{order});",
+                f"        AscendC::Brcb({st.dst}[r * STAT_SLOT], dense, "
+                f"static_cast<uint8_t>(({'2 * ' if pairs else ''}n + 7) / 8), {{{'1, 8' if pairs else '2, 16'}}});",
+                "    }",
+                "}",
+                "#endif",
+                "else {  // the count form per row (it ends in a scalar wait)",
                 "    for (uint32_t r = 0; r < rows; ++r) {",
                 f"        AscendC::{st.api}({st.dst}[r * STAT_SLOT], {src}[r * pitch], reduceTmp, len);", "    }", "}")
             return
@@ -489,12 +516,16 @@ def _emit_step(out: Lines, st: RowStep, split: bool) -> None:
             return
         binary = {"Adds": "Add", "Muls": "Mul", "Maxs": "Max", "Mins": "Min"}[st.api]
         out("#if __NPU_ARCH__ != 2002",
-            "if (len <= 64) {  // each row's statistic fills a block of its slot: one instruction per tile",
+            f"if (len <= {FOLD_MAX}) {{  // each row's statistic fills a block of its slot: one instruction per tile "
+            "and 64 columns",
+            "    const uint8_t rowBlocks = static_cast<uint8_t>(pitch / 8);",
             "    for (uint32_t r = 0; r < rows; r += 248) {",
             "        const uint8_t n = static_cast<uint8_t>(rows - r < 248 ? rows - r : 248);",
-            "        const uint8_t rowBlocks = static_cast<uint8_t>(pitch / 8);",
-            f"        AscendC::{binary}({st.dst}[r * pitch], {st.srcs[0]}[r * pitch], {st.stat}[r * STAT_SLOT], len,",
-            "                     n, {1, 1, 0, rowBlocks, rowBlocks, 2});",
+            "        for (uint32_t c = 0; c < len; c += 64) {",
+            f"            AscendC::{binary}({st.dst}[r * pitch + c], {st.srcs[0]}[r * pitch + c], "
+            f"{st.stat}[r * STAT_SLOT],",
+            "                         len - c < 64 ? len - c : 64, n, {1, 1, 0, rowBlocks, rowBlocks, 2});",
+            "        }",
             "    }",
             "} else {")
         with out.indent():
@@ -505,7 +536,25 @@ def _emit_step(out: Lines, st: RowStep, split: bool) -> None:
         return
     if st.form == "vec":
         args = ", ".join(_row_at(s) for s in st.srcs)
-        out("for (uint32_t r = 0; r < rows; ++r) {", f"    AscendC::{st.api}({st.dst}[r * pitch], {args}, len);", "}")
+        per_row = ["for (uint32_t r = 0; r < rows; ++r) {", f"    AscendC::{st.api}({st.dst}[r * pitch], {args}, len);",
+                   "}"]
+        if split:
+            out(*per_row)
+            return
+        # The weight row at repeat stride 0 against every row of the tile: one instruction per 64 columns.
+        chunk = ", ".join(f"{s}[c]" if s[0] == "v" else f"{s}[r * pitch + c]" for s in st.srcs)
+        strides = ", ".join("0" if s[0] == "v" else "rowBlocks" for s in st.srcs)
+        out(f"if (len <= {FOLD_MAX}) {{",
+            "    const uint8_t rowBlocks = static_cast<uint8_t>(pitch / 8);",
+            "    for (uint32_t r = 0; r < rows; r += 248) {",
+            "        const uint8_t n = static_cast<uint8_t>(rows - r < 248 ? rows - r : 248);",
+            "        for (uint32_t c = 0; c < len; c += 64) {",
+            f"            AscendC::{st.api}({st.dst}[r * pitch + c], {chunk}, len - c < 64 ? len - c : 64, n,",
+            f"                         {{1, 1, 1, rowBlocks, {strides}}});",
+            "        }", "    }", "} else {")
+        with out.indent():
+            out(*per_row)
+        out("}")
         return
     srcs = ", ".join(st.srcs)
     mask = "template ReinterpretCast<uint8_t>()"
@@ -578,6 +627,7 @@ def kernel_source(k: RowKernel, rule: str, body_ops: list[str], sources: list[st
                 f"pipe.InitBuffer(statBuf, {ub_counts(k)['stat_slots']} * td.statStride * sizeof(float));  "
                 "// + a partial, a max, a shifted sum",
                 "pipe.InitBuffer(tmpBuf, td.reduceTmp * sizeof(float));",
+                "pipe.InitBuffer(foldBuf, td.foldRows != 0 ? td.foldRows * 64 * sizeof(float) : 32);",
                 "#if __NPU_ARCH__ == 2002",
                 "if (td.rowLength % (32 / sizeof(T)) != 0) {  // rows ending inside a block: their 32-byte windows",
                 "    pipe.InitBuffer(edgeBuf, (td.tileRows + 1) * 32);",
@@ -718,6 +768,7 @@ def kernel_source(k: RowKernel, rule: str, body_ops: list[str], sources: list[st
         out("AscendC::TBuf<AscendC::TPosition::VECCALC> regBuf;  // fp32 row registers, one tile each",
             "AscendC::TBuf<AscendC::TPosition::VECCALC> statBuf;  // fp32 per-row statistics (and a chunk partial)",
             "AscendC::TBuf<AscendC::TPosition::VECCALC> tmpBuf;  // sharedTmpBuffer of the reductions",
+            "AscendC::TBuf<AscendC::TPosition::VECCALC> foldBuf;  // 910B: 64 lanes per row, a row's chunks combined",
             "AscendC::TBuf<AscendC::TPosition::VECCALC> edgeBuf;  // 310P: 32-byte windows of ragged row ends")
         if k.num_regs["vec"]:
             out("AscendC::TBuf<AscendC::TPosition::VECCALC> vecBuf;  // fp32 weight rows")
@@ -796,7 +847,7 @@ def _compute_head(out: Lines, k: RowKernel, ins, outs, io_in, in_reg, split: boo
     _declare(out, k)
     if not split and any(st.form == "reduce" for st in k.steps):  # 910B's short rows: reductions side by side
         out(f"AscendC::LocalTensor<float> dense = stats[{max(1, k.num_regs['stat'])} * td.statStride];",
-            "(void)dense;")
+            "AscendC::LocalTensor<float> fold = foldBuf.Get<float>();", "(void)dense;", "(void)fold;")
     if split:
         out(f"AscendC::LocalTensor<float> partial = stats[{max(1, k.num_regs['stat'])} * td.statStride];")
         if any(st.online == ("max",) for st in k.steps):

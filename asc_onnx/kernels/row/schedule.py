@@ -22,6 +22,11 @@ if TYPE_CHECKING:
 #: Whole-row mode's buffers per (input, output) queue, best first: the host takes the first a one-row tile
 #: fits (a double-buffered input alone still preloads the next tile during this one's compute).
 BUFFERINGS = ((2, 2), (2, 1), (1, 1))
+#: Whole rows of at most this many elements take the tile-wide forms: statistics folded over 64-column chunks and
+#: applied by level-0 instructions, one per tile and 64 columns (longer rows: the per-row count forms, whose
+#: scalar wait is then a small share of a row). Row strides stay within BinaryRepeatParams' 8-bit block stride.
+FOLD_MAX = 1024
+
 #: Split mode keeps the weights whole in UB (in the I/O type) when they fit 1/WEIGHT_SHARE of it: half still
 #: leaves chunks of thousands of elements.
 WEIGHT_SHARE = 2
@@ -147,8 +152,9 @@ def plan(k: RowKernel, shapes: Sequence[Sequence[int]], dtype_size: int, ub_byte
     vec_row = -(-stride // 64) * 64
     tmp = (2 * -(-row_length // 64) + 7) // 8 * 8
     fixed = (256 * c["row"] + 512 * c["stat_slots"] + 4 * tmp + 4 * c["vec"] * vec_row
-             + 32 * (2 * (c["io"] + c["statout"]) + 4 + c["vec_in"]) + 2 * edge)
-    group = _group(k, data, shapes, dtype_size, ub_bytes, block_dim, core_rows, fixed, c, stride, edge)
+             + 32 * (2 * (c["io"] + c["statout"]) + 5 + c["vec_in"]) + 2 * edge)
+    fold = 256 if has_pad and 64 < row_length <= FOLD_MAX else 0
+    group = _group(k, data, shapes, dtype_size, ub_bytes, block_dim, core_rows, fixed, c, stride, edge + fold)
     if group:
         block_dim = min(block_dim, group)
         core_rows = -(-group // block_dim)
@@ -173,7 +179,7 @@ def plan(k: RowKernel, shapes: Sequence[Sequence[int]], dtype_size: int, ub_byte
         for buffers in BUFFERINGS[BUFFERINGS.index((bn, bn)):]:
             bi, bo = buffers
             per_row = ((bi * c["in"] + bo * c["out"]) * stride * dtype_size + 4 * c["row"] * stride
-                       + 4 * STAT_SLOT * c["stat_slots"] + bo * STAT_SLOT * c["statout"] * dtype_size + edge)
+                       + 4 * STAT_SLOT * c["stat_slots"] + bo * STAT_SLOT * c["statout"] * dtype_size + edge + fold)
             tile_rows = (ub_bytes - fixed - used) // per_row if ub_bytes > fixed + used else 0
             if tile_rows:
                 break
@@ -297,5 +303,5 @@ def traffic(k: RowKernel, shapes: Sequence[Sequence[int]], dtype_size: int, soc:
     return gm_bytes(k, p, shapes, dtype_size) if p is not None else 0
 
 
-__all__ = ["MAX_TILE_ROWS", "WEIGHT_SHARE", "STAT_SLOT", "VARIANTS", "RowPlan", "RowSchedule", "choose", "gm_bytes",
-           "pass_steps", "plan", "row_slots", "slot_counts", "traffic", "ub_counts", "weight_passes"]
+__all__ = ["FOLD_MAX", "MAX_TILE_ROWS", "WEIGHT_SHARE", "STAT_SLOT", "VARIANTS", "RowPlan", "RowSchedule", "choose",
+           "gm_bytes", "pass_steps", "plan", "row_slots", "slot_counts", "traffic", "ub_counts", "weight_passes"]
