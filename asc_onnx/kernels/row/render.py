@@ -860,11 +860,18 @@ def _compute_head(out: Lines, k: RowKernel, ins, outs, io_in, in_reg, split: boo
         if i in bc and not split:
             j = bc.index(i)
             out(f"AscendC::LocalTensor<T> {ins[i]}Local;", f"AscendC::LocalTensor<float> {reg} = {slot};",
-                f"if (td.residentRows[{j}] != 0) {{  // gather this tile's mask rows from the resident copy",
+                f"if (td.residentRows[{j}] != 0) {{  // gather this tile's mask rows from the resident copy,",
+                "    // one instruction per run of rows that are consecutive there too (both at a pitch of rowStride)",
                 f"    const AscendC::LocalTensor<T> resident = residentBuf{j}.Get<T>();",
-                "    for (uint32_t r = 0; r < rows; ++r) {",
-                f"        RowToFloat({reg}[r * pitch], resident[(BcastRow(at + r, {j}) - maskBase) * td.rowStride], "
-                "len);",
+                "    uint32_t start = 0;",
+                f"    uint64_t from = BcastRow(at, {j}) - maskBase;",
+                "    for (uint32_t r = 1; r <= rows; ++r) {",
+                f"        const uint64_t m = r < rows ? BcastRow(at + r, {j}) - maskBase : 0;",
+                "        if (r < rows && m == from + (r - start)) continue;",
+                f"        RowToFloat({reg}[start * pitch], resident[from * td.rowStride], "
+                "(r - start - 1) * pitch + len);",
+                "        start = r;",
+                "        from = m;",
                 "    }", "} else {",
                 f"    {ins[i]}Local = inQueue{cap(ins[i])}.template DeQue<T>();",
                 f"    {reg} = ToFloat({ins[i]}Local, {slot}, count);", "}")
