@@ -42,6 +42,7 @@ from .schedule import (
     STAT_SLOT,
     WEIGHT_SHARE,
     direct_outputs,
+    input_regs,
     pass_steps,
     row_slots,
     tile_inputs,
@@ -165,6 +166,12 @@ def tiling_calc(k: RowKernel) -> str:
             f"4ull * {c['vec']} * vecRow + 32ull * {2 * (c['io'] + c['statout']) + 5 + c['vec_in']} + 2 * edge;",
             f"// 910B rows of 65 to {FOLD_MAX} elements fold their 64-column chunks into 64 fp32 lanes per row.",
             f"const uint64_t foldBytes = hasDataCopyPad && rowLength > 64 && rowLength <= {FOLD_MAX} ? 256 : 0;",
+            "// One row of a tile under a buffering: its I/O tiles, row registers, stat slots and stat outputs.",
+            "const auto rowBytes = [&](uint64_t inBufs, uint64_t outBufs) {",
+            f"    return (inBufs * {c['in']} + outBufs * {c['out']}) * t->rowStride * dtypeSize + 4 * rowRegs * "
+            f"t->rowStride + 4ull * {STAT_SLOT} * {c['stat_slots']} +",
+            f"           outBufs * {STAT_SLOT} * {c['statout']} * dtypeSize + edge + foldBytes;",
+            "};",
             "// A mask that repeats along the leading axes before its own (a [1, 1, S, S] mask over [B, H, S, S])",
             "// and that a core's rows would read more than once: the cores split the mask's rows instead and each",
             "// walks its rows under every repeat, holding its slice of the mask in UB: the mask is read once.",
@@ -189,12 +196,9 @@ def tiling_calc(k: RowKernel) -> str:
                 "    const uint64_t cores = blockDim < maskRows ? blockDim : maskRows;",
                 "    const uint64_t slice = (maskRows + cores - 1) / cores;",
                 "    const uint64_t sliceBytes = (slice * t->rowStride * dtypeSize + 31) / 32 * 32;",
-                "    const uint64_t oneRow = (" + f"{c['in']}ull + {c['out']}ull) * t->rowStride * dtypeSize + 4ull * "
-                f"rowRegs * t->rowStride + 4ull * {STAT_SLOT} * {c['stat_slots']} + {STAT_SLOT}ull * {c['statout']} * "
-                "dtypeSize + edge + foldBytes;  // single-buffered",
                 f"    if (repeats && maskRows < rows && maskRows >= coreRows && sliceBytes <= ubBytes / "
                 f"{sched.resident_share} &&",
-                "        fixed + sliceBytes + oneRow <= ubBytes) {",
+                "        fixed + sliceBytes + rowBytes(1, 1) <= ubBytes) {  // a single-buffered row still fits",
                 "        t->groupRows = maskRows;",
                 "        t->groupRepeats = rows / maskRows;",
                 "        blockDim = cores;",
@@ -238,10 +242,7 @@ def tiling_calc(k: RowKernel) -> str:
             "        residentBytes = 0;",
             "    }",
             f"    for (option = {BUFFERINGS.index((bn, bn))}; option < {len(BUFFERINGS)}; ++option) {{",
-            f"        const uint64_t perRow = (inOptions[option] * {c['in']}ull + outOptions[option] * "
-            f"{c['out']}ull) * t->rowStride * dtypeSize + 4ull * rowRegs * t->rowStride + "
-            f"4ull * {STAT_SLOT} * {c['stat_slots']} + "
-            f"outOptions[option] * {STAT_SLOT}ull * {c['statout']} * dtypeSize + edge + foldBytes;",
+            "        const uint64_t perRow = rowBytes(inOptions[option], outOptions[option]);",
             "        tileRows = ubBytes > fixed + residentBytes ? (ubBytes - fixed - residentBytes) / perRow : 0;",
             "        if (tileRows != 0) break;",
             "    }",
@@ -427,6 +428,58 @@ def _row_at(name: str) -> str:
     return name if name[0] == "v" else f"{name}[r * pitch]"
 
 
+def _tile_reduce(out: Lines, st: RowStep) -> None:
+    """A whole-row reduction over the tile into its stat register: rows of at most 64 floats one repeat each; on
+    910B rows up to FOLD_MAX folded lane by lane first, each result then filling its slot's first block (Brcb);
+    longer rows (and 310P's folds) the per-row count form, which ends in a scalar wait."""
+    src = st.srcs[0]
+    kind = {"ReduceSum": "SUM", "ReduceMax": "MAX", "ReduceMin": "MIN"}[st.api]
+    # A pair (value, index) per MAX/MIN result, in units of two floats: the value lands at r * STAT_SLOT.
+    stride, order = ("STAT_SLOT", "") if kind == "SUM" else \
+        ("STAT_SLOT / 2", ", AscendC::ReduceOrder::ORDER_VALUE_INDEX")
+    pairs = kind != "SUM"  # MAX/MIN results are (value, index): Brcb's element 2r lands in block 2r
+    combine = {"SUM": "Add", "MAX": "Max", "MIN": "Min"}[kind]
+    brcb = (f"        AscendC::Brcb({st.dst}[r * STAT_SLOT], dense, static_cast<uint8_t>(({'2 * ' if pairs else ''}n "
+            f"+ 7) / 8), {{{'1, 8' if pairs else '2, 16'}}});")
+    calls = ["    // 248 rows a call (at most 255 repeats): each call's Brcb starts at a group of 8 slots",
+             "    for (uint32_t r = 0; r < rows; r += 248) {",
+             "        const int32_t n = static_cast<int32_t>(rows - r < 248 ? rows - r : 248);"]
+    out("if (len <= 64) {  // a row is one repeat: the whole tile in one instruction, no scalar wait", *calls,
+        "#if __NPU_ARCH__ == 2002",
+        f"        AscendC::ReduceRepeat<AscendC::ReduceType::{kind}>({st.dst}[r * STAT_SLOT], "
+        f"{src}[r * pitch], static_cast<int32_t>(len),",
+        f"                                                  n, {stride}, 1, static_cast<int32_t>(pitch / 8)"
+        f"{order});",
+        "#else",
+        "        // the results side by side, then each one filling the first block of its row's slot",
+        f"        AscendC::ReduceRepeat<AscendC::ReduceType::{kind}>(dense, {src}[r * pitch], "
+        f"static_cast<int32_t>(len), n, 1, 1,",
+        f"                                                  static_cast<int32_t>(pitch / 8){order});",
+        brcb,
+        "#endif",
+        "    }",
+        "}",
+        "#if __NPU_ARCH__ != 2002",
+        f"else if (len <= {FOLD_MAX}) {{  // each row's 64-column chunks combined into fold, then as above",
+        "    const uint8_t rowBlocks = static_cast<uint8_t>(pitch / 8);", *calls[1:],
+        "        // chunk 0 copied (max(x, x) = x); a short last chunk leaves the lanes past it as they are",
+        f"        AscendC::Max(fold, {src}[r * pitch], {src}[r * pitch], 64, static_cast<uint8_t>(n),",
+        "                     {1, 1, 1, 8, rowBlocks, rowBlocks});",
+        "        for (uint32_t c = 64; c < len; c += 64) {",
+        f"            AscendC::{combine}(fold, fold, {src}[r * pitch + c], len - c < 64 ? len - c : 64, "
+        "static_cast<uint8_t>(n),",
+        "                         {1, 1, 1, 8, 8, rowBlocks});",
+        "        }",
+        f"        AscendC::ReduceRepeat<AscendC::ReduceType::{kind}>(dense, fold, 64, n, 1, 1, 8{order});",
+        brcb,
+        "    }",
+        "}",
+        "#endif",
+        "else {  // the count form per row (it ends in a scalar wait)",
+        "    for (uint32_t r = 0; r < rows; ++r) {",
+        f"        AscendC::{st.api}({st.dst}[r * STAT_SLOT], {src}[r * pitch], reduceTmp, len);", "    }", "}")
+
+
 def _emit_step(out: Lines, st: RowStep, split: bool) -> None:
     """One IR step as Ascend C; ``split`` chunks accumulate reductions across calls (``first``)."""
     cls = st.dst[0]
@@ -437,53 +490,7 @@ def _emit_step(out: Lines, st: RowStep, split: bool) -> None:
     if st.form == "reduce":
         src = st.srcs[0]
         if not split:
-            kind = {"ReduceSum": "SUM", "ReduceMax": "MAX", "ReduceMin": "MIN"}[st.api]
-            # A pair (value, index) per MAX/MIN result, in units of two floats: the value lands at r * STAT_SLOT.
-            stride, order = ("STAT_SLOT", "") if kind == "SUM" else \
-                ("STAT_SLOT / 2", ", AscendC::ReduceOrder::ORDER_VALUE_INDEX")
-            pairs = kind != "SUM"  # MAX/MIN results are (value, index): Brcb's element 2r lands in block 2r
-            combine = {"SUM": "Add", "MAX": "Max", "MIN": "Min"}[kind]
-            out("if (len <= 64) {  // a row is one repeat: the whole tile in one instruction, no scalar wait",
-                "    // 248 rows a call (at most 255 repeats): each call's Brcb starts at a group of 8 slots",
-                "    for (uint32_t r = 0; r < rows; r += 248) {",
-                "        const int32_t n = static_cast<int32_t>(rows - r < 248 ? rows - r : 248);",
-                "#if __NPU_ARCH__ == 2002",
-                f"        AscendC::ReduceRepeat<AscendC::ReduceType::{kind}>({st.dst}[r * STAT_SLOT], "
-                f"{src}[r * pitch], static_cast<int32_t>(len),",
-                f"                                                  n, {stride}, 1, static_cast<int32_t>(pitch / 8)"
-                f"{order});",
-                "#else",
-                "        // the results side by side, then each one filling the first block of its row's slot",
-                f"        AscendC::ReduceRepeat<AscendC::ReduceType::{kind}>(dense, {src}[r * pitch], "
-                f"static_cast<int32_t>(len), n, 1, 1,",
-                f"                                                  static_cast<int32_t>(pitch / 8){order});",
-                f"        AscendC::Brcb({st.dst}[r * STAT_SLOT], dense, "
-                f"static_cast<uint8_t>(({'2 * ' if pairs else ''}n + 7) / 8), {{{'1, 8' if pairs else '2, 16'}}});",
-                "#endif",
-                "    }",
-                "}",
-                "#if __NPU_ARCH__ != 2002",
-                f"else if (len <= {FOLD_MAX}) {{  // each row's 64-column chunks combined into fold, then as above",
-                "    const uint8_t rowBlocks = static_cast<uint8_t>(pitch / 8);",
-                "    for (uint32_t r = 0; r < rows; r += 248) {",
-                "        const int32_t n = static_cast<int32_t>(rows - r < 248 ? rows - r : 248);",
-                "        // chunk 0 copied (max(x, x) = x); a short last chunk leaves the lanes past it as they are",
-                f"        AscendC::Max(fold, {src}[r * pitch], {src}[r * pitch], 64, static_cast<uint8_t>(n),",
-                "                     {1, 1, 1, 8, rowBlocks, rowBlocks});",
-                "        for (uint32_t c = 64; c < len; c += 64) {",
-                f"            AscendC::{combine}(fold, fold, {src}[r * pitch + c], len - c < 64 ? len - c : 64, "
-                "static_cast<uint8_t>(n),",
-                "                         {1, 1, 1, 8, 8, rowBlocks});",
-                "        }",
-                f"        AscendC::ReduceRepeat<AscendC::ReduceType::{kind}>(dense, fold, 64, n, 1, 1, 8{order});",
-                f"        AscendC::Brcb({st.dst}[r * STAT_SLOT], dense, "
-                f"static_cast<uint8_t>(({'2 * ' if pairs else ''}n + 7) / 8), {{{'1, 8' if pairs else '2, 16'}}});",
-                "    }",
-                "}",
-                "#endif",
-                "else {  // the count form per row (it ends in a scalar wait)",
-                "    for (uint32_t r = 0; r < rows; ++r) {",
-                f"        AscendC::{st.api}({st.dst}[r * STAT_SLOT], {src}[r * pitch], reduceTmp, len);", "    }", "}")
+            _tile_reduce(out, st)
             return
         combine = {"ReduceSum": "Add", "ReduceMax": "Max", "ReduceMin": "Min"}[st.api]
         kind = st.online[:1]
@@ -587,12 +594,7 @@ def kernel_source(k: RowKernel, rule: str, body_ops: list[str], sources: list[st
     row_out = [o for o, kd in enumerate(k.output_kinds) if kd == "row"]
     stat_out = [o for o, kd in enumerate(k.output_kinds) if kd == "stat"]
     bc = list(k.broadcast_inputs)
-    in_reg = {}
-    counters = {"r": 0, "v": 0}
-    for i, x in enumerate(k.inputs):
-        c = "v" if x.kind == "vec" else "r"
-        in_reg[i] = f"{c}{counters[c]}"
-        counters[c] += 1
+    in_reg = input_regs(k)
     cls = f"Kernel{k.op_type}"
     out = Lines()
     out(f"// Generated by asc-onnx from rule {comment(rule)}: fused op {k.op_type}, row kernel class.",

@@ -177,9 +177,7 @@ def plan(k: RowKernel, shapes: Sequence[Sequence[int]], dtype_size: int, ub_byte
                 break
             resident, used = [False] * len(resident), 0
         for buffers in BUFFERINGS[BUFFERINGS.index((bn, bn)):]:
-            bi, bo = buffers
-            per_row = ((bi * c["in"] + bo * c["out"]) * stride * dtype_size + 4 * c["row"] * stride
-                       + 4 * STAT_SLOT * c["stat_slots"] + bo * STAT_SLOT * c["statout"] * dtype_size + edge + fold)
+            per_row = _row_bytes(c, *buffers, stride, dtype_size, edge + fold)
             tile_rows = (ub_bytes - fixed - used) // per_row if ub_bytes > fixed + used else 0
             if tile_rows:
                 break
@@ -212,6 +210,13 @@ def plan(k: RowKernel, shapes: Sequence[Sequence[int]], dtype_size: int, ub_byte
     return RowPlan(rows, row_length, block_dim, 1, chunk, (False,) * len(resident), (bn, bn), keep_weights)
 
 
+def _row_bytes(c: dict[str, int], in_buffers: int, out_buffers: int, stride: int, dtype_size: int, extra: int) -> int:
+    """UB bytes one row of a whole-row tile takes (``rowBytes`` in the host tiling): its I/O tiles, row registers,
+    stat slots and stat outputs, plus ``extra`` (310P's edge window, 910B's fold lanes)."""
+    return ((in_buffers * c["in"] + out_buffers * c["out"]) * stride * dtype_size + 4 * c["row"] * stride
+            + 4 * STAT_SLOT * c["stat_slots"] + out_buffers * STAT_SLOT * c["statout"] * dtype_size + extra)
+
+
 def _group(k: RowKernel, data: list[int], shapes: Sequence[Sequence[int]], dtype_size: int, ub_bytes: int,
            block_dim: int, core_rows: int, fixed: int, c: dict[str, int], stride: int, edge: int) -> int:
     """The grouped walk's mask rows (0: the ordinary walk): one mask input that repeats along the leading axes
@@ -229,8 +234,7 @@ def _group(k: RowKernel, data: list[int], shapes: Sequence[Sequence[int]], dtype
     mask_rows, rows = math.prod(md), math.prod(lead)
     cores = min(block_dim, mask_rows)
     slice_bytes = (-(-mask_rows // cores) * stride * dtype_size + 31) // 32 * 32
-    one_row = ((c["in"] + c["out"]) * stride * dtype_size + 4 * c["row"] * stride + 4 * STAT_SLOT * c["stat_slots"]
-               + STAT_SLOT * c["statout"] * dtype_size + edge)
+    one_row = _row_bytes(c, 1, 1, stride, dtype_size, edge)
     if (all(d == 1 for d in md[:first]) and mask_rows < rows and mask_rows >= core_rows
             and slice_bytes <= ub_bytes // k.schedule.resident_share and fixed + slice_bytes + one_row <= ub_bytes):
         return mask_rows
