@@ -32,6 +32,13 @@ void NoPartialOverlap(const char* api, const LocalTensor<D>& d, const LocalTenso
         asc_emu::Fail(std::string(api) + ": destination partially overlaps a source");
 }
 
+// Bytes from an operand's start to the end of the last 32-byte block `repeats` repeats of `blocks` blocks touch
+// (blkStride between a repeat's blocks, repStride between repeats, both in blocks: 高维切分.md).
+inline uint64_t RepeatSpan(uint32_t repeats, uint32_t blocks, uint32_t blkStride, uint32_t repStride) {
+    if (repeats == 0 || blocks == 0) return 0;
+    return (static_cast<uint64_t>(repeats - 1) * repStride + static_cast<uint64_t>(blocks - 1) * blkStride) * 32 + 32;
+}
+
 // The transcendental and divide APIs take more than one cycle per repeat (the timing model's vecSlowRepeat).
 inline bool SlowApi(const char* api) {
     static const char* slow[] = {"Exp", "Ln", "Sqrt", "Rsqrt", "Div", "Reciprocal"};

@@ -243,7 +243,7 @@ void CheckRepeatForm(const char* api, const LocalTensor<T>& dst, const LocalTens
     if (dst.GetPhyAddr() == nullptr || !emu_ub::IsUb(dst.GetPhyAddr()))
         asc_emu::Fail(std::string(api) + ": destination is not an allocated unified-buffer tensor");
     const uint32_t lastBlk = mask > 0 ? (mask - 1) / PerBlock<T>() : 0;
-    srcBytes = repeatTime == 0 || mask == 0 ? 0 : (static_cast<uint64_t>(repeatTime - 1) * srcRepStride + lastBlk * srcBlkStride) * 32 + 32;
+    srcBytes = repeatTime == 0 || mask == 0 ? 0 : emu_vec::RepeatSpan(repeatTime, lastBlk + 1, srcBlkStride, srcRepStride);
     if (srcBytes > static_cast<uint64_t>(src.GetSize()) * sizeof(T))
         asc_emu::Fail(std::string(api) + ": the repeats read past the source tensor");
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernel_operator_vec.h"
+#include "kernel_operator_vec_reduce.h"
 #include "kernel_tensor.h"
 
 namespace AscendC {
@@ -37,17 +38,6 @@ struct BrcbRepeatParams {
 };
 
 namespace emu_rep {
-
-// Bytes from an operand's start to the end of the last block the repeats touch.
-inline uint64_t Span(uint32_t repeats, uint32_t blocks, uint32_t blkStride, uint32_t repStride) {
-    if (repeats == 0 || blocks == 0) return 0;
-    return (static_cast<uint64_t>(repeats - 1) * repStride + static_cast<uint64_t>(blocks - 1) * blkStride) * 32 + 32;
-}
-
-inline bool Overlap(const void* a, uint64_t an, const void* b, uint64_t bn) {
-    auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
-    return an && bn && x < y + bn && y < x + an;
-}
 
 template <typename T>
 void Check(const char* api, const LocalTensor<T>& t, uint64_t span, const char* what) {
@@ -107,9 +97,9 @@ void Binary(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& sr
         asc_emu::Fail(std::string(api) + ": dstBlkStride 0 is undefined behaviour (高维切分.md)");
     if (mask == 0) return;  // A2: a no-op (掩码/通用说明.md)
     const uint32_t blocks = static_cast<uint32_t>((mask + perBlock - 1) / perBlock);
-    const uint64_t dSpan = Span(repeatTime, blocks, p.dstBlkStride, p.dstRepStride);
-    const uint64_t aSpan = Span(repeatTime, blocks, p.src0BlkStride, p.src0RepStride);
-    const uint64_t bSpan = Span(repeatTime, blocks, p.src1BlkStride, p.src1RepStride);
+    const uint64_t dSpan = emu_vec::RepeatSpan(repeatTime, blocks, p.dstBlkStride, p.dstRepStride);
+    const uint64_t aSpan = emu_vec::RepeatSpan(repeatTime, blocks, p.src0BlkStride, p.src0RepStride);
+    const uint64_t bSpan = emu_vec::RepeatSpan(repeatTime, blocks, p.src1BlkStride, p.src1RepStride);
     Check(api, dst, dSpan, "dst"), Check(api, src0, aSpan, "src0"), Check(api, src1, bSpan, "src1");
     CheckOverlap<T>(api, dst.GetPhyAddr(), src0.GetPhyAddr(), repeatTime, blocks, p.dstBlkStride, p.dstRepStride,
                     p.src0BlkStride, p.src0RepStride, false);
@@ -183,9 +173,9 @@ __aicore__ inline void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src
         asc_emu::Fail("Brcb: 310P's 16-bit destination offset (repeatTime - 1) x dstRepStride x 16 passes 65535");
 #endif
     const uint64_t srcBytes = static_cast<uint64_t>(repeatTime) * 8 * sizeof(T);
-    const uint64_t dSpan = emu_rep::Span(repeatTime, 8, p.dstBlkStride, p.dstRepStride);
+    const uint64_t dSpan = emu_vec::RepeatSpan(repeatTime, 8, p.dstBlkStride, p.dstRepStride);
     emu_rep::Check("Brcb", src, srcBytes, "src"), emu_rep::Check("Brcb", dst, dSpan, "dst");
-    if (emu_rep::Overlap(dst.GetPhyAddr(), dSpan, src.GetPhyAddr(), srcBytes))
+    if (emu_red::Overlap(dst.GetPhyAddr(), dSpan, src.GetPhyAddr(), srcBytes))
         asc_emu::Fail("Brcb: source and destination share memory (Brcb.md constraints)");
     const int32_t op = asc_emu::Issue(asc_emu::PV, "Brcb", loc);
     asc_emu::UbAccess(op, emu_ub::Offset(src.GetPhyAddr()), srcBytes, false);

@@ -428,6 +428,17 @@ def _row_at(name: str) -> str:
     return name if name[0] == "v" else f"{name}[r * pitch]"
 
 
+#: Rows per repeat-strided call: at most 255 repeats, and a multiple of 8 so each call's Brcb fills whole groups
+#: of 8 slots of its own.
+ROWS_PER_CALL = 248
+
+
+def _row_calls(ctype: str) -> list[str]:
+    """The loop over a tile's rows in calls of ROWS_PER_CALL repeats, ``n`` (of ``ctype``) rows each."""
+    return [f"    for (uint32_t r = 0; r < rows; r += {ROWS_PER_CALL}) {{",
+            f"        const {ctype} n = static_cast<{ctype}>(rows - r < {ROWS_PER_CALL} ? rows - r : {ROWS_PER_CALL});"]
+
+
 def _tile_reduce(out: Lines, st: RowStep) -> None:
     """A whole-row reduction over the tile into its stat register: rows of at most 64 floats one repeat each; on
     910B rows up to FOLD_MAX folded lane by lane first, each result then filling its slot's first block (Brcb);
@@ -442,8 +453,7 @@ def _tile_reduce(out: Lines, st: RowStep) -> None:
     brcb = (f"        AscendC::Brcb({st.dst}[r * STAT_SLOT], dense, static_cast<uint8_t>(({'2 * ' if pairs else ''}n "
             f"+ 7) / 8), {{{'1, 8' if pairs else '2, 16'}}});")
     calls = ["    // 248 rows a call (at most 255 repeats): each call's Brcb starts at a group of 8 slots",
-             "    for (uint32_t r = 0; r < rows; r += 248) {",
-             "        const int32_t n = static_cast<int32_t>(rows - r < 248 ? rows - r : 248);"]
+             *_row_calls("int32_t")]
     out("if (len <= 64) {  // a row is one repeat: the whole tile in one instruction, no scalar wait", *calls,
         "#if __NPU_ARCH__ == 2002",
         f"        AscendC::ReduceRepeat<AscendC::ReduceType::{kind}>({st.dst}[r * STAT_SLOT], "
@@ -526,8 +536,7 @@ def _emit_step(out: Lines, st: RowStep, split: bool) -> None:
             f"if (len <= {FOLD_MAX}) {{  // each row's statistic fills a block of its slot: one instruction per tile "
             "and 64 columns",
             "    const uint8_t rowBlocks = static_cast<uint8_t>(pitch / 8);",
-            "    for (uint32_t r = 0; r < rows; r += 248) {",
-            "        const uint8_t n = static_cast<uint8_t>(rows - r < 248 ? rows - r : 248);",
+            *_row_calls("uint8_t"),
             "        for (uint32_t c = 0; c < len; c += 64) {",
             f"            AscendC::{binary}({st.dst}[r * pitch + c], {st.srcs[0]}[r * pitch + c], "
             f"{st.stat}[r * STAT_SLOT],",
@@ -553,8 +562,7 @@ def _emit_step(out: Lines, st: RowStep, split: bool) -> None:
         strides = ", ".join("0" if s[0] == "v" else "rowBlocks" for s in st.srcs)
         out(f"if (len <= {FOLD_MAX}) {{",
             "    const uint8_t rowBlocks = static_cast<uint8_t>(pitch / 8);",
-            "    for (uint32_t r = 0; r < rows; r += 248) {",
-            "        const uint8_t n = static_cast<uint8_t>(rows - r < 248 ? rows - r : 248);",
+            *_row_calls("uint8_t"),
             "        for (uint32_t c = 0; c < len; c += 64) {",
             f"            AscendC::{st.api}({st.dst}[r * pitch + c], {chunk}, len - c < 64 ? len - c : 64, n,",
             f"                         {{1, 1, 1, rowBlocks, {strides}}});",
