@@ -75,7 +75,11 @@ def _hand_count(k) -> int:
 def timed(k, inputs, soc: str) -> str:
     """The timing model's columns for ``k`` on inputs of these shapes: est. fused us, est. unfused us, speedup,
     bound us, efficiency (every figure an estimate; asc_onnx.estimate says how each is made)."""
-    e = estimate_at(k, [a.shape for a in inputs], SOCS[soc])
+    return timed_columns(estimate_at(k, [a.shape for a in inputs], SOCS[soc]))
+
+
+def timed_columns(e) -> str:
+    """:func:`timed`'s columns for an estimate already made."""
     if e.error:
         return f"{'-':>8} {e.unfused_us:>8.2f} {'-':>7} {e.bound_us:>7.2f} {'-':>5}"
     return (f"{e.fused_us:>8.2f} {e.unfused_us:>8.2f} {e.unfused_us / e.fused_us:>7.2f} {e.bound_us:>7.2f} "

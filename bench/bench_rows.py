@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import numpy as np  # noqa: E402
-from bench_kernels import HAND_COST, SMOKE_MODEL, TIMED_HEAD, timed  # noqa: E402
+from bench_kernels import HAND_COST, SMOKE_MODEL, TIMED_HEAD, timed_columns  # noqa: E402
 from onnx import TensorProto, helper  # noqa: E402
 
 import asc_onnx  # noqa: E402
@@ -130,8 +130,8 @@ def _hand_count(k) -> int:
 
 
 #: Per (label, SoC): GM bytes and HBM bytes over the compulsory minimum, the timing model's efficiency (bound /
-#: body), split mode, outputs right.
-RESULTS: dict[tuple[str, str], tuple[float, float, float, bool, bool]] = {}
+#: body), outputs right.
+RESULTS: dict[tuple[str, str], tuple[float, float, float, bool]] = {}
 
 #: The issue's targets on 910B: label -> the most GM bytes over the compulsory minimum (None: time only). Every
 #: one of them is also held to the timing model's 1.15x of its bound.
@@ -153,7 +153,7 @@ def _targets() -> int:
     for label, limit in TARGETS.items():
         if (label, "Ascend910B") not in RESULTS:
             continue
-        gm, hbm, eff, _, ok = RESULTS[(label, "Ascend910B")]
+        gm, hbm, eff, ok = RESULTS[(label, "Ascend910B")]
         over = 1 / eff if eff else math.inf
         met = ok and (limit is None or gm <= limit) and over <= 1.15
         missed += not met
@@ -183,12 +183,12 @@ def _row(label, k, inputs, soc_name) -> tuple[float, bool, bool]:
     emu = r.gm_read_bytes + r.gm_write_bytes
     hbm = (r.time or {}).get("hbm_bytes", 0) / m.compulsory
     est = estimate_at(k, [a.shape for a in inputs], soc)
-    RESULTS[(label, soc_name)] = (m.fused / m.compulsory, hbm, est.efficiency, split, ok)
+    RESULTS[(label, soc_name)] = (m.fused / m.compulsory, hbm, est.efficiency, ok)
     print(f"{label[:32]:<32} {soc_name:<10} {str(list(shape))[:20]:<20} {r.block_dim:>3} "
           f"{r.tile_length if not split else 0:>5} {k.ir.passes if split else 1:>3} {m.fused / m.compulsory:>9.3f} "
           f"{hbm:>7.3f} "
           f"{m.unfused / m.fused:>9.2f} {vec:>8.2f} {hand:>4} {vec / hand:>8.2f} {r.scalar_instr / rows:>8.1f} "
-          f"{r.ub_peak_bytes:>7} {timed(k, inputs, soc_name)} {model / max(1, emu):>9.2f}  "
+          f"{r.ub_peak_bytes:>7} {timed_columns(est)} {model / max(1, emu):>9.2f}  "
           f"{'ok' if ok else 'MISMATCH'}")
     return (m.fused / m.compulsory) if not split else 0.0, ok, split
 
