@@ -94,13 +94,16 @@ class FuseResult:
     deployed: DeployedReport | None = None
 
 
-def plan(model: str | os.PathLike | ModelProto, options: FuseOptions = FuseOptions()) -> Planned:
-    """Load, canonicalize and match."""
+def plan(model: str | os.PathLike | ModelProto, options: FuseOptions = FuseOptions(),
+         declined: dict[tuple[str, str], str] | None = None) -> Planned:
+    """Load, canonicalize and match; ``declined`` (see :func:`asc_onnx.match.match`) keeps the regions of ops
+    that were not shipped for the smaller fusions inside them."""
     with graph_work():
-        return _plan(model, options)
+        return _plan(model, options, declined)
 
 
-def _plan(model: str | os.PathLike | ModelProto, options: FuseOptions) -> Planned:
+def _plan(model: str | os.PathLike | ModelProto, options: FuseOptions,
+          declined: dict[tuple[str, str], str] | None = None) -> Planned:
     rules = load_rules(options.pattern_files, options.only, options.skip)
     options.report("loading and inferring shapes")
     loaded = load(model, options.shape_map, defer=True)
@@ -124,13 +127,13 @@ def _plan(model: str | os.PathLike | ModelProto, options: FuseOptions) -> Planne
     named, generic = split_generic(rules)
     passes = generic if options.generic else ()
     options.report("matching", 0, 0, f"{before} nodes, {len(rules)} rules")
-    matched = match(graph, named, passes)
+    matched = match(graph, named, passes, declined)
     # Control-flow bodies (If branches, Loop and Scan bodies, nested ones too) are fused like graphs: their
     # fused nodes stay inside them, so both output models keep the control flow.
     scopes, bodies = [], []
     for owner, attr, body in control_flow_bodies(graph):
         canonicalize(body, opset)
-        found = match(body, named, passes)
+        found = match(body, named, passes, declined)
         scopes.append((body, found))
         bodies.append({"node": owner.name, "op": owner.op, "body": attr, "nodes": len(body.nodes),
                        "fusions": len(found.fusions)})
@@ -178,12 +181,37 @@ def fuse(model: str | os.PathLike | ModelProto, out_dir: str | os.PathLike | Non
         return _fuse_staged(p, model, out, soc, options, validate, force)
 
 
+class _DeclinedError(Exception):
+    """Ops of a class with smaller fallbacks (attention) will not ship: the model is matched again without
+    their regions, which keep the smaller fusions inside them (``declined`` as :func:`plan` takes it)."""
+
+    def __init__(self, declined: dict[tuple[str, str], str]) -> None:
+        super().__init__(f"{len(declined)} regions declined")
+        self.declined = declined
+
+
+def _decline(ops: Any, not_shipped: dict[str, str]) -> None:
+    """Raise :class:`_DeclinedError` when an op of a class with fallbacks is in ``not_shipped`` (op type -> why)."""
+    declined = {(op.rule, inst.outputs[0]): f"the fused op {op.op_type} is not shipped ({not_shipped[op.op_type]})"
+                f"; the region keeps its smaller fusions"
+                for op in ops if op.op_type in not_shipped and of(op.kernel).fallback for inst in op.instances}
+    if declined:
+        raise _DeclinedError(declined)
+
+
 def _fuse_staged(p: Planned, model: str | os.PathLike | ModelProto, out: Path | None, soc: Any,
                  options: FuseOptions, validate: bool, force: bool) -> FuseResult:
     with contextlib.ExitStack() as stack:
         # The staging folder is taken before the long stages: it is the lock against a second run.
         tmp = None if out is None else stack.enter_context(staged(out, force, _protected(p.loaded)))
-        result, rejected = _fuse_planned(p, model, out, tmp, soc, options, validate)
+        declined: dict[tuple[str, str], str] = {}
+        while True:
+            try:
+                result, rejected = _fuse_planned(p, model, out, tmp, soc, options, validate)
+                break
+            except _DeclinedError as d:  # nothing was written yet: match again without those regions
+                declined.update(d.declined)
+                p = plan(model, options, declined)
     _raise_failures(result, rejected, out, options)
     return result
 
@@ -201,6 +229,7 @@ def _fuse_planned(p: Planned, model: str | os.PathLike | ModelProto, out: Path |
     with graph_work():
         rewritten = rewrite(p.graph, p.loaded.model, p.matched.fusions, options.atc_domain_mode, p.scopes)
         pkg = package(rewritten, soc, options.atc_domain_mode, options.shape_map, None, p.loaded.symbolic)
+    _decline(rewritten.ops, dict(pkg.skipped))
     name = p.loaded.source.name if p.loaded.source else (model.graph.name if isinstance(model, ModelProto) else "")
     original = p.loaded.source if p.loaded.source is not None else p.loaded.model
     state: dict[str, Any] = {"validation": None, "checks": (), "moves": (), "rejected": {}, "deployed": None}
@@ -230,6 +259,7 @@ def _fuse_planned(p: Planned, model: str | os.PathLike | ModelProto, out: Path |
             state["checks"] += verify_regions(pkg.kernels, p.loaded.model, p.loaded.base_dir, soc,
                                               options.default_dim, options.report)
         rejected = {c.op_type: _not_shipped(c) for c in state["checks"] if not c.ok}
+        _decline(rewritten.ops, rejected)
         if rejected:
             state["rejected"] = rejected
             pkg = package(rewritten, soc, options.atc_domain_mode, options.shape_map, rejected, p.loaded.symbolic)
@@ -240,6 +270,8 @@ def _fuse_planned(p: Planned, model: str | os.PathLike | ModelProto, out: Path |
         judged = list(pkg.kernels)
         judgements = judge(judged, p.loaded.model, options.shape_map, soc, report=options.report)
         slower = {j.op_type: j.reason() for j in judgements if not j.ship}
+        if not options.keep_slower:
+            _decline(rewritten.ops, slower)
         if slower and not options.keep_slower:
             state["slower"] = slower
             pkg = package(rewritten, soc, options.atc_domain_mode, options.shape_map,

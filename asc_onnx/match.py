@@ -10,7 +10,7 @@ got far enough are kept as near misses with their reason.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,8 +55,18 @@ class MatchView:
         """The graph tensor bound to pattern variable ``var``."""
         return self._state.vars[var]
 
-    def const(self, name: str) -> float:
-        """The value of a captured constant (``Const("eps")``)."""
+    def has(self, var: str) -> bool:
+        """``var`` is an input of this variant (false for an optional input its absent nodes would read)."""
+        return var in self._state.vars
+
+    def has_node(self, op_type: str) -> bool:
+        """This variant matched a node of ``op_type``."""
+        return any(pn.op_type == op_type for pn in self.pattern.nodes)
+
+    def const(self, name: str, default: float | None = None) -> float:
+        """The value of a captured constant (``Const("eps")``); ``default`` where an absent optional node held it."""
+        if default is not None and name not in self._state.consts:
+            return default
         return self._state.consts[name]
 
     def dtype(self, var: str) -> int | None:
@@ -294,12 +304,16 @@ def _may_match(gn: gs.Node, needed: list[str]) -> bool:
 
 def _match_rule_variant(rule: Rule, pattern: Pattern, anchors: list[gs.Node], claimed: set[int],
                         outputs: set[int], order: dict[int, int],
-                        fusions: list[Fusion], misses: list[NearMiss]) -> None:
+                        fusions: list[Fusion], misses: list[NearMiss], declined: Mapping[tuple[str, str], str]) -> None:
     root_out = pattern.outputs[0]
     min_depth = max(3, pattern.size - 1)  # near misses must have got most of the way
     needed = _root_filter(pattern)
     for gn in anchors:
         if id(gn) in claimed or len(gn.outputs) <= root_out.index or not _may_match(gn, needed):
+            continue
+        key = (rule.name, gn.outputs[root_out.index].name)
+        if key in declined:  # an op of this region was not shipped: its smaller fusions instead
+            misses.append(NearMiss(rule.name, gn.name or key[1], declined[key]))
             continue
         m = _Matcher(claimed)
         accepted = False
@@ -332,9 +346,12 @@ def _match_rule_variant(rule: Rule, pattern: Pattern, anchors: list[gs.Node], cl
             misses.append(NearMiss(rule.name, gn.name, m.best_reason))
 
 
-def match(graph: gs.Graph, rules: Sequence[Rule], generic: Rule | Sequence[Rule] | None = None) -> MatchResult:
+def match(graph: gs.Graph, rules: Sequence[Rule], generic: Rule | Sequence[Rule] | None = None,
+          declined: Mapping[tuple[str, str], str] | None = None) -> MatchResult:
     """Match ``rules`` (largest variants first), then the generic passes if given: row regions around
-    trailing-axes reductions, then elementwise chains."""
+    trailing-axes reductions, then elementwise chains. ``declined`` maps (rule, main output tensor) to why a
+    fusion there was not shipped: the rule skips that anchor (a near miss with that reason) and the nodes stay for
+    the smaller rules."""
     by_type: dict[str, list[gs.Node]] = {}
     for n in graph.nodes:
         by_type.setdefault(n.op, []).append(n)
@@ -347,7 +364,7 @@ def match(graph: gs.Graph, rules: Sequence[Rule], generic: Rule | Sequence[Rule]
     for rule, pattern in variants:
         anchors = by_type.get(pattern.root.op_type, [])
         if anchors and all(pn.op_type in by_type for pn in pattern.nodes):  # else it cannot match anywhere
-            _match_rule_variant(rule, pattern, anchors, claimed, outputs, order, fusions, misses)
+            _match_rule_variant(rule, pattern, anchors, claimed, outputs, order, fusions, misses, declined or {})
     near = _dedupe_misses(misses, claimed, graph)  # before the generic pass: its chains are no excuse
     passes = [generic] if isinstance(generic, Rule) else list(generic or ())
     for g in sorted(passes, key=lambda r: of(r.kernel).region_rank):

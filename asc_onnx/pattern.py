@@ -9,7 +9,8 @@
                   doc="x * Sigmoid(x), the SiLU/Swish activation")]
 
 * Each parameter of a pattern function without a default is a variable; the fused op's inputs are the
-  variables in parameter order (every variant of one rule takes the same parameters).
+  variables in parameter order (every variant of one rule takes the same parameters, less the
+  optional inputs of its absent nodes, below).
 * ``op.<OpType>(*inputs, **attrs)`` is a node. Attribute values match exactly (floats within
   1e-6 relative); :data:`ANY` matches anything; a callable is a predicate on the value.
   ``_outputs=n`` gives a node with ``n`` outputs (returns a tuple), ``_domain`` a domain.
@@ -20,6 +21,10 @@
   (the residual sum of Add+LayerNorm).
 * Operand order of commutative ops (Add, Mul, Max, Min ...) is the matcher's job: write
   one order.
+* ``_optional="group"`` makes a node optional: the rule also matches with every node of that
+  group absent, each passing its first input through (``op.Add(s, mask, _optional="mask")`` is an
+  attention with or without a mask). A pattern with k groups is 2**k variants, largest tried
+  first; a variable only an absent node read is not an input of that variant (an optional input).
 
 A ``check(match) -> str | None`` runs after a structural match; a string is the reason the
 match is refused and shows up as a near miss in the report.
@@ -29,7 +34,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +72,7 @@ class PNode:
     num_outputs: int = 1
     domain: str = ""
     outputs: list[POut] = field(default_factory=list)
+    optional: str | None = None  # the group of optional nodes this node belongs to
 
 
 @dataclass(eq=False)
@@ -99,8 +105,10 @@ class _OpBuilder:
         if op_type.startswith("_"):
             raise AttributeError(op_type)
 
-        def make(*inputs: object, _outputs: int = 1, _domain: str = "", **attrs: Any):
-            node = PNode(op_type, [_as_value(i) for i in inputs], attrs, _outputs, _domain)
+        def make(*inputs: object, _outputs: int = 1, _domain: str = "", _optional: str | None = None, **attrs: Any):
+            if _optional is not None and (_outputs != 1 or not inputs):
+                raise TypeError(f"optional {op_type}: an optional node has one output and passes its first input")
+            node = PNode(op_type, [_as_value(i) for i in inputs], attrs, _outputs, _domain, optional=_optional)
             node.outputs = [POut(node, i) for i in range(_outputs)]
             return node.outputs[0] if _outputs == 1 else tuple(node.outputs)
 
@@ -130,13 +138,8 @@ class Pattern:
         return len(self.nodes)
 
 
-def build_pattern(fn: Callable[..., Any]) -> Pattern:
-    """Call a pattern function with fresh variables and collect its node DAG."""
-    params = [name for name, p in inspect.signature(fn).parameters.items() if p.default is inspect.Parameter.empty]
-    result = fn(*[PVar(p) for p in params])
-    outs = result if isinstance(result, tuple) else (result,)
-    if not outs or not all(isinstance(o, POut) for o in outs):
-        raise TypeError(f"pattern {fn.__name__} must return node outputs, not {result!r}")
+def _collect(outs: Sequence[POut]) -> list[PNode]:
+    """The nodes the outputs depend on, inputs before their readers."""
     seen: dict[int, PNode] = {}
     order: list[PNode] = []
 
@@ -151,11 +154,62 @@ def build_pattern(fn: Callable[..., Any]) -> Pattern:
 
     for o in outs:
         visit(o.node)
+    return order
+
+
+def _without(outs: tuple[POut, ...], nodes: Sequence[PNode], absent: frozenset[str]) -> tuple[POut, ...]:
+    """Copies of ``outs`` and their nodes with every node of the ``absent`` groups passing its first input."""
+    copies: dict[int, PNode] = {}
+
+    def value(v: PValue) -> PValue:
+        if not isinstance(v, POut):
+            return v
+        if v.node.optional in absent:
+            return value(v.node.inputs[0])
+        return copies[id(v.node)].outputs[v.index]
+
+    for n in nodes:
+        if n.optional in absent:
+            continue
+        c = PNode(n.op_type, [value(v) for v in n.inputs], dict(n.attrs), n.num_outputs, n.domain)
+        c.outputs = [POut(c, i) for i in range(n.num_outputs)]
+        copies[id(n)] = c
+    out = tuple(value(o) for o in outs)
+    if not all(isinstance(o, POut) for o in out):
+        raise TypeError(f"an output would be a bare input with optional groups {sorted(absent)} absent")
+    return out  # type: ignore[return-value]
+
+
+def build_patterns(fn: Callable[..., Any]) -> list[Pattern]:
+    """Call a pattern function with fresh variables and collect its node DAG: one pattern per choice of
+    optional groups present (all of them first)."""
+    params = [name for name, p in inspect.signature(fn).parameters.items() if p.default is inspect.Parameter.empty]
+    result = fn(*[PVar(p) for p in params])
+    outs = result if isinstance(result, tuple) else (result,)
+    if not outs or not all(isinstance(o, POut) for o in outs):
+        raise TypeError(f"pattern {fn.__name__} must return node outputs, not {result!r}")
+    order = _collect(outs)
     used = {v.name for n in order for v in n.inputs if isinstance(v, PVar)}
     missing = [p for p in params if p not in used]
     if missing:
         raise TypeError(f"pattern {fn.__name__}: parameters {missing} are not used")
-    return Pattern(fn.__name__, tuple(params), tuple(outs), tuple(order))
+    groups = sorted({n.optional for n in order if n.optional is not None})
+    if any(o.node.optional is not None for o in outs):
+        raise TypeError(f"pattern {fn.__name__}: an output node cannot be optional")
+    patterns = []
+    for mask in range(2 ** len(groups)):
+        absent = frozenset(g for i, g in enumerate(groups) if mask >> i & 1)
+        vouts = _without(outs, order, absent) if absent else outs
+        nodes = _collect(vouts)
+        have = {v.name for n in nodes for v in n.inputs if isinstance(v, PVar)}
+        name = fn.__name__ + "".join(f"-{g}" for g in sorted(absent))
+        patterns.append(Pattern(name, tuple(p for p in params if p in have), tuple(vouts), tuple(nodes)))
+    return patterns
+
+
+def build_pattern(fn: Callable[..., Any]) -> Pattern:
+    """The pattern of ``fn`` with every optional node present."""
+    return build_patterns(fn)[0]
 
 
 _OP_NAME = re.compile(r"^[A-Z][A-Za-z0-9]*$")
@@ -203,10 +257,12 @@ def rule(name: str, *variants: Callable[..., Any], op_name: str, kernel: str, do
         raise ValueError(f"rule {name}: op_name must be CamelCase letters and digits, not {op_name!r}")
     if not variants:
         raise ValueError(f"rule {name}: needs at least one pattern function")
-    built = tuple(build_pattern(v) for v in variants)
+    built = tuple(p for v in variants for p in build_patterns(v))
     first = built[0]
     for b in built[1:]:
-        if b.variables != first.variables or len(b.outputs) != len(first.outputs):
+        # A variant without an optional input takes the others in the same order.
+        if [v for v in first.variables if v in b.variables] != list(b.variables) \
+                or len(b.outputs) != len(first.outputs):
             raise ValueError(f"rule {name}: variant {b.fn_name} takes {b.variables} -> {len(b.outputs)} outputs, "
                              f"but {first.fn_name} takes {first.variables} -> {len(first.outputs)}")
     ordered = tuple(sorted(built, key=lambda p: -p.size))
@@ -219,4 +275,4 @@ def generic_rule(name: str, *, op_name: str, doc: str, kernel: str = "pointwise"
 
 
 __all__ = ["generic_rule", "ANY", "Const", "op", "rule", "Rule", "Pattern", "PVar", "PConst", "PNode", "POut",
-           "build_pattern"]
+           "build_pattern", "build_patterns"]

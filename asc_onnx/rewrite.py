@@ -147,7 +147,7 @@ def build_body(f: Fusion, opset: int) -> tuple[list[onnx.NodeProto], str, list[o
 def _is_param(f: Fusion, t: gs.Tensor, proto: onnx.TensorProto, members: dict[int, gs.Node]) -> bool:
     """A float scalar of a fusion that only feeds PARAM_OPS inside it (a matmul's epilogue constants too: every
     Linear+GELU of a model shares one kernel whatever its constants)."""
-    if f.kernel not in ("pointwise", "row", "matmul") or proto.data_type not in FLOAT_TYPES or \
+    if f.kernel not in ("pointwise", "row", "matmul", "attention") or proto.data_type not in FLOAT_TYPES or \
             any(d != 1 for d in proto.dims):
         return False
     readers = [c for c in t.outputs if id(c) in members]

@@ -192,7 +192,7 @@ def run_deployed(atc: ModelProto, kernels: Sequence[Kernel], feeds: Mapping[str,
 
 def _over_budget(k: Kernel, args: Sequence[np.ndarray]) -> bool:
     """A matmul node whose multiply-accumulates exceed what the kernel rung emulates at full size."""
-    if not of(k).cube:
+    if not of(k).gemm_tiling:
         return False
     x, w = args[0].shape, args[k.ir.gemms[0].weight].shape
     return over_emulation_budget(k, int(np.prod(x[:-1])), x[-1], int(w[0] if k.ir.trans_b else w[1]))

@@ -179,7 +179,7 @@ def check(k: Kernel, inputs: Sequence[np.ndarray], soc: Soc, label: str, core_nu
     shape = data_shape(k, inputs)
     name = IO_TYPES[dtype][0]
     whose = ""
-    if of(k).cube:
+    if of(k).gemm_tiling:
         whose = "given" if cube_tiling else "asc-onnx"
         got = cann_tiling.for_inputs(k.ir, k.files, soc, inputs, core_num) if cube_tiling is None else None
         if got is not None:
@@ -419,7 +419,7 @@ def verify_kernels(kernels: Sequence[Kernel], original: str | os.PathLike | Mode
     ``(stage, done, total, op_type)`` before each kernel (its first run compiles it)."""
     checks: list[KernelCheck] = []
     moves: list[DataMovement] = []
-    big = {id(k) for k in kernels if of(k).cube and over_emulation_budget(
+    big = {id(k) for k in kernels if of(k).gemm_tiling and over_emulation_budget(
         k, *_matmul_dims(k, _bound_shape(k.op.instances[0], default_dim + 3, True)))}
     captured = _captured_inputs([k for k in kernels if id(k) not in big], original, feeds) \
         if original is not None and feeds is not None else {}
@@ -493,7 +493,7 @@ def verify_regions(kernels: Sequence[Kernel], model: ModelProto, base_dir: Path 
     for i, (k, inst) in enumerate(regions):
         if progress is not None:
             progress("checking regions with their weights", i, len(regions), inst.node)
-        matmul = of(k).cube
+        matmul = of(k).gemm_tiling
         shape = _bound_shape(inst, default_dim, matmul)
         if matmul and over_emulation_budget(k, *_matmul_dims(k, shape)):
             continue

@@ -21,7 +21,7 @@ def test_inspect_writes_nothing_and_reports(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["inspect", str(MODELS / "bert_tiny_legacy.onnx"), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert {f["rule"] for f in out["fusions"]} == {"AddLayerNorm", "LinearGELU", "ScaleSoftmax"}
+    assert {f["rule"] for f in out["fusions"]} == {"AddLayerNorm", "LinearGELU", "Attention"}
     assert list(tmp_path.iterdir()) == []
 
 

@@ -166,7 +166,7 @@ def for_inputs(ir: object, files: Mapping[str, str], soc: Soc, inputs: Sequence[
                core_num: int | None = None) -> dict[str, int] | int | None:
     """CANN's tiling for a matmul kernel run on ``inputs`` (x first, y's N from the weight), its refusal code, or
     None where the kernel is not a matmul kernel or the open CANN sources are not at hand."""
-    if not of(ir).cube or source_root() is None:
+    if not of(ir).gemm_tiling or source_root() is None:
         return None
     from .harness import onnx_type, output_shapes
 

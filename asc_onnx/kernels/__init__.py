@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .attention import CLASS as ATTENTION
 from .base import KernelClass, KernelIR
 from .ir import LoweringError
 from .matmul import CLASS as MATMUL
@@ -31,7 +32,7 @@ def unregister(name: str) -> None:
     CLASSES.pop(name, None)
 
 
-for _cls in (POINTWISE, ROW, MATMUL):
+for _cls in (POINTWISE, ROW, MATMUL, ATTENTION):
     register(_cls)
 
 

@@ -73,6 +73,11 @@ class KernelClass:
             bytes the kernel moves for inputs of ``shapes``, from the launch and, for a cube kernel, the tiling
             it ran under).
         cube: runs on the cube (matmul): fp32 accumulation, CANN's Matmul tiling, the emulation budget.
+        gemm_tiling: one gemm per op under CANN's Matmul tiling (the matmul class): the emulation budget by
+            M x K x N, the cut tilings of big ops and CANN's own tiling compiled from the open sources apply.
+        fallback: where an op of this class is not shipped (refused, rejected by the emulator, estimated slower,
+            not served on the SoC), its regions are matched again without it and keep the smaller fusions
+            inside them (attention keeps ScaleMaskSoftmax), not the original nodes.
     """
 
     name: str
@@ -85,6 +90,8 @@ class KernelClass:
     region_supersedes: bool = False
     schedule: ModuleType | None = None
     cube: bool = False
+    gemm_tiling: bool = False
+    fallback: bool = False
 
     def scheduled(self, ir: Any, soc: Soc | None, recorded: Mapping[str, Any] | None = None) -> Any:
         """``ir`` with the schedule it ships with on ``soc``, or the one a written package ``recorded``."""

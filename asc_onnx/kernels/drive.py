@@ -22,6 +22,11 @@ from .skeleton import tiling_ub_bytes
 ENTRY = "Drive"
 
 
+#: Bytes of the system workspace the emulator hands GetSysWorkSpacePtr() to a kernel with Matmul objects (the
+#: chip's is 16 MiB on 910B; the emulated Matmul keeps its state on the host, so only the address matters).
+EMU_SYS_WORKSPACE = 4096
+
+
 def write_shapes(path: Path, shapes: Sequence[Sequence[int]], head: str | None = None) -> None:
     """``shapes.txt``: one line per array, its rank then its dims (after an optional first line)."""
     lines = ([head] if head is not None else []) + [" ".join(str(v) for v in (len(sh), *sh)) for sh in shapes]

@@ -10,4 +10,5 @@ def _lower(op, symbolic=None, kinds=None) -> MatmulKernel:
     return lower_matmul(op)  # weights are inputs of fixed role: no kinds to decide
 
 
-CLASS = KernelClass("matmul", MatmulKernel, _lower, render, driver, schedule=schedule, cube=True)
+CLASS = KernelClass("matmul", MatmulKernel, _lower, render, driver, schedule=schedule, cube=True,
+                    gemm_tiling=True)

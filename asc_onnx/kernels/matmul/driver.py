@@ -12,7 +12,7 @@ import numpy as np
 
 from ...errors import AscOnnxError
 from ...soc import Soc
-from ..drive import concrete, driver_helpers, param_reads, write_shapes
+from ..drive import EMU_SYS_WORKSPACE, concrete, driver_helpers, param_reads, write_shapes
 from .lower import MatmulKernel
 from .render import tiling_call
 from .schedule import tiling_min
@@ -22,9 +22,6 @@ CUBE_FIELDS = ("usedCoreNum M N Ka Kb singleCoreM singleCoreN singleCoreK baseM 
                "stepN isBias transLength iterateOrder shareMode shareL1Size shareL0CSize shareUbSize batchM batchN "
                "singleBatchM singleBatchN stepKa stepKb depthAL1CacheUB depthBL1CacheUB dbL0A dbL0B dbL0C").split()
 
-#: Bytes of the system workspace the emulator hands GetSysWorkSpacePtr() (the chip's is 16 MiB on 910B; the
-#: emulated Matmul keeps its state on the host, so only the address matters).
-EMU_SYS_WORKSPACE = 4096
 
 
 def main_source(k: MatmulKernel, struct: str, prefix: str = "") -> str:

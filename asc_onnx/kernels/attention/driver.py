@@ -1,0 +1,171 @@
+"""The emulator's driver of an attention kernel: GM buffers and the workspace, the host tiling, vector cores one
+after another (two per cube core), the files a run reads and the shapes it returns."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...soc import Soc
+from ..drive import EMU_SYS_WORKSPACE, concrete, driver_helpers, param_reads, write_shapes
+from .lower import AttentionKernel
+from .render import tiling_call
+
+
+def main_source(k: AttentionKernel, struct: str, prefix: str = "") -> str:
+    """The driver program of an attention kernel."""
+    nin = len(k.inputs)
+    args = ", ".join(f"bufs[{i}].data()" for i in range(nin + 1))
+    sk_axis = "shapes[1].size() - 2" if k.trans_k else "shapes[1].size() - 1"
+    call = tiling_call(k, "qDims", "static_cast<uint32_t>(shapes[0].size())", "sk", "dv", "maskDims", "maskRank",
+                       "dtypeSize", 'dtypeName == "float"', 'dtypeName == "bfloat16_t"', "coreNum", "platform",
+                       "coupled", "&tiling")
+    mask = ("for (size_t i = 0; i < shapes[3].size(); ++i) maskDims[i] = shapes[3][i];\n"
+            "    const uint32_t maskRank = static_cast<uint32_t>(shapes[3].size());" if k.has_mask
+            else "const uint32_t maskRank = 0;")
+    return f"""// asc-onnx emulator driver for {k.op_type} (attention).
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include "kernel_operator.h"
+#include "lib/matmul_intf.h"
+#include "{prefix}op_kernel/{k.snake}.cpp"
+#include "{prefix}op_host/{k.snake}_tiling_calc.h"
+
+{driver_helpers(k)}
+int Drive(int argc, char** argv) {{
+    if (argc != 5) return Report("usage", "dir coreNum dtypeSize dtypeName");
+    const std::string dir = argv[1];
+    auto& st = asc_emu::St();
+    const uint32_t coreNum = static_cast<uint32_t>(std::stoul(argv[2]));
+    const uint32_t dtypeSize = static_cast<uint32_t>(std::stoul(argv[3]));
+    const std::string dtypeName = argv[4];
+    std::vector<asc_emu::Bytes> bufs({nin + 1});
+    for (int i = 0; i < {nin}; ++i) bufs[i] = ReadFile(dir + "/in" + std::to_string(i) + ".bin");
+    std::vector<std::vector<uint64_t>> shapes({nin});
+    {{
+        std::ifstream f(dir + "/shapes.txt");
+        for (int i = 0; i < {nin}; ++i) {{
+            uint32_t r = 0;
+            f >> r;
+            shapes[i].resize(r);
+            for (uint32_t d = 0; d < r; ++d) f >> shapes[i][d];
+        }}
+    }}
+    if (shapes[0].size() > 8) return Report("usage", "q of rank over 8");
+    uint64_t qDims[8] = {{}};
+    for (size_t i = 0; i < shapes[0].size(); ++i) qDims[i] = shapes[0][i];
+    uint64_t maskDims[8] = {{}};
+    {mask}
+    const uint32_t sk = static_cast<uint32_t>(shapes[1][{sk_axis}]);
+    const uint32_t dv = static_cast<uint32_t>(shapes[2].back());
+    const bool coupled = __NPU_ARCH__ == 2002;
+    const auto caps = asc_emu::Cube();
+    matmul_tiling::PlatformInfo platform;
+    platform.socVersion = coupled ? platform_ascendc::SocVersion::ASCEND310P : platform_ascendc::SocVersion::ASCEND910B;
+    platform.l1Size = caps.l1;
+    platform.l0CSize = caps.l0c;
+    platform.ubSize = st.soc.ubBytes;
+    platform.l0ASize = caps.l0a;
+    platform.l0BSize = caps.l0b;
+    {struct} tiling{{}};
+    const int rc = {call};
+    if (rc != 0) return Report("tiling", "tiling refused the shape, reason " + std::to_string(rc));
+    {param_reads(k.num_params)}
+    Fill(bufs[{nin}], bufs[0].size() / shapes[0].back() * dv);
+    std::vector<uint8_t> workspace({EMU_SYS_WORKSPACE} + static_cast<size_t>(tiling.userWorkspace), 0xFF);
+    AscendC::emu_ws::Sys() = workspace.data();
+    AscendC::emu_ws::SysBytes() = {EMU_SYS_WORKSPACE};
+    st.gm.reserve({nin + 2});
+    for (int i = 0; i <= {nin}; ++i) {{
+        const bool out = i == {nin};
+        st.gm.push_back({{out ? "output 0" : "input " + std::to_string(i), bufs[i].data(), bufs[i].size(), out,
+                         std::vector<int32_t>(out && asc_emu::Values() ? bufs[i].size() : 0, -1)}});
+    }}
+    st.gm.push_back({{"workspace", workspace.data(), workspace.size(), true,
+                     std::vector<int32_t>(workspace.size(), -1)}});
+    st.gm.back().cubeShared = true;
+    std::vector<uint8_t> tilingBuf(sizeof(tiling));
+    std::memcpy(tilingBuf.data(), &tiling, sizeof(tiling));
+    const uint32_t blocks = 2 * tiling.blockDim;  // two vector cores per cube core
+    if (const int rc = RunBlocks(blocks, [&] {{ {k.snake}({args}, workspace.data(), tilingBuf.data()); }})) return rc;
+    for (size_t i = 0; i < st.gm[{nin}].writer.size(); ++i) {{  // (a timing-only run keeps no byte map)
+        if (st.gm[{nin}].writer[i] == -1)
+            return Report("fault", "byte " + std::to_string(i) + " of output 0 was never written by any block");
+    }}
+    if (asc_emu::Values()) {{
+        std::ofstream f(dir + "/out0.bin", std::ios::binary);
+        f.write(reinterpret_cast<const char*>(bufs[{nin}].data()), bufs[{nin}].size());
+    }}
+    std::cout << "{{\\"block_dim\\": " << blocks << ", \\"gm_read\\": " << st.gmReadBytes
+              << ", \\"gm_write\\": " << st.gmWriteBytes
+              << ", \\"time\\": " << asc_emu::TimingJson() << ", \\"ub_peak\\": " << st.ubPeak
+              << ", \\"scalar\\": " << st.scalarInstr << ", \\"tile_length\\": " << tiling.chunkRows * tiling.rowPitch
+              << ", \\"vec_elems\\": " << VecElems() << ", \\"cube\\": {{\\"macs\\": " << st.cube.macs
+              << ", \\"blocks\\": " << st.cube.blocks << ", \\"a_read\\": " << st.cube.aReadBytes
+              << ", \\"b_read\\": " << st.cube.bReadBytes << ", \\"c_bytes\\": " << st.cube.cBytes
+              << ", \\"l1_peak\\": " << st.cube.l1Peak << ", \\"mBlock\\": " << tiling.mBlock
+              << ", \\"items\\": " << tiling.items << "}}, \\"vec\\": {{";
+    PrintVecAndClose();
+    return 0;
+}}
+"""
+
+
+def output_shapes(k: AttentionKernel, inputs: Sequence[np.ndarray]) -> list[tuple[int, ...]]:
+    """q's shape with v's head dim."""
+    return [tuple(inputs[0].shape[:-1]) + (inputs[2].shape[-1],)]
+
+
+def write_inputs(k: AttentionKernel, folder: Path, inputs: Sequence[np.ndarray],
+                 out_shapes: Sequence[tuple[int, ...]], soc: Soc, core_num: int, dtype_size: int, dtype_name: str,
+                 cube_tiling: Mapping[str, int] | None = None) -> list[str]:
+    """shapes.txt (every input's); returns the program's arguments after the folder."""
+    write_shapes(folder / "shapes.txt", [a.shape for a in inputs])
+    return [str(core_num), str(dtype_size), dtype_name]
+
+
+def inputs_at(k: AttentionKernel, inst: Any, np_dtype: type, lead: Sequence[int], rng: np.random.Generator,
+              k_dim: int | None = None, n_dim: int | None = None) -> list[np.ndarray]:
+    """q, k, v and the mask for output leading dims ``lead`` (``[.., heads, Sq]``): unit-variance q, k and v with
+    Sk = Sq (a self-attention step), and a mask of its instance shape with HF's large negative in its last
+    quarter of keys (rows never fully masked)."""
+    lead = tuple(lead)
+    d = concrete(inst.input_shapes[0], 1)[-1]
+    dv = concrete(inst.input_shapes[2], 1)[-1]
+    sq = lead[-1]
+    sk = sq
+    q = rng.standard_normal(lead + (d,))
+    kk = rng.standard_normal(lead[:-1] + ((sk, d) if k.trans_k else (d, sk)))
+    v = rng.standard_normal(lead[:-1] + (sk, dv))
+    out = [q, kk, v]
+    if k.has_mask:
+        full = lead[:-1] + (sq, sk)
+        given = list(inst.input_shapes[3] or full)
+        given = [1] * (len(full) - len(given)) + given
+        # A dim of 1 broadcasts; any other (a number or a symbol) is the scores'.
+        shape = [1 if d == 1 else f for d, f in zip(given, full)]
+        mask = np.zeros(shape)
+        mask[..., (3 * sk) // 4 + 1:] = -1e4
+        out.append(mask)
+    return [a.astype(np.float32).astype(np_dtype) for a in out]
+
+
+def random_inputs(k: AttentionKernel, inst: Any, np_dtype: type, out_shape: tuple[int, ...],
+                  rng: np.random.Generator, broadcast_shapes: Sequence[tuple[int, ...]] | None = None,
+                  dim: int = 4) -> list[np.ndarray]:
+    """Seeded inputs for a check: q, k, v (and the mask) for y's leading dims."""
+    return inputs_at(k, inst, np_dtype, out_shape[:-1], rng)
+
+
+def data_shape(k: AttentionKernel, inputs: Sequence[np.ndarray]) -> tuple[int, ...]:
+    """y's shape."""
+    return output_shapes(k, inputs)[0]
+
+
+def output_bytes(k: AttentionKernel, shape: tuple[int, ...], itemsize: int) -> int:
+    """y, written once."""
+    return int(np.prod(shape)) * itemsize

@@ -1,0 +1,108 @@
+"""Stage 5, lower (attention class): the fused op's body read back into what the kernel needs (no C++ here).
+
+The body is ``MatMul(Softmax(scale * MatMul(q, kT) + mask), v)`` with the optional parts of
+``patterns/attention.py``: a Transpose of k (the cube then reads K ``[Sk, D]`` as a transposed B), scale factors
+(``Mul``/``Div`` by scalars on the scores, on q and on k, multiplied into one factor), an additive mask, and the
+fp32 round trip of the probabilities (two Casts that change no value).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...fusion import FusedOp
+from ..ir import IO_TYPES, IRBase, LoweringError, snake_case
+from ..vector import scalar
+
+
+@dataclass(frozen=True)
+class ScaleTerm:
+    """One factor of the scores' scale: a literal, or parameter ``index`` of the op (``td.param[index]``);
+    ``inverse`` for a ``Div``."""
+
+    value: float
+    index: int | None = None
+    inverse: bool = False
+
+
+@dataclass(frozen=True)
+class AttentionKernel(IRBase):
+    """Kernel IR of one attention op type.
+
+    Attributes:
+        op_type / snake: OpDef type and kernel entry name.
+        inputs / outputs: formal names in kernel argument order (q, k, v[, mask]; y).
+        trans_k: k is ``[.., Sk, D]`` (a Transpose in the body); else the op takes kT ``[.., D, Sk]``.
+        has_mask: an additive mask broadcast over the scores is the fourth input.
+        scale: the factors whose product scales the scores.
+        dtypes: the one I/O element type.
+    """
+
+    op_type: str
+    snake: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    trans_k: bool
+    has_mask: bool
+    scale: tuple[ScaleTerm, ...]
+    dtypes: tuple[int, ...]
+    params: tuple[float, ...] = ()
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        """Formal input names in kernel argument order."""
+        return self.inputs
+
+    @property
+    def scale_value(self) -> float:
+        """The scale at the first instance's parameters."""
+        v = 1.0
+        for t in self.scale:
+            v = v / t.value if t.inverse else v * t.value
+        return v
+
+
+def lower_attention(op: FusedOp, symbolic=None, kinds=None) -> AttentionKernel:
+    """Lower one attention op; raises LoweringError with the reason when it cannot."""
+    cols = op.dtype_columns
+    if len(cols) != 1 or len(set(cols[0])) != 1 or cols[0][0] not in IO_TYPES:
+        raise LoweringError(f"dtype columns {cols}: the attention kernel takes one float type for q, k, v, mask and y")
+    formal = set(op.input_names)
+    refs = {n.output[0]: n.attribute[0].ref_attr_name for n in op.function.node
+            if n.op_type == "Constant" and n.attribute[0].ref_attr_name}
+    literals = {n.output[0]: scalar(n.attribute[0].t) for n in op.function.node
+                if n.op_type == "Constant" and n.output[0] not in refs}
+    index = {name: i for i, name in enumerate(op.params)}
+    first = op.instances[0].params if op.instances and op.instances[0].params else (1.0,) * len(index)
+
+    def term(name: str, inverse: bool) -> ScaleTerm:
+        if name in refs:
+            i = index[refs[name]]
+            return ScaleTerm(float(first[i]), i, inverse)
+        if name in literals:
+            return ScaleTerm(float(literals[name]), None, inverse)
+        raise LoweringError(f"the scale {name!r} is not a scalar constant")
+
+    trans_k = False
+    scale: list[ScaleTerm] = []
+    for node in op.function.node:
+        t = node.op_type
+        if t in ("Constant", "MatMul", "Softmax", "Cast", "Add"):
+            continue
+        if t == "Transpose":
+            trans_k = True
+        elif t == "Mul":
+            scale.append(term(node.input[1], False))
+        elif t == "Div":
+            scale.append(term(node.input[1], True))
+        else:
+            raise LoweringError(f"{t} in an attention body is not served")
+    has_mask = "mask" in formal
+    expected = ("q", "k", "v", "mask") if has_mask else ("q", "k", "v")
+    if tuple(op.input_names) != expected:
+        raise LoweringError(f"inputs {op.input_names}: the kernel takes {expected}")
+    return AttentionKernel(op.op_type, snake_case(op.op_type), tuple(op.input_names), tuple(op.output_names),
+                           trans_k, has_mask, tuple(scale), (cols[0][0],), tuple(float(v) for v in first))
+
+
+__all__ = ["AttentionKernel", "ScaleTerm", "lower_attention"]

@@ -1,0 +1,85 @@
+"""Attention as exporters write it: ``MatMul(Softmax(scale * MatMul(q, kT) + mask), v)``.
+
+One pattern with optional parts: K transposed in the graph (a swap of its last two axes) or handed over
+transposed; the scale as ``Mul`` or ``Div`` on the scores, on q and k (SDPA's decomposition) or none; an
+additive mask broadcast over the scores or none; the legacy exporters' fp32 round trip of the
+probabilities (``Cast`` to float and back). A causal mask built in the graph (``Trilu``, ``Range``/``Less``
+chains, ``Where`` to an additive mask) is computed outside and is an input of the op; so are K and V after a
+KV-cache ``Concat`` (Sq may differ from Sk) and GPT-2's ``Split`` of one QKV projection.
+"""
+
+from __future__ import annotations
+
+from asc_onnx.checks import dims_match, first_reason, last_axis
+from asc_onnx.graph import onnx_dtype
+from asc_onnx.pattern import ANY, Const, op, rule
+
+
+def _swap_last(perm) -> bool:
+    """A Transpose that swaps the last two axes and keeps the others in place."""
+    perm = list(perm)
+    return len(perm) >= 2 and perm[:-2] == list(range(len(perm) - 2)) and perm[-2:] == [len(perm) - 1,
+                                                                                        len(perm) - 2]
+
+
+def _probs(scores, mask):
+    s = op.Add(scores, mask, _optional="mask")
+    p = op.Softmax(s, axis=ANY)
+    return op.Cast(op.Cast(p, to=ANY, _optional="cast"), to=ANY, _optional="cast")
+
+
+def _scores(q, k):
+    q = op.Mul(q, Const("q_scale"), _optional="qk_scale")
+    kt = op.Mul(op.Transpose(k, perm=_swap_last, _optional="k_transpose"), Const("k_scale"), _optional="qk_scale")
+    return op.MatMul(q, kt)
+
+
+def attention_mul(q, k, v, mask):
+    return op.MatMul(_probs(op.Mul(_scores(q, k), Const("scale"), _optional="scale"), mask), v)
+
+
+def attention_div(q, k, v, mask):
+    return op.MatMul(_probs(op.Div(_scores(q, k), Const("scale")), mask), v)
+
+
+def _check(m) -> str | None:
+    reason = last_axis(m)
+    if reason:
+        return reason
+    if m.has_node("Cast"):
+        first, second = (n for n in m.nodes if n.op == "Cast")
+        src = m.node("Softmax").outputs[0]
+        if int(first.attrs.get("to", 0)) != 1 or onnx_dtype(src) != onnx_dtype(second.outputs[0]):
+            return "the Casts after Softmax are not a round trip through float32"
+    q, kt, v = m.shape("q"), m.shape("k"), m.shape("v")
+    if q is None or kt is None or v is None:
+        return "q, k or v has an unknown shape (shape inference could not follow it); --input-shape may help"
+    if not (len(q) == len(kt) == len(v) >= 3):
+        return f"q {list(q)}, k {list(kt)} and v {list(v)} are not of one rank of at least 3 ([batch, heads, seq, dim])"
+    if m.has_node("Transpose"):
+        kt = [*kt[:-2], kt[-1], kt[-2]]
+    if not all(map(dims_match, q[:-2], kt[:-2])) or not all(map(dims_match, q[:-2], v[:-2])):
+        return (f"q {list(q)}, k and v do not share their leading dims: a broadcast of K/V over heads (grouped-query "
+                "attention without its repeat in the graph) is not served")
+    d, dv = q[-1], v[-1]
+    if not isinstance(d, int) or not isinstance(dv, int):
+        return f"the head dims ({d}, {dv}) are not known: the kernel's tiling needs them"
+    if not dims_match(kt[-2], d) or not dims_match(kt[-1], v[-2]):
+        return f"q {list(q)}, k^T {list(kt)} and v {list(v)} do not chain as q @ k^T @ v"
+    if m.has("mask"):
+        ms = m.shape("mask")
+        out = [*q[:-1], kt[-1]]
+        if m.dtype("mask") != m.dtype("q"):
+            return "the mask's dtype is not the scores'"
+        if ms is None or len(ms) > len(out) or any(a != 1 and not dims_match(a, b)
+                                                   for a, b in zip(ms[::-1], out[::-1])):
+            return f"mask shape {ms} does not broadcast to the scores {out}"
+    return None
+
+
+RULES = [
+    rule("Attention", attention_mul, attention_div, op_name="Attention", kernel="attention",
+         doc="Softmax(scale * q @ k^T + mask) @ v: scaled dot-product attention (optional scale, mask, K transpose "
+             "and fp32 round trip), one kernel whose scores never reach global memory",
+         check=lambda m: first_reason(_check(m))),
+]

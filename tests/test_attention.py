@@ -1,0 +1,162 @@
+"""Attention as one op: the pattern's optional parts, the kernel emulated in every form (fp32 and fp16, masks,
+K transposed or not, scales on the scores or on q and k, a KV cache's Sq != Sk, grouped-query heads repeated in
+the graph), the deployed model, and the fallback to the smaller fusions where the kernel does not ship."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import F16, F32, const, model, rules_of
+from onnx import helper
+
+import asc_onnx
+from asc_onnx.pattern import Const, build_patterns, op
+from asc_onnx.registry import load_rules
+
+NP = {F32: np.float32, F16: np.float16}
+
+
+def attention_model(dt=F32, b=2, h=4, sq="seq", sk=None, d=32, dv=None, mask=(2, 1, "seq", "seq"), trans=True,
+                    scale="mul", cast=False, qk_scale=False):
+    """Softmax(scale * q @ k^T + mask) @ v as exporters write it, followed by a Transpose back to [B, S, H, Dv]
+    (the attention output is read outside the region)."""
+    sk = sk or sq
+    dv = dv or d
+    inputs = [("q", dt, [b, h, sq, d]), ("k", dt, [b, h, sk, d] if trans else [b, h, d, sk]), ("v", dt, [b, h, sk, dv])]
+    nodes, inits = [], []
+    q, kt = "q", "k"
+    if trans:
+        nodes.append(helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]))
+        kt = "kt"
+    if qk_scale:  # SDPA's decomposition: sqrt(scale) on q and on k^T
+        inits += [const("qs", d ** -0.25, NP[dt]), const("ks", d ** -0.25, NP[dt])]
+        nodes += [helper.make_node("Mul", ["q", "qs"], ["q2"]), helper.make_node("Mul", [kt, "ks"], ["kt2"])]
+        q, kt = "q2", "kt2"
+    nodes.append(helper.make_node("MatMul", [q, kt], ["s"]))
+    last = "s"
+    if scale == "mul":
+        inits.append(const("c", d ** -0.5, NP[dt]))
+        nodes.append(helper.make_node("Mul", ["s", "c"], ["ss"]))
+        last = "ss"
+    elif scale == "div":
+        inits.append(const("c", d ** 0.5, NP[dt]))
+        nodes.append(helper.make_node("Div", ["s", "c"], ["ss"]))
+        last = "ss"
+    if mask is not None:
+        inputs.append(("mask", dt, list(mask)))
+        nodes.append(helper.make_node("Add", [last, "mask"], ["sm"]))
+        last = "sm"
+    nodes.append(helper.make_node("Softmax", [last], ["p"], axis=-1))
+    if cast:  # the legacy exporters' fp32 round trip of the probabilities
+        nodes += [helper.make_node("Cast", ["p"], ["p32"], to=F32), helper.make_node("Cast", ["p32"], ["p16"], to=dt)]
+        last = "p16"
+    else:
+        last = "p"
+    nodes.append(helper.make_node("MatMul", [last, "v"], ["o"]))
+    nodes.append(helper.make_node("Transpose", ["o"], ["y"], perm=[0, 2, 1, 3]))
+    return model(nodes, inputs, [("y", dt, [b, sq, h, dv])], inits)
+
+
+def fuse(m, **kw):
+    kw.setdefault("judge", False)
+    return asc_onnx.fuse(m, None, options=asc_onnx.FuseOptions(**kw))
+
+
+def test_optional_nodes_expand_into_variants():
+    """k optional groups are 2**k variants, largest first; an input only an absent node reads drops out."""
+    def pat(x, mask):
+        return op.Softmax(op.Add(op.Mul(x, Const("s"), _optional="scale"), mask, _optional="mask"))
+
+    got = {p.fn_name: (p.variables, [n.op_type for n in p.nodes]) for p in build_patterns(pat)}
+    assert got == {"pat": (("x", "mask"), ["Mul", "Add", "Softmax"]), "pat-mask": (("x",), ["Mul", "Softmax"]),
+                   "pat-scale": (("x", "mask"), ["Add", "Softmax"]), "pat-mask-scale": (("x",), ["Softmax"])}
+    rule = next(r for r in load_rules() if r.name == "Attention")
+    assert rule.variants[0].size > rule.variants[-1].size and len(rule.variants) > 16
+
+
+FORMS = {
+    "fp32 mask mul": {},
+    "fp16 mask div": {"dt": F16, "scale": "div"},
+    "fp32 no mask, k given transposed": {"mask": None, "trans": False},
+    "fp16 mask [1,1,S,S], no scale": {"dt": F16, "mask": (1, 1, "seq", "seq"), "scale": None},
+    "fp16 cast round trip": {"dt": F16, "cast": True},
+    "fp32 scale on q and k": {"qk_scale": True, "scale": None, "mask": None},
+    "fp32 head dim 64, Dv 16": {"d": 64, "dv": 16},
+}
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_attention_forms_fuse_emulate_and_deploy(form):
+    """Each form is one Attention op, emulated at two bindings of the sequence and on captured activations, and
+    the deployed model with it emulated matches the original."""
+    res = fuse(attention_model(**FORMS[form]))
+    assert rules_of(res) == {"Attention": 1}, res.near_misses
+    assert [k.op.rule for k in res.kernels] == ["Attention"]
+    checks = [c for c in res.kernel_checks if c.op_type == res.kernels[0].op.op_type]
+    assert {c.inputs for c in checks} >= {"random", "dims=7", "captured"} and all(c.ok for c in checks), checks
+    assert res.validation.ok and res.deployed is not None and res.deployed.ok
+
+
+def test_kv_cache_decode_step():
+    """A decode step: the new K/V row is concatenated to the past ones outside the op; Sq = 1 against Sk = past + 1."""
+    nodes = [helper.make_node("Concat", ["past_k", "k_new"], ["k"], axis=2),
+             helper.make_node("Concat", ["past_v", "v_new"], ["v"], axis=2),
+             helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+             helper.make_node("MatMul", ["q", "kt"], ["s"]), helper.make_node("Mul", ["s", "c"], ["ss"]),
+             helper.make_node("Softmax", ["ss"], ["p"], axis=-1), helper.make_node("MatMul", ["p", "v"], ["o"]),
+             helper.make_node("Transpose", ["o"], ["y"], perm=[0, 2, 1, 3])]
+    inputs = [("q", F16, [1, 4, 1, 32]), ("past_k", F16, [1, 4, "past", 32]), ("k_new", F16, [1, 4, 1, 32]),
+              ("past_v", F16, [1, 4, "past", 32]), ("v_new", F16, [1, 4, 1, 32])]
+    outputs = [("y", F16, [1, 1, 4, 32]), ("k", F16, [1, 4, "total", 32]), ("v", F16, [1, 4, "total", 32])]
+    m = model(nodes, inputs, outputs, [const("c", 32 ** -0.5, np.float16)])
+    res = fuse(m)
+    assert rules_of(res) == {"Attention": 1}
+    assert res.validation.ok and res.deployed.ok and all(c.ok for c in res.kernel_checks)
+
+
+def test_grouped_query_heads_repeated_in_the_graph():
+    """GQA as LLaMA's repeat_kv exports it (Unsqueeze, Expand, Reshape of 2 KV heads to 8): the repeated K and V
+    reach the op as inputs; the attention itself fuses."""
+    nodes = []
+    for x in ("k", "v"):
+        nodes += [helper.make_node("Unsqueeze", [x, "ax2"], [f"{x}5"]),
+                  helper.make_node("Expand", [f"{x}5", "shape5"], [f"{x}e"]),
+                  helper.make_node("Reshape", [f"{x}e", "shape4"], [f"{x}r"])]
+    nodes += [helper.make_node("Transpose", ["kr"], ["kt"], perm=[0, 1, 3, 2]),
+              helper.make_node("MatMul", ["q", "kt"], ["s"]), helper.make_node("Mul", ["s", "c"], ["ss"]),
+              helper.make_node("Add", ["ss", "mask"], ["sm"]), helper.make_node("Softmax", ["sm"], ["p"], axis=-1),
+              helper.make_node("MatMul", ["p", "vr"], ["o"])]
+    inits = [const("ax2", [2], np.int64), const("shape5", [1, 2, 4, 8, 16], np.int64),
+             const("shape4", [1, 8, 8, 16], np.int64), const("c", 0.25)]
+    m = model(nodes, [("q", F32, [1, 8, 8, 16]), ("k", F32, [1, 2, 8, 16]), ("v", F32, [1, 2, 8, 16]),
+                      ("mask", F32, [1, 1, 8, 8])], [("o", F32, [1, 8, 8, 16])], inits)
+    res = fuse(m)
+    assert rules_of(res) == {"Attention": 1}
+    assert res.validation.ok and res.deployed.ok and all(c.ok for c in res.kernel_checks)
+
+
+def test_310p_keeps_the_smaller_fusions():
+    """310P has no attention kernel: the region is matched again and keeps ScaleMaskSoftmax, not its nodes, and
+    the report says why."""
+    res = fuse(attention_model(dt=F16), soc="Ascend310P")
+    assert rules_of(res) == {"ScaleMaskSoftmax": 1}
+    assert res.validation.ok
+    miss = [n for n in res.near_misses if n.rule == "Attention"]
+    assert len(miss) == 1 and "310P" in miss[0].reason and "smaller fusions" in miss[0].reason
+
+
+def test_a_refused_shape_keeps_the_smaller_fusions():
+    """A mask broadcast along the keys ([.., Sq, 1]) is refused by the kernel's host tiling: the emulator rung
+    rejects the op and the region keeps its softmax fusion."""
+    res = fuse(attention_model(mask=(2, 1, "seq", 1)))
+    assert rules_of(res) == {"ScaleMaskSoftmax": 1}
+    miss = [n for n in res.near_misses if n.rule == "Attention"]
+    assert len(miss) == 1 and "broadcasts along the keys" in miss[0].reason
+
+
+def test_outputs_of_the_probabilities_stop_the_match():
+    """A model that also outputs the attention probabilities (output_attentions) keeps them: no Attention op."""
+    m = attention_model()
+    m.graph.output.append(helper.make_tensor_value_info("p", F32, [2, 4, "seq", "seq"]))
+    res = fuse(m)
+    assert "Attention" not in rules_of(res)
