@@ -399,10 +399,12 @@ inline double GmShare(double bytesPerS, bool cube = false) {
 
 inline GmBuffer& FindGm(const void* p, size_t bytes, const char* what);
 
-// The L2 rule: a 32-byte block read again is an L2 hit when fewer bytes than the L2 holds were touched (read or
+// The L2 rule: a 32-byte block touched again is an L2 hit when fewer bytes than the L2 holds were touched (read or
 // written, by any core, in emulation order) since it was last touched: a reuse distance, so a working set that
-// fits stays resident while the rest of a large kernel's tensors stream through. Everything else is HBM traffic
-// (310P: no L2 credit). Returns the HBM bytes.
+// fits stays resident while the rest of a large kernel's tensors stream through. A write is a hit too: L2 is a
+// write-back cache, so a workspace ring rewritten while it is resident (a matmul's C stages, attention's scores)
+// costs HBM once, at its first write, not at every pass. Everything else is HBM traffic (310P: no L2 credit).
+// Returns the HBM bytes.
 inline uint64_t Classify(const void* p, size_t bytes) {
     auto& st = St();
     GmBuffer& buf = FindGm(p, bytes, "DMA");
@@ -461,14 +463,14 @@ inline double PortTransfer(double at, double need) {
 
 // A DMA of `bytes` at `p` by the operation issued last on `pipe` (MTE2 reads, MTE3 writes): it holds the core's GM
 // port for its transfer (HBM bytes at the core's HBM share, L2 hits at its L2 share) and completes a DMA latency
-// after. A write always costs HBM bandwidth.
+// after. A write is classified as a read is (Classify: a resident block is rewritten in L2).
 inline void Dma(int pipe, const void* p, size_t bytes, bool write) {
     if (bytes == 0) return;
     auto& st = St();
     st.vecMoved += static_cast<double>(bytes);
     const uint64_t hbm = Classify(p, bytes);
-    const uint64_t l2 = write ? 0 : bytes - hbm;
-    const uint64_t h = write ? bytes : hbm;
+    const uint64_t l2 = bytes - hbm;
+    const uint64_t h = hbm;
     st.hbmBytes += h;
     st.l2Bytes += l2;
     if (!write) st.vecReadHbm += h, st.vecReadL2 += l2;
@@ -752,10 +754,10 @@ struct CubeStep {
 // The cube core computes one C block requested at `at`: per K step its L1 loads, L0 loads and MACs. A load
 // starts once the L1 slot it refills is free (the tile `depth` steps back has gone to L0: depthA1/depthB1 tiles
 // stay in L1), an L0 load once the L0 buffer it refills is free (double-buffered: the MACs two steps back are
-// done); then the fixpipe writes `cBytes`. Stages are shared by every block the core serves. Returns when C is
-// written.
+// done); then the fixpipe writes `cBytes`, `cHbm` of them to HBM (the rest rewrite blocks resident in L2; a
+// negative `cHbm`: all of them). Stages are shared by every block the core serves. Returns when C is written.
 inline double CubeBlock(double at, const std::vector<CubeStep>& steps, double macsPerCycle, double cBytes,
-                        int32_t depth = 2) {
+                        int32_t depth = 2, double cHbm = -1) {
     auto& st = St();
     const auto& tm = st.tm;
     CubeTimes& c = st.cubeCores[CubeCore()];
@@ -783,10 +785,12 @@ inline double CubeBlock(double at, const std::vector<CubeStep>& steps, double ma
         mEnd[i % 2] = c.m;
     }
     const double sf = std::max(c.m, c.fix);
-    const double out = cBytes / std::min(tm.fixBytes, hbmRate);
+    const double toHbm = cHbm < 0 ? cBytes : std::min(cHbm, cBytes), toL2 = cBytes - toHbm;
+    const double out = toHbm / std::min(tm.fixBytes, hbmRate) + (toL2 > 0 ? toL2 / std::min(tm.fixBytes, l2Rate) : 0.0);
     c.fix = sf + out;
     c.busyFix += out;
-    st.hbmBytes += static_cast<uint64_t>(cBytes);
+    st.hbmBytes += static_cast<uint64_t>(toHbm);
+    st.l2Bytes += static_cast<uint64_t>(toL2);
     st.cubeMoved += cBytes;
     return c.fix + tm.dmaLatency;
 }

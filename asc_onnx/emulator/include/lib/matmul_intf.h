@@ -334,14 +334,14 @@ public:
         const double at = Request();
         double cubeDone = at;
         for (const auto& blk : order_) {
-            cubeDone = Compute(blk, at);
+            cubeDone = Compute(blk, at, &gm, enSequentialWrite);
             haveC_ = false;
             auto* p = reinterpret_cast<const uint8_t*>(gm.GetPhyAddr() + (enSequentialWrite ? 0 : BlockOffset()));
             const uint64_t stride = enSequentialWrite ? blockW_ : tiling_.N;
             auto* e = p + ((blockH_ - 1) * stride + blockW_) * sizeof(CT);
             lo = lo == nullptr || p < lo ? p : lo;
             hi = hi == nullptr || e > hi ? e : hi;
-            WriteBlockGm(gm, enSequentialWrite, loc);
+            WriteBlockGm(gm, enSequentialWrite, loc, true);
         }
         next_ = order_.size();
         done_ = true;
@@ -494,7 +494,9 @@ private:
         return asc_emu::St().pipes.t.free[asc_emu::PS] + asc_emu::St().tm.kfc / 2;
     }
     static void AwaitCube(double done) { asc_emu::SWait(done + asc_emu::St().tm.kfc / 2); }
-    double Compute(const Blk& blk, double at) {
+    // One C block: its arithmetic and its time on the cube core. With `dst` (IterateAll), the fixpipe's write is
+    // classified by the L2 rule here; otherwise (Iterate, then GetTensorC) it is costed as HBM traffic.
+    double Compute(const Blk& blk, double at, const GlobalTensor<CT>* dst = nullptr, bool sequential = false) {
         const auto& c = tiling_;
         blockM_ = blk.m;
         blockN_ = blk.n;
@@ -564,8 +566,16 @@ private:
         // fp16/bf16: 16 x 16 x 16 MACs per cycle; float: 16 x 16 x 8 (the fractal's K halves)
         const double rate = asc_emu::St().tm.cubeMacs * frac / 16.0;
         // L1 holds depthA1 A and depthB1 B tiles: loads run that many steps ahead of the L0 loads.
+        double cHbm = -1;
+        if (dst != nullptr) {
+            cHbm = 0;
+            CT* out = dst->GetPhyAddr() + (sequential ? 0 : BlockOffset());
+            const uint64_t stride = sequential ? blockW_ : tiling_.N;
+            for (int32_t i = 0; i < blockH_; ++i)
+                cHbm += static_cast<double>(asc_emu::Classify(out + i * stride, blockW_ * sizeof(CT)));
+        }
         return asc_emu::CubeBlock(at, steps, rate, static_cast<double>(blockH_) * blockW_ * sizeof(CT),
-                                  std::min(c.depthA1, c.depthB1));
+                                  std::min(c.depthA1, c.depthB1), cHbm);
     }
     void TakeC(const char* what, uint8_t enAtomic, const asc_emu::Loc& loc) {
         if (enAtomic) asc_emu::Fail(std::string("Matmul::") + what + ": atomic accumulation is not emulated");
@@ -577,13 +587,14 @@ private:
     uint64_t BlockOffset() const {
         return static_cast<uint64_t>(blockM_) * tiling_.baseM * tiling_.N + static_cast<uint64_t>(blockN_) * tiling_.baseN;
     }
-    void WriteBlockGm(const GlobalTensor<CT>& gm, bool sequential, const asc_emu::Loc& loc) {
+    // `classified`: Compute has put the write through the L2 rule (IterateAll).
+    void WriteBlockGm(const GlobalTensor<CT>& gm, bool sequential, const asc_emu::Loc& loc, bool classified = false) {
         CT* dst = gm.GetPhyAddr() + (sequential ? 0 : BlockOffset());
         const uint64_t stride = sequential ? blockW_ : tiling_.N;
         for (int32_t i = 0; i < blockH_; ++i) {
             asc_emu::CubeOverwrite(dst + i * stride, blockW_ * sizeof(CT), "Matmul::GetTensorC", loc);
             asc_emu::GmWrite(dst + i * stride, blockW_ * sizeof(CT), "Matmul::GetTensorC");
-            asc_emu::Classify(dst + i * stride, blockW_ * sizeof(CT));  // the fixpipe writes through L2
+            if (!classified) asc_emu::Classify(dst + i * stride, blockW_ * sizeof(CT));  // the fixpipe writes through L2
             for (int32_t j = 0; j < blockW_; ++j) dst[i * stride + j] = Out(c_[static_cast<size_t>(i) * blockW_ + j]);
         }
         asc_emu::St().cube.cBytes += static_cast<uint64_t>(blockH_) * blockW_ * sizeof(CT);

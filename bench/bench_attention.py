@@ -1,0 +1,183 @@
+"""Fused attention against the unfused nodes and against today's partial fusion, at deployment shapes, from the
+timing model's timing-only path (every figure an estimate; asc_onnx.estimate says how each is made):
+
+* HBM bytes of the fused kernel over the compulsory minimum (q, k, v and the mask read once, y written once;
+  target at most 1.1x): the scores and P live in each vector core's workspace, a ring L2 keeps resident;
+* the estimate of the fused kernel, of the unfused nodes (Transpose, two MatMuls, scale, mask Add, Softmax) and
+  of the partial fusion (the MatMuls unfused, ScaleMaskSoftmax between them); speedups over both (targets: at
+  least 1.5x over the unfused nodes at S >= 2048 with 8 or more heads, faster than the partial fusion at every
+  shape);
+* the cube's share of its peak (the two products' FLOPs over the estimate), beside what hand-written kernels
+  reach on 910B2 at head dim 128 (hw-native-sys/pto-isa, kernels/manual/common/flash_atten/README.md: 7.2% at
+  S = 1024, 18.7% at 2048, 27.3% at 4096; torch_npu's fused attention 2.6%, 8.6%, 20.5%).
+
+    python bench/bench_attention.py [--smoke] [--match TEXT]
+
+``--smoke`` (what the tests run): one small shape, emulated with values against onnxruntime as well.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+import asc_onnx  # noqa: E402
+from asc_onnx import FuseOptions  # noqa: E402
+from asc_onnx.estimate import estimate_at  # noqa: E402
+from asc_onnx.hardware import value  # noqa: E402
+from asc_onnx.soc import SOCS  # noqa: E402
+from asc_onnx.verify_kernels import check, random_inputs  # noqa: E402
+
+SOC = "Ascend910B"
+#: Measured share of the cube's peak on 910B2 at head dim 128, by sequence length (pto-isa's README).
+MEASURED = {1024: (7.2, 2.6), 2048: (18.7, 8.6), 4096: (27.3, 20.5)}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One attention shape: batch, heads, query and key lengths, head dim, mask kind ('causal', 'padding' or
+    'none') and the KV heads' group (GQA: K and V repeated in the graph, as exporters write it)."""
+
+    b: int
+    h: int
+    sq: int
+    sk: int
+    d: int
+    mask: str = "causal"
+    group: int = 1
+
+    @property
+    def label(self) -> str:
+        kv = f" gqa{self.group}:1" if self.group > 1 else ""
+        return f"b{self.b} h{self.h} {self.sq}x{self.sk} d{self.d} {self.mask}{kv}"
+
+
+def model(c: Case):
+    """The attention subgraph as torch exports it, in fp16: q [B,H,Sq,D], k and v [B,H,Sk,D] (for GQA, K and V
+    of H/group heads repeated by Unsqueeze/Expand/Reshape), K transposed in the graph, the scale, the additive
+    mask ([1,1,Sq,Sk] causal, [B,1,1,Sk] padding), Softmax, and P @ v."""
+    f16 = TensorProto.FLOAT16
+    hk = c.h // c.group
+    ins = [helper.make_tensor_value_info("q", f16, [c.b, c.h, c.sq, c.d]),
+           helper.make_tensor_value_info("k", f16, [c.b, hk, c.sk, c.d]),
+           helper.make_tensor_value_info("v", f16, [c.b, hk, c.sk, c.d])]
+    inits = [numpy_helper.from_array(np.array(c.d ** -0.5, np.float16), "scale")]
+    nodes = []
+    k, v = "k", "v"
+    if c.group > 1:
+        inits += [numpy_helper.from_array(np.array([2], np.int64), "axis2"),
+                  numpy_helper.from_array(np.array([c.b, hk, c.group, c.sk, c.d], np.int64), "shape5"),
+                  numpy_helper.from_array(np.array([c.b, c.h, c.sk, c.d], np.int64), "shape4")]
+        for x in ("k", "v"):
+            nodes += [helper.make_node("Unsqueeze", [x, "axis2"], [f"{x}5"]),
+                      helper.make_node("Expand", [f"{x}5", "shape5"], [f"{x}e"]),
+                      helper.make_node("Reshape", [f"{x}e", "shape4"], [f"{x}r"])]
+        k, v = "kr", "vr"
+    nodes += [helper.make_node("Transpose", [k], ["kt"], perm=[0, 1, 3, 2]),
+              helper.make_node("MatMul", ["q", "kt"], ["s"]), helper.make_node("Mul", ["s", "scale"], ["ss"])]
+    last = "ss"
+    if c.mask != "none":
+        shape = [1, 1, c.sq, c.sk] if c.mask == "causal" else [c.b, 1, 1, c.sk]
+        ins.append(helper.make_tensor_value_info("mask", f16, shape))
+        nodes.append(helper.make_node("Add", ["ss", "mask"], ["sm"]))
+        last = "sm"
+    nodes += [helper.make_node("Softmax", [last], ["p"], axis=-1), helper.make_node("MatMul", ["p", v], ["o"]),
+              helper.make_node("Transpose", ["o"], ["y"], perm=[0, 2, 1, 3])]
+    g = helper.make_graph(nodes, "attention", ins, [helper.make_tensor_value_info("y", f16, [c.b, c.sq, c.h, c.d])],
+                          inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+def kernel_of(m, rule: str, skip: frozenset[str] = frozenset()):
+    """The fused op of ``rule`` in ``m`` (generated, not emulated or judged)."""
+    res = asc_onnx.fuse(m, None, options=FuseOptions(emulate=False, judge=False, skip=skip, soc=SOC), validate=False)
+    return next(k for k in res.kernels if k.op.rule == rule)
+
+
+def targets() -> list[Case]:
+    """The issue's shapes: fp16, batch 1 and 4, S = 512, 2048 and 4096, head dims 64 and 128, 8 to 32 heads,
+    causal and padding masks, GQA 4:1, and a decode step (Sq = 1 against Sk = 4096)."""
+    cases = [Case(b, h, s, s, d) for b in (1, 4) for s in (512, 2048, 4096) for h, d in ((32, 64), (8, 128))]
+    cases += [Case(1, 32, 2048, 2048, 128, "padding"), Case(1, 32, 2048, 2048, 128, group=4),
+              Case(1, 32, 1024, 1024, 128), Case(1, 32, 1, 4096, 128, "padding"),
+              Case(4, 32, 1, 4096, 128, "padding", group=4)]
+    return cases
+
+
+def row(c: Case) -> tuple[str, bool]:
+    """One case's figures, and whether it meets its targets."""
+    m = model(c)
+    k = kernel_of(m, "Attention")
+    shapes = [list(a.type.tensor_type.shape.dim) for a in m.graph.input]
+    shapes = [[d.dim_value for d in s] for s in shapes]
+    # the op's inputs: q, the repeated k and v, the mask
+    shapes = [shapes[0], [c.b, c.h, c.sk, c.d], [c.b, c.h, c.sk, c.d]] + shapes[3:]
+    soc = SOCS[SOC]
+    e = estimate_at(k, shapes, soc)
+    if e.error:
+        return f"{c.label:<34} FAILED: {e.error[:200]}", False
+    partial_nodes = sum(n.us for n in e.nodes if n.op_type in ("MatMul", "Transpose"))
+    sms = kernel_of(m, "ScaleMaskSoftmax" if c.mask != "none" else "ScaleSoftmax", frozenset({"Attention"}))
+    p = estimate_at(sms, [[c.b, c.h, c.sq, c.sk]] + ([shapes[3]] if c.mask != "none" else []), soc)
+    partial = partial_nodes + min(p.fused_us, p.unfused_us)
+    flops = 4.0 * c.b * c.h * c.sq * c.sk * c.d
+    cube = flops / (e.fused_us * 1e-6) / value(SOC, "cube_fp16_flops")
+    hbm = e.hbm_bytes / e.compulsory_bytes
+    speedup, over_partial = e.unfused_us / e.fused_us, partial / e.fused_us
+    ok = hbm <= 1.1 and over_partial > 1.0 and e.fused_us < e.unfused_us
+    if c.sq >= 2048 and c.h >= 8:
+        ok = ok and speedup >= 1.5
+    measured = MEASURED.get(c.sq) if c.d == 128 and c.sq == c.sk else None
+    hand = f"{measured[0]:>5.1f}% / {measured[1]:>4.1f}%" if measured else f"{'-':>15}"
+    return (f"{c.label:<34} {hbm:>6.2f} {e.fused_us:>9.1f} {e.unfused_us:>9.1f} {partial:>9.1f} {speedup:>6.2f} "
+            f"{over_partial:>6.2f} {e.bottleneck:>6} {cube:>6.1%} {hand}  {'yes' if ok else 'NO'}"), ok
+
+
+def smoke() -> int:
+    """One small shape: emulated with values against onnxruntime, then estimated."""
+    c = Case(1, 2, 128, 128, 64)
+    k = kernel_of(model(c), "Attention")
+    inputs = random_inputs(k, TensorProto.FLOAT16, (1, 2, 128, 64))
+    chk = check(k, inputs, SOCS[SOC], "smoke")
+    print(f"{c.label}: emulated, max abs error {chk.max_abs:.3e} ({'ok' if chk.ok else 'FAILED: ' + str(chk.error)})")
+    line, _ = row(c)
+    print(line)
+    return 0 if chk.ok else 1
+
+
+HEAD = (f"{'shape':<34} {'HBM/min':>6} {'est us':>9} {'est unf':>9} {'partial':>9} {'x unf':>6} {'x part':>6} "
+        f"{'bound':>6} {'cube':>6} {'hand/torch_npu':>15}  ship")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--smoke", action="store_true", help="one small shape, emulated and estimated")
+    ap.add_argument("--match", default="", help="only cases whose label contains this text")
+    args = ap.parse_args()
+    print(HEAD)
+    if args.smoke:
+        return smoke()
+    met = total = 0
+    for c in targets():
+        if args.match not in c.label:
+            continue
+        line, ok = row(c)
+        print(line, flush=True)
+        met += ok
+        total += 1
+    print(f"targets met: {met} of {total}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
