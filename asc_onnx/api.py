@@ -22,8 +22,9 @@ from onnx import ModelProto
 
 from .canonicalize import CanonStats, canonicalize
 from .errors import AscOnnxError, ValidationError
-from .estimate import bindings, judge, model_time, record
+from .estimate import bindings, estimate_at, judge, label, model_time, record
 from .graph import graph_work, kept_alive, main_opset, refine_shapes, to_gs
+from .hardware import corner
 from .kernels import of
 from .load import LoadedModel, apply_value_info, load
 from .match import MatchResult, NearMiss, match
@@ -38,7 +39,7 @@ from .soc import get_soc
 from .validate import ValidationReport, make_inputs, validate_models
 from .validate import run as run_model
 from .verify_deployed import DeployedReport, verify_deployed
-from .verify_kernels import KernelCheck, verify_kernels, verify_regions
+from .verify_kernels import KernelCheck, body_model, verify_kernels, verify_regions
 
 ASC_MODEL = "model.asc.onnx"
 ATC_MODEL = "model.atc.onnx"
@@ -270,6 +271,7 @@ def _fuse_planned(p: Planned, model: str | os.PathLike | ModelProto, out: Path |
         judged = list(pkg.kernels)
         judgements = judge(judged, p.loaded.model, options.shape_map, soc, report=options.report)
         slower = {j.op_type: j.reason() for j in judgements if not j.ship}
+        slower.update(_no_faster_than_smaller(judgements, judged, soc))
         if not options.keep_slower:
             _decline(rewritten.ops, slower)
         if slower and not options.keep_slower:
@@ -313,6 +315,53 @@ def _fuse_planned(p: Planned, model: str | os.PathLike | ModelProto, out: Path |
     result = FuseResult(out, rewritten.asc_model, pkg.atc_model, rewritten.ops, p.near_misses,
                         state["validation"], report, pkg.kernels, state["checks"], state["deployed"])
     return result, {**state["rejected"], **state.get("slower", {})}
+
+
+def _no_faster_than_smaller(judgements: Any, kernels: Any, soc: Any) -> dict[str, str]:
+    """Ops of a class with fallbacks (attention) that the timing model finds no faster than the smaller fusions
+    their region keeps without them (what the model would run instead), at some judged shape with every assumption
+    at its slow end: op type -> why. Beating the unfused nodes is not enough for such an op."""
+    by_type = {k.op.op_type: k for k in kernels}
+    slow = corner(soc.name, slow=True)
+    out: dict[str, str] = {}
+    for j in judgements:
+        k = by_type.get(j.op_type)
+        if k is None or not of(k).fallback or not j.ship:
+            continue
+        for e, w in zip(j.estimates, j.slow):
+            if e.error or w.error:
+                continue
+            smaller = _smaller_us(k, w, slow, soc)
+            if smaller is not None and w.fused_us >= smaller:
+                at_table = _smaller_us(k, e, None, soc)
+                out[j.op_type] = (f"the timing model estimates it no faster than the smaller fusions of its region at "
+                                  f"{label(e.binding)}: {w.fused_us:.1f} us fused against {smaller:.1f} us with every "
+                                  f"assumption at its slow end ({e.fused_us:.1f} against {at_table:.1f} us at the "
+                                  "table's values; estimates)")
+                break
+    return out
+
+
+def _smaller_us(k: Kernel, e: Any, overrides: dict[str, float] | None, soc: Any) -> float | None:
+    """The estimate of ``k``'s region as the model runs it without ``k``: its body fused with ``k``'s rule skipped
+    (the smaller fusions at the better of their fused and unfused estimates), the rest of its nodes unfused, at
+    the shapes of estimate ``e`` (whose unfused nodes are costed alike)."""
+    body = onnx.inliner.inline_local_functions(body_model(k.op, [k.ir.dtypes[0]]))
+    for vi, shape in zip(body.graph.input, e.shapes):
+        vi.type.tensor_type.shape.CopyFrom(onnx.helper.make_tensor_type_proto(k.ir.dtypes[0], shape).tensor_type.shape)
+    options = FuseOptions(soc=soc.name, emulate=False, judge=False, skip=frozenset({k.op.rule}))
+    try:
+        res = fuse(body, None, options, validate=False)
+    except AscOnnxError:
+        return None
+    total = e.unfused_us
+    for s in res.kernels:
+        for inst in s.op.instances:
+            shapes = [list(map(int, x or ())) for x in inst.input_shapes]
+            est = estimate_at(s, shapes, soc, overrides)
+            if est.error is None:
+                total -= est.unfused_us - min(est.fused_us, est.unfused_us)
+    return total
 
 
 def _weight_bytes(loaded: LoadedModel) -> int:

@@ -378,7 +378,31 @@ def match(graph: gs.Graph, rules: Sequence[Rule], generic: Rule | Sequence[Rule]
             near = [m for m in near if m.node not in fused]
     fusions.sort(key=lambda f: order[id(f.nodes[-1])])
     near.extend(_strided_softmax(graph, claimed))
+    near.extend(_attention_ops(graph))
     return MatchResult(tuple(fusions), tuple(near))
+
+
+#: Attention written as one op: ONNX's own (opset 23) and onnxruntime's contrib ops (its transformer optimizer's).
+CONTRIB_ATTENTION = ("Attention", "MultiHeadAttention", "GroupQueryAttention", "PackedAttention",
+                     "PackedMultiHeadAttention", "SparseAttention", "DecoderMaskedMultiHeadAttention")
+
+
+def _attention_ops(graph: gs.Graph) -> list[NearMiss]:
+    """Attention ops the model already holds: none is served, each for a stated reason (the Attention rule fuses
+    the MatMul/Softmax form exporters write at the opsets ATC takes)."""
+    out = []
+    for n in graph.nodes:
+        domain = n.domain or ""
+        if n.op == "Attention" and domain in ("", "ai.onnx"):
+            out.append(NearMiss("Attention", n.name, "ONNX's Attention op (opset 23) is not served: ATC takes opsets "
+                                "11 to 18 and has no parser for it; export at opset 18 or lower (torch.onnx.export "
+                                "opset_version=18) and the MatMul/Softmax form it writes fuses into one attention op"))
+        elif domain == "com.microsoft" and n.op in CONTRIB_ATTENTION:
+            out.append(NearMiss("Attention", n.name, f"onnxruntime's contrib op com.microsoft.{n.op} is not served: "
+                                "ATC has no parser for com.microsoft ops; convert the model as exported, before "
+                                "onnxruntime's transformer optimizer fuses it (its MatMul/Softmax form fuses into one "
+                                "attention op)"))
+    return out
 
 
 def _strided_softmax(graph: gs.Graph, claimed: set[int]) -> list[NearMiss]:

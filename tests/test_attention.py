@@ -160,3 +160,39 @@ def test_outputs_of_the_probabilities_stop_the_match():
     m.graph.output.append(helper.make_tensor_value_info("p", F32, [2, 4, "seq", "seq"]))
     res = fuse(m)
     assert "Attention" not in rules_of(res)
+
+
+def test_attention_ops_in_the_model_get_a_clear_line():
+    """ONNX's opset-23 Attention and onnxruntime's com.microsoft attention ops are not served, each with its
+    reason in the report's near misses."""
+    nodes = [helper.make_node("MultiHeadAttention", ["q", "k", "v"], ["y"], domain="com.microsoft", num_heads=2),
+             helper.make_node("Relu", ["y"], ["z"])]
+    g = helper.make_graph(nodes, "mha", [helper.make_tensor_value_info(n, F32, [1, 8, 16]) for n in "qkv"],
+                          [helper.make_tensor_value_info("z", F32, [1, 8, 16])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    m.ir_version = 8
+    r = asc_onnx.inspect(m)
+    assert any(n.rule == "Attention" and "com.microsoft.MultiHeadAttention" in n.reason for n in r.near_misses)
+    nodes = [helper.make_node("Attention", ["q", "k", "v"], ["y"])]
+    g = helper.make_graph(nodes, "att23", [helper.make_tensor_value_info(n, F32, [1, 2, 8, 16]) for n in "qkv"],
+                          [helper.make_tensor_value_info("y", F32, [1, 2, 8, 16])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)])
+    m.ir_version = 10
+    r = asc_onnx.inspect(m)
+    assert any(n.rule == "Attention" and "opset 23" in n.reason for n in r.near_misses)
+
+
+def test_the_guard_weighs_attention_against_the_smaller_fusions():
+    """The region without the attention op keeps ScaleMaskSoftmax: the estimate of that (the MatMuls unfused, the
+    softmax fused) is what an attention op must beat, and it is below the unfused nodes' estimate."""
+    from asc_onnx.api import _smaller_us
+    from asc_onnx.estimate import estimate_at
+    from asc_onnx.soc import SOCS
+
+    res = asc_onnx.fuse(attention_model(dt=F16, b=1, h=8, sq=512, d=64, mask=(1, 1, 512, 512)), None,
+                        options=asc_onnx.FuseOptions(emulate=False, judge=False), validate=False)
+    k = res.kernels[0]
+    soc = SOCS["Ascend910B"]
+    e = estimate_at(k, [[1, 8, 512, 64]] * 3 + [[1, 1, 512, 512]], soc)
+    smaller = _smaller_us(k, e, None, soc)
+    assert smaller is not None and 0 < smaller < e.unfused_us
