@@ -196,3 +196,13 @@ def test_the_guard_weighs_attention_against_the_smaller_fusions():
     e = estimate_at(k, [[1, 8, 512, 64]] * 3 + [[1, 1, 512, 512]], soc)
     smaller = _smaller_us(k, e, None, soc)
     assert smaller is not None and 0 < smaller < e.unfused_us
+
+
+@pytest.mark.parametrize("dt", [F32, F16])
+def test_rows_of_whole_repeats_keep_their_statistics_in_vector_registers(dt):
+    """Rows of a multiple of 64 keys take the max and sum by ReduceRepeat and Brcb (no scalar wait): emulated
+    against onnxruntime with a causal mask (a fully masked row never occurs in a causal mask) at Sk = 128."""
+    m = attention_model(dt=dt, b=1, h=2, sq=128, d=64, mask=(1, 1, 128, 128))
+    res = fuse(m)
+    assert rules_of(res) == {"Attention": 1}
+    assert all(c.ok for c in res.kernel_checks) and res.deployed.ok

@@ -142,14 +142,23 @@ inline int {k.op_type}ComputeTiling(const uint64_t* qDims, uint32_t qRank, uint3
     t->dv = dv;
     t->rowPitch = (sk + 15u) / 16u * 16u;
     // UB per score row: the scores in fp32 and P in the I/O type, double-buffered, and the mask rows; beside
-    // them one fp32 row of the widened mask and one of reduction scratch.
+    // them one fp32 row of the widened mask and the reduction scratch (a row, and at least 192 floats).
     const uint64_t perRow = static_cast<uint64_t>(t->rowPitch) * (2u * 4u + 2u * dtypeSize + {mask_in});
-    const uint64_t fixed = static_cast<uint64_t>(t->rowPitch) * 4u * 2u + 64u;
+    const uint64_t fixed = (static_cast<uint64_t>(t->rowPitch) + (t->rowPitch > 184u ? t->rowPitch + 8u : 192u)) * 4u;
     if (fixed + perRow > platform.ubSize) return 4;
-    // Q blocks: up to {MAX_BLOCK} rows; halved (to the cube's 16) while there are fewer items than vector cores.
-    uint32_t mBlock = static_cast<uint32_t>(sq < {MAX_BLOCK}u ? (sq + 15u) / 16u * 16u : {MAX_BLOCK}u);
+    // Q blocks of {MAX_BLOCK}, 64, 32 or 16 rows (the cube's M): the fewest rows on the busiest vector core, each
+    // item counted 16 rows more for its own overhead (two products, their messages and waits).
     auto blocks = [&](uint32_t m) {{ return static_cast<uint32_t>((sq + m - 1u) / m); }};
-    while (mBlock > 16u && batch * heads * blocks(mBlock) < coreNum) mBlock /= 2u;
+    uint32_t mBlock = 16u;
+    uint64_t best = ~0ull;
+    for (uint32_t m = {MAX_BLOCK}u; m >= 16u; m /= 2u) {{
+        if (m > 16u && m / 2u >= sq) continue;  // a block no taller than the rows need
+        const uint64_t rounds = (batch * heads * blocks(m) + coreNum - 1u) / coreNum;
+        if (rounds * (m + 16u) < best) {{
+            best = rounds * (m + 16u);
+            mBlock = m;
+        }}
+    }}
     t->mBlock = mBlock;
     t->qBlocks = blocks(mBlock);
     const uint64_t items = batch * heads * t->qBlocks;
@@ -193,25 +202,30 @@ def kernel_source(k: AttentionKernel, rule: str, body_ops: list[str], sources: l
     mask_buf = ("        pipe.InitBuffer(inQueueMask, BUFFER_NUM, td.chunkRows * td.rowPitch * sizeof(T));\n"
                 "        pipe.InitBuffer(maskBuf, td.rowPitch * sizeof(float));\n" if m else "")
     mask_copy = """        AscendC::LocalTensor<T> maskLocal = inQueueMask.AllocTensor<T>();
-        // One DataCopyPad per row: a broadcast mask repeats rows (stride 0 along heads or queries).
-        AscendC::DataCopyExtParams maskParams{1, static_cast<uint32_t>(td.sk * sizeof(T)), 0, 0, 0};
-        for (uint32_t r = 0; r < rows; ++r) {
-            const uint64_t at = maskBase + static_cast<uint64_t>(it.q0 + r0 + r) * td.maskRowStride;
-            AscendC::DataCopyPad(maskLocal[r * td.rowPitch], maskGm[at], maskParams, padT);
-        }
+        // The rows' mask in one DataCopyPad; a mask broadcast along the queries is one row, used by every row.
+        const uint32_t maskRows = td.maskRowStride == 0 ? 1u : rows;
+        const uint32_t maskBytes = td.sk * static_cast<uint32_t>(sizeof(T));
+        const uint32_t maskGap = static_cast<uint32_t>((td.maskRowStride == 0 ? td.sk : td.maskRowStride) - td.sk) *
+                                 static_cast<uint32_t>(sizeof(T));
+        AscendC::DataCopyExtParams maskParams{static_cast<uint16_t>(maskRows), maskBytes, maskGap,
+            (td.rowPitch * static_cast<uint32_t>(sizeof(T)) - (maskBytes + 31u) / 32u * 32u) / 32u, 0};
+        const uint64_t at = maskBase + static_cast<uint64_t>(it.q0 + r0) * td.maskRowStride;
+        AscendC::DataCopyPad(maskLocal, maskGm[at], maskParams, padT);
         inQueueMask.EnQue(maskLocal);
 """ if m else ""
     if m:
-        add_mask = """            if constexpr (std::is_same_v<T, float>) {
-                AscendC::Add(row, row, maskLocal[r * td.rowPitch], td.sk);
-            } else {
-                AscendC::Cast(maskF, maskLocal[r * td.rowPitch], AscendC::RoundMode::CAST_NONE, td.sk);
-                AscendC::Add(row, row, maskF, td.sk);
-            }
+        add_mask = """                const uint32_t maskRow = td.maskRowStride == 0 ? 0u : r * td.rowPitch;
+                if constexpr (std::is_same_v<T, float>) {
+                    AscendC::Add(row, row, maskLocal[maskRow], td.sk);
+                } else {
+                    AscendC::Cast(maskF, maskLocal[maskRow], AscendC::RoundMode::CAST_NONE, td.sk);
+                    AscendC::Add(row, row, maskF, td.sk);
+                }
 """
     else:
         add_mask = ""
-    scale_line = "            AscendC::Muls(row, row, scale, td.sk);\n" if scale else ""
+    scale_line = "                AscendC::Muls(row, row, scale, td.sk);\n" if scale else ""
+    scale_tile = "            AscendC::Muls(scoresLocal, scoresLocal, scale, count);\n" if scale else ""
     scale_decl = f"        const float scale = {scale};\n" if scale else ""
     mask_deq = ("        AscendC::LocalTensor<T> maskLocal = inQueueMask.DeQue<T>();\n"
                 "        AscendC::LocalTensor<float> maskF = maskBuf.Get<float>();\n" if m else "")
@@ -237,6 +251,20 @@ def kernel_source(k: AttentionKernel, rule: str, body_ops: list[str], sources: l
 
 namespace {{
 constexpr int32_t BUFFER_NUM = 2;
+
+// fp32 probabilities into the I/O type.
+template <typename T>
+__aicore__ inline void ToProbs(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<float>& src,
+                               uint32_t count)
+{{
+    if constexpr (std::is_same_v<T, float>) {{
+        AscendC::Adds(dst, src, 0.0f, count);
+    }} else if constexpr (std::is_same_v<T, half>) {{
+        AscendC::Cast(dst, src, AscendC::RoundMode::CAST_NONE, count);
+    }} else {{
+        AscendC::Cast(dst, src, AscendC::RoundMode::CAST_RINT, count);
+    }}
+}}
 
 template <typename T>
 class {cls} {{
@@ -265,7 +293,7 @@ public:
     {{
         pipe.InitBuffer(inQueueScores, BUFFER_NUM, td.chunkRows * td.rowPitch * sizeof(float));
         pipe.InitBuffer(outQueueProbs, BUFFER_NUM, td.chunkRows * td.rowPitch * sizeof(T));
-{mask_buf}        pipe.InitBuffer(reduceBuf, td.rowPitch * sizeof(float) + 32);
+{mask_buf}        pipe.InitBuffer(reduceBuf, (td.rowPitch > 184u ? td.rowPitch + 8u : 192u) * sizeof(float));
     }}
 
     // Two stages of scores and P per vector core: the cube computes the next item's scores and the last
@@ -393,21 +421,46 @@ private:
 {mask_deq}        AscendC::LocalTensor<T> probsLocal = outQueueProbs.AllocTensor<T>();
         AscendC::LocalTensor<float> reduced = reduceBuf.Get<float>();
         AscendC::LocalTensor<float> scratch = reduced[8];
-{scale_decl}        for (uint32_t r = 0; r < rows; ++r) {{
-            AscendC::LocalTensor<float> row = scoresLocal[r * td.rowPitch];
-{scale_line}{add_mask}            AscendC::ReduceMax(reduced, row, scratch, static_cast<int32_t>(td.sk));
-            const float rowMax = reduced.GetValue(0);
-            AscendC::Adds(row, row, -rowMax, td.sk);
-            AscendC::Exp(row, row, td.sk);
-            AscendC::ReduceSum(reduced, row, scratch, static_cast<int32_t>(td.sk));
-            const float rowSum = reduced.GetValue(0);
-            if constexpr (std::is_same_v<T, float>) {{
-                AscendC::Muls(probsLocal[r * td.rowPitch], row, 1.0f / rowSum, td.sk);
-            }} else {{
+        AscendC::LocalTensor<float> partial = reduced[0];  // (whole repeats) one result per 64 columns
+        AscendC::LocalTensor<float> stat = reduced[64];    // ... the row's, at element 0
+        AscendC::LocalTensor<float> statBlock = reduced[128];  // ... filling a block (Brcb's first of 8)
+{scale_decl}        if (td.sk % 64u == 0 && td.sk <= 64u * 64u) {{
+            // Whole repeats (rows of Sk, no padding): the tile in one instruction where rows share the operation;
+            // each row's max and sum stay in vector registers (two ReduceRepeat levels, then Brcb into a block
+            // every repeat reads at stride 0): no scalar wait.
+            const uint32_t count = rows * td.sk;
+            const uint8_t repeats = static_cast<uint8_t>(td.sk / 64u);
+{scale_tile}            for (uint32_t r = 0; r < rows; ++r) {{
+                AscendC::LocalTensor<float> row = scoresLocal[r * td.rowPitch];
+{add_mask}                AscendC::ReduceRepeat<AscendC::ReduceType::MAX>(partial, row, 64, repeats, 1, 1, 8,
+                                                                AscendC::ReduceOrder::ORDER_ONLY_VALUE);
+                AscendC::ReduceRepeat<AscendC::ReduceType::MAX>(stat, partial, repeats, 1, 1, 1, 8,
+                                                                AscendC::ReduceOrder::ORDER_ONLY_VALUE);
+                AscendC::Brcb(statBlock, stat, 1, {{1, 8}});
+                AscendC::Sub(row, row, statBlock, 64, repeats, {{1, 1, 0, 8, 8, 0}});
+            }}
+            AscendC::Exp(scoresLocal, scoresLocal, count);
+            for (uint32_t r = 0; r < rows; ++r) {{
+                AscendC::LocalTensor<float> row = scoresLocal[r * td.rowPitch];
+                AscendC::ReduceRepeat<AscendC::ReduceType::SUM>(partial, row, 64, repeats, 1, 1, 8);
+                AscendC::ReduceRepeat<AscendC::ReduceType::SUM>(stat, partial, repeats, 1, 1, 1, 8);
+                AscendC::Brcb(statBlock, stat, 1, {{1, 8}});
+                AscendC::Reciprocal(statBlock, statBlock, 8);
+                AscendC::Mul(row, row, statBlock, 64, repeats, {{1, 1, 0, 8, 8, 0}});
+            }}
+            ToProbs(probsLocal, scoresLocal, count);
+        }} else {{
+            // Rows of any length: the count forms, each row's max and sum read back as scalars.
+            for (uint32_t r = 0; r < rows; ++r) {{
+                AscendC::LocalTensor<float> row = scoresLocal[r * td.rowPitch];
+{scale_line}{add_mask}                AscendC::ReduceMax(reduced, row, scratch, static_cast<int32_t>(td.sk));
+                const float rowMax = reduced.GetValue(0);
+                AscendC::Adds(row, row, -rowMax, td.sk);
+                AscendC::Exp(row, row, td.sk);
+                AscendC::ReduceSum(reduced, row, scratch, static_cast<int32_t>(td.sk));
+                const float rowSum = reduced.GetValue(0);
                 AscendC::Muls(row, row, 1.0f / rowSum, td.sk);
-                AscendC::Cast(probsLocal[r * td.rowPitch], row,
-                              std::is_same_v<T, half> ? AscendC::RoundMode::CAST_NONE : AscendC::RoundMode::CAST_RINT,
-                              td.sk);
+                ToProbs(probsLocal[r * td.rowPitch], row, td.sk);
             }}
         }}
         outQueueProbs.EnQue(probsLocal);
@@ -431,7 +484,7 @@ private:
 
     AscendC::TQue<AscendC::QuePosition::VECIN, BUFFER_NUM> inQueueScores;
     AscendC::TQue<AscendC::QuePosition::VECOUT, 1> outQueueProbs;
-{members_mask}    AscendC::TBuf<AscendC::TPosition::VECCALC> reduceBuf;  // a row's max or sum, then reduction scratch
+{members_mask}    AscendC::TBuf<AscendC::TPosition::VECCALC> reduceBuf;  // a row's max or sum and reduction scratch
     AscendC::GlobalTensor<T> qGm;
     AscendC::GlobalTensor<T> kGm;
     AscendC::GlobalTensor<T> vGm;
