@@ -31,6 +31,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import asc_onnx  # noqa: E402
 from asc_onnx import FuseOptions  # noqa: E402
+from asc_onnx.emulator.harness import run  # noqa: E402
 from asc_onnx.estimate import estimate_at  # noqa: E402
 from asc_onnx.hardware import value  # noqa: E402
 from asc_onnx.soc import SOCS  # noqa: E402
@@ -132,7 +133,11 @@ def row(c: Case) -> tuple[str, bool]:
     partial = partial_nodes + min(p.fused_us, p.unfused_us)
     flops = 4.0 * c.b * c.h * c.sq * c.sk * c.d
     cube = flops / (e.fused_us * 1e-6) / value(SOC, "cube_fp16_flops")
-    hbm = e.hbm_bytes / e.compulsory_bytes
+    # HBM bytes of every core (the estimate times the longest cores only)
+    zero = np.zeros((), np.float16)
+    whole = run(k.ir, k.files, f"{k.op.op_type}TilingData", [np.broadcast_to(zero, tuple(s)) for s in shapes], soc,
+                values=False, every_core=True)
+    hbm = (whole.time or {}).get("hbm_bytes", 0) / e.compulsory_bytes
     speedup, over_partial = e.unfused_us / e.fused_us, partial / e.fused_us
     ok = hbm <= 1.1 and over_partial > 1.0 and e.fused_us < e.unfused_us
     if c.sq >= 2048 and c.h >= 8:

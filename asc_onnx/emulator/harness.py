@@ -276,7 +276,7 @@ def _compile_batch(group: Sequence[_Program]) -> int:
 def run(k: KernelIR, sources: Mapping[str, str], struct: str,
         inputs: Sequence[np.ndarray], soc: Soc, core_num: int | None = None,
         cube_tiling: Mapping[str, int] | None = None, params: Sequence[float] | None = None,
-        values: bool = True, timing: Mapping[str, float] | None = None) -> EmuResult:
+        values: bool = True, timing: Mapping[str, float] | None = None, every_core: bool = False) -> EmuResult:
     """Run one kernel on ``inputs`` (all of the kernel's I/O dtype) and return outputs and counters.
 
     ``cube_tiling`` (matmul kernels): a TCubeTiling to run under instead of the host tiling's choice.
@@ -286,8 +286,8 @@ def run(k: KernelIR, sources: Mapping[str, str], struct: str,
 
     ``values=False`` runs the kernel for its timing only: the same program, the pipes and their orderings, with no
     arithmetic, on zeros the program makes (``inputs`` may be broadcast views: only their shapes are used), and
-    only the blocks of the first two and last two cores (every other core runs the blocks core 0 runs); outputs
-    come back empty. ``timing``: the timing model's constants (default: the SoC's row of
+    only the blocks of the first two and last two cores (every other core runs the blocks core 0 runs; with
+    ``every_core``, every block, for traffic counters of the whole kernel); outputs come back empty. ``timing``: the timing model's constants (default: the SoC's row of
     :func:`asc_onnx.hardware.emulator_table`)."""
     params = tuple(k.params if params is None else params)
     if len(params) != k.num_params:
@@ -303,7 +303,7 @@ def run(k: KernelIR, sources: Mapping[str, str], struct: str,
     kept = None
     if not values:  # a timing-only run depends on the program, the shapes and the constants only: kept on disk
         key = json.dumps([str(prog), [list(a.shape) for a in inputs], params, core_num, sorted(table.items()),
-                          sorted((cube_tiling or {}).items())])
+                          sorted((cube_tiling or {}).items()), every_core])
         kept = cache_dir() / "time" / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
         if kept.is_file():
             return _result(tuple(np.empty((0,)) for _ in k.outputs), json.loads(kept.read_text()))
@@ -320,7 +320,7 @@ def run(k: KernelIR, sources: Mapping[str, str], struct: str,
                                    cube_tiling)
         Path(d, "timing.txt").write_text("".join(f"{n} {v!r}\n" for n, v in table.items()))
         env = {**os.environ, "ASC_EMU_TIMING": str(Path(d, "timing.txt")), "ASC_EMU_VALUES": "1" if values else "0"}
-        if not values:  # the blocks of the first two and last two cores: they hold the longest core
+        if not values and not every_core:  # the blocks of the first two and last two cores: the longest core
             env["ASC_EMU_CORES"] = "ends"
         proc = subprocess.run([str(prog), d, *args], capture_output=True, text=True, env=env)
         try:

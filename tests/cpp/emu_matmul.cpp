@@ -15,6 +15,7 @@ using BiasT = MatmulType<TPosition::GM, CubeFormat::ND, float>;
 static std::vector<half> a(20 * 24), b(24 * 40);
 static std::vector<float> bias(40, 0.5f), c(20 * 40, -1.0f), ws(2048, 0.0f);
 static std::vector<uint8_t> sys(64);
+static std::vector<half> stage(20 * 24);  // an A operand the vector core writes (attention's P)
 
 static tiling::TCubeTiling Tiling() {
     tiling::TCubeTiling t{};
@@ -115,6 +116,25 @@ static void Run(const std::string& s) {
             DataCopy(l[blk * 256], wsGm[(blk % 2) * 512], 256);  // (the first half of the stage)
         }
         mm.End();
+    } else if (s == "stage_unpublished" || s == "stage_published") {
+        // The vector core writes A into a stage of global memory, then has the cube read it: the message must
+        // wait for the MTE3 write (SetFlag/WaitFlag<MTE3_S>), which the compiler's auto-sync cannot see.
+        GlobalTensor<half> stageGm;
+        stageGm.SetGlobalBuffer(stage.data(), stage.size());
+        LocalTensor<half> l = buf.Get<half>();
+        DataCopy(l, aGm, 480);
+        SetFlag<HardEvent::MTE2_MTE3>(0);
+        WaitFlag<HardEvent::MTE2_MTE3>(0);
+        DataCopy(stageGm, l, 480);
+        if (s == "stage_published") {
+            SetFlag<HardEvent::MTE3_S>(0);
+            WaitFlag<HardEvent::MTE3_S>(0);
+        }
+        mm.SetTensorA(stageGm);
+        mm.SetTensorB(bGm);
+        mm.SetBias(biasGm);
+        mm.IterateAll(cGm);
+        mm.End();
     } else if (s == "notify_overflow") {
         for (int i = 0; i < 16; ++i) {
             mm.SetTensorA(aGm);
@@ -149,6 +169,8 @@ int main(int argc, char** argv) {
     st.gm.push_back({"workspace", reinterpret_cast<uint8_t*>(ws.data()), ws.size() * 4, true,
                      std::vector<int32_t>(ws.size() * 4, -1)});
     st.gm.back().cubeShared = true;
+    st.gm.push_back({"stage", reinterpret_cast<uint8_t*>(stage.data()), stage.size() * 2, true,
+                     std::vector<int32_t>(stage.size() * 2, -1)});
     try {
         Run(argc > 1 ? argv[1] : "ok");
     } catch (const asc_emu::Fault& e) {

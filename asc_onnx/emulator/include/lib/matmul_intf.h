@@ -450,6 +450,15 @@ private:
         started_ = true;
         ended_ = false;
         const auto& c = tiling_;
+#if __NPU_ARCH__ == 2201
+        {  // the message hands A and B to the cube core: what this core's MTE3 wrote there must be written
+            const uint64_t aElems = static_cast<uint64_t>(tailM_ - 1) * c.Ka + tailK_;
+            const uint64_t bElems = transB_ ? static_cast<uint64_t>(tailN_ - 1) * c.Kb + tailK_
+                                            : static_cast<uint64_t>(tailK_ - 1) * c.N + tailN_;
+            asc_emu::CubeRead(a_.GetPhyAddr(), aElems * sizeof(AT), "Matmul A", loc);
+            asc_emu::CubeRead(b_.GetPhyAddr(), bElems * sizeof(BT), "Matmul B", loc);
+        }
+#endif
         const int32_t mIter = (tailM_ + c.baseM - 1) / c.baseM, nIter = (tailN_ + c.baseN - 1) / c.baseN;
         order_.clear();
         next_ = 0;
