@@ -287,8 +287,8 @@ def run(k: KernelIR, sources: Mapping[str, str], struct: str,
     ``values=False`` runs the kernel for its timing only: the same program, the pipes and their orderings, with no
     arithmetic, on zeros the program makes (``inputs`` may be broadcast views: only their shapes are used), and
     only the blocks of the first two and last two cores (every other core runs the blocks core 0 runs; with
-    ``every_core``, every block, for traffic counters of the whole kernel); outputs come back empty. ``timing``: the timing model's constants (default: the SoC's row of
-    :func:`asc_onnx.hardware.emulator_table`)."""
+    ``every_core``, every block, for traffic counters of the whole kernel); outputs come back empty. ``timing``:
+    the timing model's constants (default: the SoC's row of :func:`asc_onnx.hardware.emulator_table`)."""
     params = tuple(k.params if params is None else params)
     if len(params) != k.num_params:
         raise AscOnnxError(f"{k.op_type} takes {k.num_params} parameters, {len(params)} given")
