@@ -43,11 +43,13 @@ class TinySiluCnn(nn.Module):
         return self.head(y) * torch.sigmoid(self.head(y))
 
 
-def _lm(cls_name: str, config_name: str, **cfg):
+def _lm(cls_name: str, config_name: str, attn: str = "eager", **cfg):
     import transformers
 
     config = getattr(transformers, config_name)(**cfg)
-    config._attn_implementation = "eager"  # plain MatMul/Softmax attention: both exporters take it
+    # eager: plain MatMul/Softmax attention, which both exporters take; sdpa: torch's
+    # scaled_dot_product_attention, which the legacy exporter decomposes (scale on q and on k^T)
+    config._attn_implementation = attn
     model = getattr(transformers, cls_name)(config)
     return model
 
@@ -137,6 +139,44 @@ class _WithMask(nn.Module):
         return self.inner(input_ids=ids, attention_mask=mask, use_cache=False).logits
 
 
+class _DecodeStep(nn.Module):
+    """One decode step of a causal LM: the new token's ids and every layer's past keys and values in; the logits
+    and every layer's present keys and values (past + the new row, a KV-cache Concat) out."""
+
+    def __init__(self, inner: nn.Module, layers: int) -> None:
+        super().__init__()
+        self.inner = inner
+        self.layers = layers
+
+    def forward(self, ids: torch.Tensor, *past: torch.Tensor):
+        from transformers import DynamicCache
+
+        cache = DynamicCache()
+        for i in range(self.layers):
+            cache.update(past[2 * i], past[2 * i + 1], i)
+        out = self.inner(input_ids=ids, past_key_values=cache, use_cache=True)
+        present = []
+        for i in range(self.layers):
+            layer = out.past_key_values.layers[i] if hasattr(out.past_key_values, "layers") else None
+            k, v = (layer.keys, layer.values) if layer is not None else out.past_key_values[i]
+            present += [k, v]
+        return (out.logits, *present)
+
+
+def _decode_form():
+    """LlamaForCausalLM's decode step (GQA 4:2, head dim 8) with 5 past positions, all outputs dynamic in them."""
+    m = _DecodeStep(_lm("LlamaForCausalLM", "LlamaConfig", num_key_value_heads=2, **COMMON), 2)
+    torch.manual_seed(1)
+    past = [torch.randn(1, 2, 5, 8) for _ in range(4)]
+    ids = torch.randint(0, 96, (1, 1))
+    names = ["input_ids"] + [f"past_{kv}{i}" for i in range(2) for kv in ("key", "value")]
+    outs = ["logits"] + [f"present_{kv}{i}" for i in range(2) for kv in ("key", "value")]
+    axes = {"input_ids": {0: "batch"}, "logits": {0: "batch"}}
+    axes.update({n: {0: "batch", 2: "past"} for n in names[1:]})
+    axes.update({n: {0: "batch", 2: "total"} for n in outs[1:]})
+    return m, (ids, *past), names, outs, axes
+
+
 def form(name: str) -> tuple[nn.Module, tuple, list[str], dict, int, torch.dtype]:
     """One exporter form the front door must take: (module, inputs, input names, dynamic axes, opset, dtype).
     All legacy exports (``dynamo=False``), as engineers still write them."""
@@ -158,6 +198,11 @@ def form(name: str) -> tuple[nn.Module, tuple, list[str], dict, int, torch.dtype
         mask = torch.ones(1, SEQ, dtype=torch.int64)
         axes = {**TEXT_AXES, "attention_mask": {0: "batch", 1: "seq"}}
         return m, (ids, mask), ["input_ids", "attention_mask"], axes, 17, torch.float16
+    if name == "llama_sdpa":
+        # transformers' default attention: torch's scaled_dot_product_attention, decomposed by the exporter
+        # (its symbolic refuses enable_gqa, which transformers sets for grouped KV heads: 4 KV heads here)
+        m = _lm("LlamaModel", "LlamaConfig", attn="sdpa", num_key_value_heads=4, **COMMON)
+        return _FirstOutput(m), (ids,), ["input_ids"], TEXT_AXES, 17, torch.float32
     if name == "phi3_tiny":
         m = _lm("Phi3Model", "Phi3Config", num_key_value_heads=4, pad_token_id=0, **COMMON)
         return _FirstOutput(m), (ids,), ["input_ids"], TEXT_AXES, 17, torch.float32
@@ -174,10 +219,18 @@ def form(name: str) -> tuple[nn.Module, tuple, list[str], dict, int, torch.dtype
     raise KeyError(name)
 
 
-FORMS = ["bert_fp16_opset14", "llama_causal_fp16_mask", "phi3_tiny", "levit_tiny", "clip_text_tiny"]
+FORMS = ["bert_fp16_opset14", "llama_causal_fp16_mask", "phi3_tiny", "levit_tiny", "clip_text_tiny", "llama_sdpa",
+         "llama_decode"]
 
 
 def export_form(name: str) -> Path:
+    if name == "llama_decode":
+        module, args, in_names, out_names, axes = _decode_form()
+        path = HERE / f"{name}_legacy.onnx"
+        with torch.no_grad():
+            torch.onnx.export(module.eval(), args, str(path), dynamo=False, opset_version=17, input_names=in_names,
+                              output_names=out_names, dynamic_axes=axes)
+        return path
     module, args, in_names, axes, opset, dtype = form(name)
     module = module.eval()
     if dtype == torch.float16:

@@ -46,6 +46,11 @@ EXPECTED = {
     # Phi-3's gate-up projection sliced in halves (chunk(2, -1)): one matmul kernel with both halves.
     "phi3_tiny_legacy": {"RMSNorm": 1, "ElementwiseChain": 4, "Attention": 2, "AddRMSNorm": 4,
                          "SwiGLUSplit": 2},
+    # LLaMA with torch's scaled_dot_product_attention (transformers' default), which the legacy exporter writes
+    # with the scale on q and on k^T and a [S, S] causal mask; and a decode step (LlamaForCausalLM, one new token
+    # against 'past' cached positions: the KV-cache Concat outside the op, Sq = 1 against Sk = past + 1).
+    "llama_sdpa_legacy": {**LLAMA_LIKE, "ElementwiseChain": 4},
+    "llama_decode_legacy": {**LLAMA_LIKE, "ElementwiseChain": 4},
 }
 #: Options a fixture needs: the legacy exporter traced Phi-3's and the causal LLaMA's sequence length into their
 #: Reshapes, so they run at the traced length only (without it, fuse stops and names --input-shape).
