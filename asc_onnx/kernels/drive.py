@@ -27,6 +27,70 @@ ENTRY = "Drive"
 EMU_SYS_WORKSPACE = 4096
 
 
+def cube_inputs(nin: int) -> str:
+    """Driver lines (at four spaces) of a kernel with Matmul objects: its arguments, the input buffers and every
+    input's shape from shapes.txt."""
+    return f"""if (argc != 5) return Report("usage", "dir coreNum dtypeSize dtypeName");
+    const std::string dir = argv[1];
+    auto& st = asc_emu::St();
+    const uint32_t coreNum = static_cast<uint32_t>(std::stoul(argv[2]));
+    const uint32_t dtypeSize = static_cast<uint32_t>(std::stoul(argv[3]));
+    const std::string dtypeName = argv[4];
+    std::vector<asc_emu::Bytes> bufs({nin + 1});
+    for (int i = 0; i < {nin}; ++i) bufs[i] = ReadFile(dir + "/in" + std::to_string(i) + ".bin");
+    std::vector<std::vector<uint64_t>> shapes({nin});
+    {{
+        std::ifstream f(dir + "/shapes.txt");
+        for (int i = 0; i < {nin}; ++i) {{
+            uint32_t r = 0;
+            f >> r;
+            shapes[i].resize(r);
+            for (uint32_t d = 0; d < r; ++d) f >> shapes[i][d];
+        }}
+    }}"""
+
+
+#: Driver lines (at four spaces): the PlatformInfo a host tiling with Matmul objects reads, from the emulated SoC.
+CUBE_PLATFORM = """const bool coupled = __NPU_ARCH__ == 2002;
+    const auto caps = asc_emu::Cube();
+    matmul_tiling::PlatformInfo platform;
+    platform.socVersion = coupled ? platform_ascendc::SocVersion::ASCEND310P : platform_ascendc::SocVersion::ASCEND910B;
+    platform.l1Size = caps.l1;
+    platform.l0CSize = caps.l0c;
+    platform.ubSize = st.soc.ubBytes;
+    platform.l0ASize = caps.l0a;
+    platform.l0BSize = caps.l0b;"""
+
+
+def cube_run(nin: int, snake: str) -> str:
+    """Driver lines (at four spaces) of a kernel with Matmul objects, after its tiling (``tiling``) and ``blocks``:
+    the system and user workspace, the GM buffers, the blocks one after another, the output's coverage and file."""
+    args = ", ".join(f"bufs[{i}].data()" for i in range(nin + 1))
+    return f"""std::vector<uint8_t> workspace({EMU_SYS_WORKSPACE} + static_cast<size_t>(tiling.userWorkspace), 0xFF);
+    AscendC::emu_ws::Sys() = workspace.data();
+    AscendC::emu_ws::SysBytes() = {EMU_SYS_WORKSPACE};
+    st.gm.reserve({nin + 2});
+    for (int i = 0; i <= {nin}; ++i) {{
+        const bool out = i == {nin};
+        st.gm.push_back({{out ? "output 0" : "input " + std::to_string(i), bufs[i].data(), bufs[i].size(), out,
+                         std::vector<int32_t>(out && asc_emu::Values() ? bufs[i].size() : 0, -1)}});
+    }}
+    st.gm.push_back({{"workspace", workspace.data(), workspace.size(), true,
+                     std::vector<int32_t>(workspace.size(), -1)}});
+    st.gm.back().cubeShared = true;
+    std::vector<uint8_t> tilingBuf(sizeof(tiling));
+    std::memcpy(tilingBuf.data(), &tiling, sizeof(tiling));
+    if (const int rc = RunBlocks(blocks, [&] {{ {snake}({args}, workspace.data(), tilingBuf.data()); }})) return rc;
+    for (size_t i = 0; i < st.gm[{nin}].writer.size(); ++i) {{  // (a timing-only run keeps no byte map)
+        if (st.gm[{nin}].writer[i] == -1)
+            return Report("fault", "byte " + std::to_string(i) + " of output 0 was never written by any block");
+    }}
+    if (asc_emu::Values()) {{
+        std::ofstream f(dir + "/out0.bin", std::ios::binary);
+        f.write(reinterpret_cast<const char*>(bufs[{nin}].data()), bufs[{nin}].size());
+    }}"""
+
+
 def write_shapes(path: Path, shapes: Sequence[Sequence[int]], head: str | None = None) -> None:
     """``shapes.txt``: one line per array, its rank then its dims (after an optional first line)."""
     lines = ([head] if head is not None else []) + [" ".join(str(v) for v in (len(sh), *sh)) for sh in shapes]

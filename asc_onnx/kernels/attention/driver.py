@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ...soc import Soc
-from ..drive import EMU_SYS_WORKSPACE, concrete, driver_helpers, param_reads, write_shapes
+from ..drive import CUBE_PLATFORM, concrete, cube_inputs, cube_run, driver_helpers, param_reads, write_shapes
 from .lower import AttentionKernel
 from .render import tiling_call
 
@@ -18,7 +18,6 @@ from .render import tiling_call
 def main_source(k: AttentionKernel, struct: str, prefix: str = "") -> str:
     """The driver program of an attention kernel."""
     nin = len(k.inputs)
-    args = ", ".join(f"bufs[{i}].data()" for i in range(nin + 1))
     sk_axis = "shapes[1].size() - 2" if k.trans_k else "shapes[1].size() - 1"
     call = tiling_call(k, "qDims", "static_cast<uint32_t>(shapes[0].size())", "sk", "dv", "maskDims", "maskRank",
                        "dtypeSize", 'dtypeName == "float"', 'dtypeName == "bfloat16_t"', "coreNum", "platform",
@@ -37,24 +36,7 @@ def main_source(k: AttentionKernel, struct: str, prefix: str = "") -> str:
 
 {driver_helpers(k)}
 int Drive(int argc, char** argv) {{
-    if (argc != 5) return Report("usage", "dir coreNum dtypeSize dtypeName");
-    const std::string dir = argv[1];
-    auto& st = asc_emu::St();
-    const uint32_t coreNum = static_cast<uint32_t>(std::stoul(argv[2]));
-    const uint32_t dtypeSize = static_cast<uint32_t>(std::stoul(argv[3]));
-    const std::string dtypeName = argv[4];
-    std::vector<asc_emu::Bytes> bufs({nin + 1});
-    for (int i = 0; i < {nin}; ++i) bufs[i] = ReadFile(dir + "/in" + std::to_string(i) + ".bin");
-    std::vector<std::vector<uint64_t>> shapes({nin});
-    {{
-        std::ifstream f(dir + "/shapes.txt");
-        for (int i = 0; i < {nin}; ++i) {{
-            uint32_t r = 0;
-            f >> r;
-            shapes[i].resize(r);
-            for (uint32_t d = 0; d < r; ++d) f >> shapes[i][d];
-        }}
-    }}
+    {cube_inputs(nin)}
     if (shapes[0].size() > 8) return Report("usage", "q of rank over 8");
     uint64_t qDims[8] = {{}};
     for (size_t i = 0; i < shapes[0].size(); ++i) qDims[i] = shapes[0][i];
@@ -62,44 +44,14 @@ int Drive(int argc, char** argv) {{
     {mask}
     const uint32_t sk = static_cast<uint32_t>(shapes[1][{sk_axis}]);
     const uint32_t dv = static_cast<uint32_t>(shapes[2].back());
-    const bool coupled = __NPU_ARCH__ == 2002;
-    const auto caps = asc_emu::Cube();
-    matmul_tiling::PlatformInfo platform;
-    platform.socVersion = coupled ? platform_ascendc::SocVersion::ASCEND310P : platform_ascendc::SocVersion::ASCEND910B;
-    platform.l1Size = caps.l1;
-    platform.l0CSize = caps.l0c;
-    platform.ubSize = st.soc.ubBytes;
-    platform.l0ASize = caps.l0a;
-    platform.l0BSize = caps.l0b;
+    {CUBE_PLATFORM}
     {struct} tiling{{}};
     const int rc = {call};
     if (rc != 0) return Report("tiling", "tiling refused the shape, reason " + std::to_string(rc));
     {param_reads(k.num_params)}
     Fill(bufs[{nin}], bufs[0].size() / shapes[0].back() * dv);
-    std::vector<uint8_t> workspace({EMU_SYS_WORKSPACE} + static_cast<size_t>(tiling.userWorkspace), 0xFF);
-    AscendC::emu_ws::Sys() = workspace.data();
-    AscendC::emu_ws::SysBytes() = {EMU_SYS_WORKSPACE};
-    st.gm.reserve({nin + 2});
-    for (int i = 0; i <= {nin}; ++i) {{
-        const bool out = i == {nin};
-        st.gm.push_back({{out ? "output 0" : "input " + std::to_string(i), bufs[i].data(), bufs[i].size(), out,
-                         std::vector<int32_t>(out && asc_emu::Values() ? bufs[i].size() : 0, -1)}});
-    }}
-    st.gm.push_back({{"workspace", workspace.data(), workspace.size(), true,
-                     std::vector<int32_t>(workspace.size(), -1)}});
-    st.gm.back().cubeShared = true;
-    std::vector<uint8_t> tilingBuf(sizeof(tiling));
-    std::memcpy(tilingBuf.data(), &tiling, sizeof(tiling));
     const uint32_t blocks = 2 * tiling.blockDim;  // two vector cores per cube core
-    if (const int rc = RunBlocks(blocks, [&] {{ {k.snake}({args}, workspace.data(), tilingBuf.data()); }})) return rc;
-    for (size_t i = 0; i < st.gm[{nin}].writer.size(); ++i) {{  // (a timing-only run keeps no byte map)
-        if (st.gm[{nin}].writer[i] == -1)
-            return Report("fault", "byte " + std::to_string(i) + " of output 0 was never written by any block");
-    }}
-    if (asc_emu::Values()) {{
-        std::ofstream f(dir + "/out0.bin", std::ios::binary);
-        f.write(reinterpret_cast<const char*>(bufs[{nin}].data()), bufs[{nin}].size());
-    }}
+    {cube_run(nin, k.snake)}
     std::cout << "{{\\"block_dim\\": " << blocks << ", \\"gm_read\\": " << st.gmReadBytes
               << ", \\"gm_write\\": " << st.gmWriteBytes
               << ", \\"time\\": " << asc_emu::TimingJson() << ", \\"ub_peak\\": " << st.ubPeak

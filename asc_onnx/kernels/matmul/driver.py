@@ -12,7 +12,7 @@ import numpy as np
 
 from ...errors import AscOnnxError
 from ...soc import Soc
-from ..drive import EMU_SYS_WORKSPACE, concrete, driver_helpers, param_reads, write_shapes
+from ..drive import CUBE_PLATFORM, concrete, cube_inputs, cube_run, driver_helpers, param_reads, write_shapes
 from .lower import MatmulKernel
 from .render import tiling_call
 from .schedule import tiling_min
@@ -28,7 +28,6 @@ def main_source(k: MatmulKernel, struct: str, prefix: str = "") -> str:
     """The driver of a matmul kernel: GM buffers and the workspace, the host tiling (or a forced
     TCubeTiling from cube_tiling.txt), vector cores one after another (two per cube core on 910B)."""
     nin = len(k.inputs)
-    args = ", ".join(f"bufs[{i}].data()" for i in range(nin + 1))
     w0 = k.gemms[0].weight
     n_dim = 0 if k.trans_b else 1
     parse = " ".join(f'if (key == "{f}") forced.{f} = v;' for f in CUBE_FIELDS)
@@ -48,24 +47,7 @@ def main_source(k: MatmulKernel, struct: str, prefix: str = "") -> str:
 
 {driver_helpers(k)}
 int Drive(int argc, char** argv) {{
-    if (argc != 5) return Report("usage", "dir coreNum dtypeSize dtypeName");
-    const std::string dir = argv[1];
-    auto& st = asc_emu::St();
-    const uint32_t coreNum = static_cast<uint32_t>(std::stoul(argv[2]));
-    const uint32_t dtypeSize = static_cast<uint32_t>(std::stoul(argv[3]));
-    const std::string dtypeName = argv[4];
-    std::vector<asc_emu::Bytes> bufs({nin + 1});
-    for (int i = 0; i < {nin}; ++i) bufs[i] = ReadFile(dir + "/in" + std::to_string(i) + ".bin");
-    std::vector<std::vector<uint64_t>> shapes({nin});
-    {{
-        std::ifstream f(dir + "/shapes.txt");
-        for (int i = 0; i < {nin}; ++i) {{
-            uint32_t r = 0;
-            f >> r;
-            shapes[i].resize(r);
-            for (uint32_t d = 0; d < r; ++d) f >> shapes[i][d];
-        }}
-    }}
+    {cube_inputs(nin)}
     const uint64_t kk = shapes[0].back();
     const uint64_t mm = bufs[0].size() / dtypeSize / kk;
     const uint64_t nn = shapes[{w0}][{n_dim}]{' / 2' if k.split else ''};
@@ -80,45 +62,15 @@ int Drive(int argc, char** argv) {{
             {parse}
         }}
     }}
-    const bool coupled = __NPU_ARCH__ == 2002;
-    const auto caps = asc_emu::Cube();
-    matmul_tiling::PlatformInfo platform;
-    platform.socVersion = coupled ? platform_ascendc::SocVersion::ASCEND310P : platform_ascendc::SocVersion::ASCEND910B;
-    platform.l1Size = caps.l1;
-    platform.l0CSize = caps.l0c;
-    platform.ubSize = st.soc.ubBytes;
-    platform.l0ASize = caps.l0a;
-    platform.l0BSize = caps.l0b;
+    {CUBE_PLATFORM}
     {struct} tiling{{}};
     const int rc = {call[0]}
     {call[1]};
     if (rc != 0) return Report("tiling", "tiling refused the shape, reason " + std::to_string(rc));
     {params}
     Fill(bufs[{nin}], mm * nn * dtypeSize);
-    std::vector<uint8_t> workspace({EMU_SYS_WORKSPACE} + static_cast<size_t>(tiling.userWorkspace), 0xFF);
-    AscendC::emu_ws::Sys() = workspace.data();
-    AscendC::emu_ws::SysBytes() = {EMU_SYS_WORKSPACE};
-    st.gm.reserve({nin + 2});
-    for (int i = 0; i <= {nin}; ++i) {{
-        const bool out = i == {nin};
-        st.gm.push_back({{out ? "output 0" : "input " + std::to_string(i), bufs[i].data(), bufs[i].size(), out,
-                         std::vector<int32_t>(out && asc_emu::Values() ? bufs[i].size() : 0, -1)}});
-    }}
-    st.gm.push_back({{"workspace", workspace.data(), workspace.size(), true,
-                     std::vector<int32_t>(workspace.size(), -1)}});
-    st.gm.back().cubeShared = true;
-    std::vector<uint8_t> tilingBuf(sizeof(tiling));
-    std::memcpy(tilingBuf.data(), &tiling, sizeof(tiling));
     const uint32_t blocks = coupled ? tiling.blockDim : 2 * tiling.blockDim;  // 910B: two vector cores per cube core
-    if (const int rc = RunBlocks(blocks, [&] {{ {k.snake}({args}, workspace.data(), tilingBuf.data()); }})) return rc;
-    for (size_t i = 0; i < st.gm[{nin}].writer.size(); ++i) {{  // (a timing-only run keeps no byte map)
-        if (st.gm[{nin}].writer[i] == -1)
-            return Report("fault", "byte " + std::to_string(i) + " of output 0 was never written by any block");
-    }}
-    if (asc_emu::Values()) {{
-        std::ofstream f(dir + "/out0.bin", std::ios::binary);
-        f.write(reinterpret_cast<const char*>(bufs[{nin}].data()), bufs[{nin}].size());
-    }}
+    {cube_run(nin, k.snake)}
     const auto& c = tiling.cubeTiling;
     std::cout << "{{\\"block_dim\\": " << blocks << ", \\"gm_read\\": " << st.gmReadBytes
               << ", \\"gm_write\\": " << st.gmWriteBytes
