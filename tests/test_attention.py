@@ -206,3 +206,25 @@ def test_rows_of_whole_repeats_keep_their_statistics_in_vector_registers(dt):
     res = fuse(m)
     assert rules_of(res) == {"Attention": 1}
     assert all(c.ok for c in res.kernel_checks) and res.deployed.ok
+
+
+@pytest.mark.parametrize("dt,sk", [(F32, 8), (F16, 64)])
+def test_fully_masked_rows_are_what_onnxruntime_computes(dt, sk):
+    """A row masked with -inf everywhere is NaN in onnxruntime's Softmax, and in the kernel (the count forms and
+    the whole-repeat form); a row at the dtype's lowest finite value is the plain average of v, as HF's masks
+    give. Both compared element by element, NaN positions included."""
+    from asc_onnx.soc import SOCS
+    from asc_onnx.verify_kernels import check, reference
+
+    npd = NP[dt]
+    res = fuse(attention_model(dt=dt, b=1, h=2, sq=sk, d=16, mask=(1, 1, sk, sk)), emulate=False)
+    k = res.kernels[0]
+    rng = np.random.default_rng(0)
+    q, kk, v = (rng.standard_normal((1, 2, sk, 16)).astype(npd) for _ in range(3))
+    for fill, nan in ((-np.inf, True), (np.finfo(npd).min, False)):
+        mask = np.zeros((1, 1, sk, sk), npd)
+        mask[0, 0, 1, :] = fill
+        ref = reference(k.op, [q, kk, v, mask])[0]
+        assert bool(np.isnan(ref[0, :, 1]).all()) == nan
+        c = check(k, [q, kk, v, mask], SOCS["Ascend910B"], "masked row")
+        assert c.ok, (fill, c.error, c.max_abs)
