@@ -179,7 +179,7 @@ def check(k: Kernel, inputs: Sequence[np.ndarray], soc: Soc, label: str, core_nu
     shape = data_shape(k, inputs)
     name = IO_TYPES[dtype][0]
     whose = ""
-    if of(k).gemm_tiling:
+    if of(k).cube:
         whose = "given" if cube_tiling else "asc-onnx"
         got = cann_tiling.for_inputs(k.ir, k.files, soc, inputs, core_num) if cube_tiling is None else None
         if got is not None:

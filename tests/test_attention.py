@@ -228,3 +228,22 @@ def test_fully_masked_rows_are_what_onnxruntime_computes(dt, sk):
         assert bool(np.isnan(ref[0, :, 1]).all()) == nan
         c = check(k, [q, kk, v, mask], SOCS["Ascend910B"], "masked row")
         assert c.ok, (fill, c.error, c.max_abs)
+
+
+def test_attention_runs_under_cann_tilings_at_deployment_shapes():
+    """Where the open CANN sources are beside the repository, every attention check runs under the two tilings
+    CANN's own MultiCoreMatmulTiling computes in the generated calc, and that calc finds tilings for the
+    benchmark's deployment shapes (prefill and decode, fp16, head dims 64 and 128)."""
+    from asc_onnx.emulator import cann_tiling
+    from asc_onnx.soc import SOCS
+
+    if cann_tiling.source_root() is None:
+        pytest.skip("the open CANN sources are not beside the repository")
+    res = fuse(attention_model(dt=F16))
+    assert {c.tiling for c in res.kernel_checks} == {"CANN"} and all(c.ok for c in res.kernel_checks)
+    k = res.kernels[0]
+    cases = [[[1, 32, 2048, 128], [1, 32, 2048, 128], [1, 32, 2048, 128], [1, 1, 2048, 2048]],
+             [[4, 8, 4096, 64], [4, 8, 4096, 64], [4, 8, 4096, 64], [4, 1, 4096, 4096]],
+             [[4, 32, 1, 128], [4, 32, 4096, 128], [4, 32, 4096, 128], [4, 1, 1, 4096]]]
+    got = cann_tiling.attention_tilings(k.ir, k.files, SOCS["Ascend910B"], F16, cases)
+    assert all(isinstance(t, dict) and t["qk.baseM"] > 0 and t["pv.baseN"] > 0 for t in got), got

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..errors import AscOnnxError
 from ..kernels import of
+from ..kernels.attention.lower import AttentionKernel
 from ..kernels.ir import IO_TYPES
 from ..kernels.matmul.lower import MatmulKernel
 from ..soc import Soc
@@ -100,15 +101,17 @@ def _objects(root: Path) -> list[Path]:
     return objs
 
 
-def _program(root: Path | None, k: MatmulKernel, files: Mapping[str, str]) -> Path:
+def _program(root: Path | None, k: MatmulKernel | AttentionKernel, files: Mapping[str, str]) -> Path:
     """The tiling program for one generated calc (cached by the calc's text): linked with CANN's tiling from
-    ``root``, or, with ``root`` None, compiled against the emulator's own ``tiling/tiling_api.h``."""
+    ``root``, or, with ``root`` None, compiled against the emulator's own ``tiling/tiling_api.h``. An attention
+    calc takes its own main (its signature and two tilings)."""
+    main = HERE / ("attention_tiling_main.cpp" if isinstance(k, AttentionKernel) else "tiling_main.cpp")
     from . import INCLUDE_DIR
 
     calc, head = f"op_host/{k.snake}_tiling_calc.h", f"op_kernel/{k.snake}_tiling.h"
     objs = _objects(root) if root is not None else []
     flags = _flags(root) if root is not None else ["-std=c++17", "-w", "-I", str(INCLUDE_DIR)]
-    key = _digest(files[calc].encode(), files[head].encode(), (HERE / "tiling_main.cpp").read_bytes(),
+    key = _digest(files[calc].encode(), files[head].encode(), main.read_bytes(),
                   (objs[0].parent.name if objs else "own:" + _headers_digest()).encode())
     d = cache_dir().parent / "cann-tiling" / "calc" / key
     exe = d / "tiling"
@@ -124,7 +127,7 @@ def _program(root: Path | None, k: MatmulKernel, files: Mapping[str, str]) -> Pa
             out = os.path.join(tmp, "tiling")
             _run(["g++", *flags, f'-DASC_CALC_HEADER="{Path(tmp) / calc}"',
                   f"-DASC_COMPUTE_TILING={k.op_type}ComputeTiling", f"-DASC_TILING_DATA={k.op_type}TilingData",
-                  str(HERE / "tiling_main.cpp"), *map(str, objs), "-o", out], f"{k.op_type}'s tiling calc")
+                  str(main), *map(str, objs), "-o", out], f"{k.op_type}'s tiling calc")
             os.replace(out, exe)
     return exe
 
@@ -162,11 +165,51 @@ def cann_tilings(k: MatmulKernel, files: Mapping[str, str], soc: Soc, dtype: int
     return out
 
 
+def attention_tilings(k: AttentionKernel, files: Mapping[str, str], soc: Soc, dtype: int,
+                      shapes: Sequence[Sequence[Sequence[int]]], core_num: int | None = None, own: bool = False
+                      ) -> list[dict[str, int] | int]:
+    """CANN's two TCubeTilings (``qk.<field>``, ``pv.<field>``) for an attention kernel on inputs of each list of
+    ``shapes`` (q, k, v[, mask]), as its ``<op>ComputeTiling`` fills them with CANN's MultiCoreMatmulTiling, or the
+    calc's refusal code; ``own``: the same with the emulator's own MultiCoreMatmulTiling."""
+    root = None if own else source_root()
+    if root is None and not own:
+        raise AscOnnxError(f"{ENV} is not set: CANN's Matmul tiling needs the open CANN sources")
+    exe = _program(root, k, files)
+    name, size = IO_TYPES[dtype][0], IO_TYPES[dtype][1]
+    lines = []
+    for case in shapes:
+        q, kk, v = case[0], case[1], case[2]
+        mask = case[3] if k.has_mask else ()
+        sk = kk[-2] if k.trans_k else kk[-1]
+        lines.append(" ".join(map(str, [len(q), *q, sk, v[-1], len(mask), *mask, size, int(name == "float"),
+                                        int(name == "bfloat16_t"), core_num or soc.vector_cores])) +
+                     f" {platform_line(soc)}\n")
+    proc = subprocess.run([str(exe)], input="".join(lines), capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise AscOnnxError(f"the Matmul tilings of {k.op_type} crashed (exit {proc.returncode}): {proc.stderr[-500:]}")
+    out: list[dict[str, int] | int] = []
+    for line in proc.stdout.splitlines():
+        words = line.split()
+        rc = int(words[1])
+        out.append(rc if rc else {words[i]: int(words[i + 1]) for i in range(2, len(words), 2)})
+    if len(out) != len(shapes):
+        raise AscOnnxError(f"the Matmul tilings of {k.op_type} answered {len(out)} of {len(shapes)} cases")
+    return out
+
+
 def for_inputs(ir: object, files: Mapping[str, str], soc: Soc, inputs: Sequence[object],
                core_num: int | None = None) -> dict[str, int] | int | None:
-    """CANN's tiling for a matmul kernel run on ``inputs`` (x first, y's N from the weight), its refusal code, or
-    None where the kernel is not a matmul kernel or the open CANN sources are not at hand."""
-    if not of(ir).gemm_tiling or source_root() is None:
+    """CANN's tiling for a kernel with Matmul objects run on ``inputs`` (a matmul kernel: x first, y's N from the
+    weight; an attention kernel: its two products), its refusal code, or None where the kernel has no Matmul or
+    the open CANN sources are not at hand."""
+    if source_root() is None:
+        return None
+    if isinstance(ir, AttentionKernel):
+        from .harness import onnx_type
+
+        return attention_tilings(ir, files, soc, onnx_type(inputs[0]), [[list(a.shape) for a in inputs]],
+                                 core_num)[0]
+    if not of(ir).gemm_tiling:
         return None
     from .harness import onnx_type, output_shapes
 

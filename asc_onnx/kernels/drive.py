@@ -50,6 +50,11 @@ def cube_inputs(nin: int) -> str:
     }}"""
 
 
+#: TCubeTiling's fields (kernel_tiling.h), the keys of a forced tiling and of the run's report.
+CUBE_FIELDS = ("usedCoreNum M N Ka Kb singleCoreM singleCoreN singleCoreK baseM baseN baseK depthA1 depthB1 stepM "
+               "stepN isBias transLength iterateOrder shareMode shareL1Size shareL0CSize shareUbSize batchM batchN "
+               "singleBatchM singleBatchN stepKa stepKb depthAL1CacheUB depthBL1CacheUB dbL0A dbL0B dbL0C").split()
+
 #: Driver lines (at four spaces): the PlatformInfo a host tiling with Matmul objects reads, from the emulated SoC.
 CUBE_PLATFORM = """const bool coupled = __NPU_ARCH__ == 2002;
     const auto caps = asc_emu::Cube();

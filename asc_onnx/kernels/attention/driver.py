@@ -10,7 +10,16 @@ from typing import Any
 import numpy as np
 
 from ...soc import Soc
-from ..drive import CUBE_PLATFORM, concrete, cube_inputs, cube_run, driver_helpers, param_reads, write_shapes
+from ..drive import (
+    CUBE_FIELDS,
+    CUBE_PLATFORM,
+    concrete,
+    cube_inputs,
+    cube_run,
+    driver_helpers,
+    param_reads,
+    write_shapes,
+)
 from .lower import AttentionKernel
 from .render import tiling_call
 
@@ -22,6 +31,7 @@ def main_source(k: AttentionKernel, struct: str, prefix: str = "") -> str:
     call = tiling_call(k, "qDims", "static_cast<uint32_t>(shapes[0].size())", "sk", "dv", "maskDims", "maskRank",
                        "dtypeSize", 'dtypeName == "float"', 'dtypeName == "bfloat16_t"', "coreNum", "platform",
                        "coupled", "&tiling")
+    parse = " ".join(f'if (key == "{f}") c.{f} = v;' for f in CUBE_FIELDS)
     mask = ("for (size_t i = 0; i < shapes[3].size(); ++i) maskDims[i] = shapes[3][i];\n"
             "    const uint32_t maskRank = static_cast<uint32_t>(shapes[3].size());" if k.has_mask
             else "const uint32_t maskRank = 0;")
@@ -48,6 +58,16 @@ int Drive(int argc, char** argv) {{
     {struct} tiling{{}};
     const int rc = {call};
     if (rc != 0) return Report("tiling", "tiling refused the shape, reason " + std::to_string(rc));
+    {{  // CANN's own tilings of the two products (cube_tiling.txt: qk.<field> / pv.<field>), where given
+        std::ifstream f(dir + "/cube_tiling.txt");
+        std::string key;
+        int64_t v = 0;
+        while (f >> key >> v) {{
+            auto& c = key.rfind("qk.", 0) == 0 ? tiling.qkTiling : tiling.pvTiling;
+            key = key.substr(3);
+            {parse}
+        }}
+    }}
     {param_reads(k.num_params)}
     Fill(bufs[{nin}], bufs[0].size() / shapes[0].back() * dv);
     const uint32_t blocks = 2 * tiling.blockDim;  // two vector cores per cube core
@@ -75,8 +95,11 @@ def output_shapes(k: AttentionKernel, inputs: Sequence[np.ndarray]) -> list[tupl
 def write_inputs(k: AttentionKernel, folder: Path, inputs: Sequence[np.ndarray],
                  out_shapes: Sequence[tuple[int, ...]], soc: Soc, core_num: int, dtype_size: int, dtype_name: str,
                  cube_tiling: Mapping[str, int] | None = None) -> list[str]:
-    """shapes.txt (every input's); returns the program's arguments after the folder."""
+    """shapes.txt (every input's), cube_tiling.txt (forced tilings of the two products, if any); returns the
+    program's arguments after the folder."""
     write_shapes(folder / "shapes.txt", [a.shape for a in inputs])
+    if cube_tiling:
+        (folder / "cube_tiling.txt").write_text("".join(f"{key} {int(v)}\n" for key, v in cube_tiling.items()))
     return [str(core_num), str(dtype_size), dtype_name]
 
 

@@ -12,16 +12,19 @@ import numpy as np
 
 from ...errors import AscOnnxError
 from ...soc import Soc
-from ..drive import CUBE_PLATFORM, concrete, cube_inputs, cube_run, driver_helpers, param_reads, write_shapes
+from ..drive import (
+    CUBE_FIELDS,
+    CUBE_PLATFORM,
+    concrete,
+    cube_inputs,
+    cube_run,
+    driver_helpers,
+    param_reads,
+    write_shapes,
+)
 from .lower import MatmulKernel
 from .render import tiling_call
 from .schedule import tiling_min
-
-#: TCubeTiling's fields (kernel_tiling.h), the keys of a forced tiling and of the run's report.
-CUBE_FIELDS = ("usedCoreNum M N Ka Kb singleCoreM singleCoreN singleCoreK baseM baseN baseK depthA1 depthB1 stepM "
-               "stepN isBias transLength iterateOrder shareMode shareL1Size shareL0CSize shareUbSize batchM batchN "
-               "singleBatchM singleBatchN stepKa stepKb depthAL1CacheUB depthBL1CacheUB dbL0A dbL0B dbL0C").split()
-
 
 
 def main_source(k: MatmulKernel, struct: str, prefix: str = "") -> str:

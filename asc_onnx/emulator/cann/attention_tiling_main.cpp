@@ -1,0 +1,52 @@
+// Runs a generated attention tiling calc (ASC_CALC_HEADER, with its ASC_COMPUTE_TILING function and
+// ASC_TILING_DATA struct) against CANN's own MultiCoreMatmulTiling and prints the two TCubeTilings it chose
+// (q @ k^T, then P @ v). Our code.
+// stdin, one case per line: qRank qDims.. sk dv maskRank maskDims.. dtypeSize isFloat isBf16 coreNum coupled
+//   l1 l0a l0b l0c ub
+// stdout, one line per case: "rc <code>" then each tiling's fields as "qk.name value" / "pv.name value" pairs.
+#include <iostream>
+#include <string>
+
+#include "tiling/tiling_api.h"
+#include ASC_CALC_HEADER
+
+
+static void Print(const char* p, const AscendC::tiling::TCubeTiling& c) {
+    const std::string s(p);
+#define F(f) std::cout << " " << s << "." #f " " << c.f
+    F(usedCoreNum); F(M); F(N); F(Ka); F(Kb); F(singleCoreM); F(singleCoreN); F(singleCoreK); F(baseM); F(baseN);
+    F(baseK); F(depthA1); F(depthB1); F(stepM); F(stepN); F(isBias); F(transLength); F(iterateOrder); F(shareMode);
+    F(shareL1Size); F(shareL0CSize); F(shareUbSize); F(stepKa); F(stepKb); F(dbL0A); F(dbL0B); F(dbL0C);
+#undef F
+}
+
+int main() {
+    uint32_t qRank = 0;
+    while (std::cin >> qRank) {
+        uint64_t qDims[8] = {}, maskDims[8] = {};
+        for (uint32_t i = 0; i < qRank && i < 8; ++i) std::cin >> qDims[i];
+        uint64_t sk, dv, size, isFloat, isBf16, cores, coupled, l1, l0a, l0b, l0c, ub;
+        uint32_t maskRank = 0;
+        std::cin >> sk >> dv >> maskRank;
+        for (uint32_t i = 0; i < maskRank && i < 8; ++i) std::cin >> maskDims[i];
+        std::cin >> size >> isFloat >> isBf16 >> cores >> coupled >> l1 >> l0a >> l0b >> l0c >> ub;
+        matmul_tiling::PlatformInfo p;
+        p.socVersion = coupled ? platform_ascendc::SocVersion::ASCEND310P : platform_ascendc::SocVersion::ASCEND910B;
+        p.l1Size = l1;
+        p.l0ASize = l0a;
+        p.l0BSize = l0b;
+        p.l0CSize = l0c;
+        p.ubSize = ub;
+        ASC_TILING_DATA t{};
+        const int rc = ASC_COMPUTE_TILING(qDims, qRank, static_cast<uint32_t>(sk), static_cast<uint32_t>(dv), maskDims,
+                                          maskRank, static_cast<uint32_t>(size), isFloat != 0, isBf16 != 0,
+                                          static_cast<uint32_t>(cores), p, coupled != 0, &t);
+        std::cout << "rc " << rc;
+        if (rc == 0) {
+            Print("qk", t.qkTiling);
+            Print("pv", t.pvTiling);
+        }
+        std::cout << "\n";
+    }
+    return 0;
+}
