@@ -245,5 +245,5 @@ def test_attention_runs_under_cann_tilings_at_deployment_shapes():
     cases = [[[1, 32, 2048, 128], [1, 32, 2048, 128], [1, 32, 2048, 128], [1, 1, 2048, 2048]],
              [[4, 8, 4096, 64], [4, 8, 4096, 64], [4, 8, 4096, 64], [4, 1, 4096, 4096]],
              [[4, 32, 1, 128], [4, 32, 4096, 128], [4, 32, 4096, 128], [4, 1, 1, 4096]]]
-    got = cann_tiling.attention_tilings(k.ir, k.files, SOCS["Ascend910B"], F16, cases)
+    got = cann_tiling.tilings_for(k.ir, k.files, SOCS["Ascend910B"], F16, cases)
     assert all(isinstance(t, dict) and t["qk.baseM"] > 0 and t["pv.baseN"] > 0 for t in got), got

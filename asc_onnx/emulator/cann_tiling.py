@@ -21,10 +21,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..errors import AscOnnxError
-from ..kernels import of
-from ..kernels.attention.lower import AttentionKernel
+from ..kernels import KernelIR, of
 from ..kernels.ir import IO_TYPES
-from ..kernels.matmul.lower import MatmulKernel
 from ..soc import Soc
 from .harness import _headers_digest, cache_dir
 
@@ -101,11 +99,11 @@ def _objects(root: Path) -> list[Path]:
     return objs
 
 
-def _program(root: Path | None, k: MatmulKernel | AttentionKernel, files: Mapping[str, str]) -> Path:
-    """The tiling program for one generated calc (cached by the calc's text): linked with CANN's tiling from
-    ``root``, or, with ``root`` None, compiled against the emulator's own ``tiling/tiling_api.h``. An attention
-    calc takes its own main (its signature and two tilings)."""
-    main = HERE / ("attention_tiling_main.cpp" if isinstance(k, AttentionKernel) else "tiling_main.cpp")
+def _program(root: Path | None, k: KernelIR, files: Mapping[str, str]) -> Path:
+    """The tiling program for one generated calc (cached by the calc's text), its main the class's
+    (``KernelClass.tiling_main``): linked with CANN's tiling from ``root``, or, with ``root`` None, compiled against
+    the emulator's own ``tiling/tiling_api.h``."""
+    main = HERE / of(k).tiling_main
     from . import INCLUDE_DIR
 
     calc, head = f"op_host/{k.snake}_tiling_calc.h", f"op_kernel/{k.snake}_tiling.h"
@@ -138,19 +136,18 @@ def platform_line(soc: Soc) -> str:
     return f"{coupled} {soc.l1_bytes} {soc.l0ab_bytes} {soc.l0ab_bytes} {soc.l0c_bytes} {soc.ub_bytes}"
 
 
-def cann_tilings(k: MatmulKernel, files: Mapping[str, str], soc: Soc, dtype: int,
-                 shapes: Sequence[tuple[int, int, int]], core_num: int | None = None, own: bool = False
-                 ) -> list[dict[str, int] | int]:
-    """CANN's TCubeTiling for each (M, N, K), as ``<op>ComputeTiling`` fills it with CANN's
-    MultiCoreMatmulTiling (so with the generated calc's caps and corrections), or the calc's refusal code;
-    ``own``: the same with the emulator's own MultiCoreMatmulTiling, for comparison."""
+def _tilings(k: KernelIR, files: Mapping[str, str], soc: Soc, dtype: int, cases: Sequence[Sequence[int]],
+             core_num: int | None, own: bool) -> list[dict[str, int] | int]:
+    """Run the class's tiling program on ``cases`` (each the words its main reads before the dtype, the core count
+    and the platform): the fields of each tiling it chose, or the calc's refusal code."""
     root = None if own else source_root()
     if root is None and not own:
         raise AscOnnxError(f"{ENV} is not set: CANN's Matmul tiling needs the open CANN sources")
     exe = _program(root, k, files)
     name, size = IO_TYPES[dtype][0], IO_TYPES[dtype][1]
-    lines = "".join(f"{m} {n} {kk} {size} {int(name == 'float')} {int(name == 'bfloat16_t')} "
-                    f"{core_num or soc.vector_cores} {platform_line(soc)}\n" for m, n, kk in shapes)
+    cores = core_num or soc.vector_cores
+    tail = f"{size} {int(name == 'float')} {int(name == 'bfloat16_t')} {cores} {platform_line(soc)}"
+    lines = "".join(" ".join(map(str, case)) + f" {tail}\n" for case in cases)
     proc = subprocess.run([str(exe)], input=lines, capture_output=True, text=True)
     if proc.returncode != 0:
         raise AscOnnxError(f"the Matmul tiling of {k.op_type} crashed (exit {proc.returncode}): "
@@ -160,62 +157,35 @@ def cann_tilings(k: MatmulKernel, files: Mapping[str, str], soc: Soc, dtype: int
         words = line.split()
         rc = int(words[1])
         out.append(rc if rc else {words[i]: int(words[i + 1]) for i in range(2, len(words), 2)})
-    if len(out) != len(shapes):
-        raise AscOnnxError(f"the Matmul tiling of {k.op_type} answered {len(out)} of {len(shapes)} shapes")
+    if len(out) != len(cases):
+        raise AscOnnxError(f"the Matmul tiling of {k.op_type} answered {len(out)} of {len(cases)} shapes")
     return out
 
 
-def attention_tilings(k: AttentionKernel, files: Mapping[str, str], soc: Soc, dtype: int,
-                      shapes: Sequence[Sequence[Sequence[int]]], core_num: int | None = None, own: bool = False
-                      ) -> list[dict[str, int] | int]:
-    """CANN's two TCubeTilings (``qk.<field>``, ``pv.<field>``) for an attention kernel on inputs of each list of
-    ``shapes`` (q, k, v[, mask]), as its ``<op>ComputeTiling`` fills them with CANN's MultiCoreMatmulTiling, or the
-    calc's refusal code; ``own``: the same with the emulator's own MultiCoreMatmulTiling."""
-    root = None if own else source_root()
-    if root is None and not own:
-        raise AscOnnxError(f"{ENV} is not set: CANN's Matmul tiling needs the open CANN sources")
-    exe = _program(root, k, files)
-    name, size = IO_TYPES[dtype][0], IO_TYPES[dtype][1]
-    lines = []
-    for case in shapes:
-        q, kk, v = case[0], case[1], case[2]
-        mask = case[3] if k.has_mask else ()
-        sk = kk[-2] if k.trans_k else kk[-1]
-        lines.append(" ".join(map(str, [len(q), *q, sk, v[-1], len(mask), *mask, size, int(name == "float"),
-                                        int(name == "bfloat16_t"), core_num or soc.vector_cores])) +
-                     f" {platform_line(soc)}\n")
-    proc = subprocess.run([str(exe)], input="".join(lines), capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise AscOnnxError(f"the Matmul tilings of {k.op_type} crashed (exit {proc.returncode}): {proc.stderr[-500:]}")
-    out: list[dict[str, int] | int] = []
-    for line in proc.stdout.splitlines():
-        words = line.split()
-        rc = int(words[1])
-        out.append(rc if rc else {words[i]: int(words[i + 1]) for i in range(2, len(words), 2)})
-    if len(out) != len(shapes):
-        raise AscOnnxError(f"the Matmul tilings of {k.op_type} answered {len(out)} of {len(shapes)} cases")
-    return out
+def cann_tilings(k: KernelIR, files: Mapping[str, str], soc: Soc, dtype: int,
+                 shapes: Sequence[tuple[int, int, int]], core_num: int | None = None, own: bool = False
+                 ) -> list[dict[str, int] | int]:
+    """A matmul kernel: CANN's TCubeTiling for each (M, N, K), as ``<op>ComputeTiling`` fills it with CANN's
+    MultiCoreMatmulTiling (so with the generated calc's caps and corrections), or the calc's refusal code;
+    ``own``: the same with the emulator's own MultiCoreMatmulTiling, for comparison."""
+    return _tilings(k, files, soc, dtype, [list(s) for s in shapes], core_num, own)
 
 
-def for_inputs(ir: object, files: Mapping[str, str], soc: Soc, inputs: Sequence[object],
+def tilings_for(k: KernelIR, files: Mapping[str, str], soc: Soc, dtype: int,
+                shapes: Sequence[Sequence[Sequence[int]]], core_num: int | None = None, own: bool = False
+                ) -> list[dict[str, int] | int]:
+    """CANN's tilings of a kernel with Matmul objects for inputs of each list of ``shapes`` (the class's driver
+    turns them into its tiling program's case: ``tiling_case``), or the calc's refusal code."""
+    case = of(k).driver.tiling_case
+    return _tilings(k, files, soc, dtype, [case(k, s) for s in shapes], core_num, own)
+
+
+def for_inputs(ir: KernelIR, files: Mapping[str, str], soc: Soc, inputs: Sequence[object],
                core_num: int | None = None) -> dict[str, int] | int | None:
-    """CANN's tiling for a kernel with Matmul objects run on ``inputs`` (a matmul kernel: x first, y's N from the
-    weight; an attention kernel: its two products), its refusal code, or None where the kernel has no Matmul or
-    the open CANN sources are not at hand."""
-    if source_root() is None:
+    """CANN's tiling for a kernel with Matmul objects run on ``inputs``, its refusal code, or None where the class
+    has no tiling program or the open CANN sources are not at hand."""
+    if of(ir).tiling_main is None or source_root() is None:
         return None
-    if isinstance(ir, AttentionKernel):
-        from .harness import onnx_type
+    from .harness import onnx_type
 
-        return attention_tilings(ir, files, soc, onnx_type(inputs[0]), [[list(a.shape) for a in inputs]],
-                                 core_num)[0]
-    if not of(ir).gemm_tiling:
-        return None
-    from .harness import onnx_type, output_shapes
-
-    x = inputs[0]
-    n = output_shapes(ir, inputs)[0][-1]
-    m = 1
-    for d in x.shape[:-1]:
-        m *= int(d)
-    return cann_tilings(ir, files, soc, onnx_type(x), [(m, n, int(x.shape[-1]))], core_num)[0]
+    return tilings_for(ir, files, soc, onnx_type(inputs[0]), [[list(a.shape) for a in inputs]], core_num)[0]

@@ -75,6 +75,9 @@ class KernelClass:
         cube: runs on the cube (matmul): fp32 accumulation, CANN's Matmul tiling, the emulation budget.
         gemm_tiling: one gemm per op under CANN's Matmul tiling (the matmul class): the emulation budget by
             M x K x N, the cut tilings of big ops and CANN's own tiling compiled from the open sources apply.
+        tiling_main: for a class with Matmul objects, the program (``asc_onnx/emulator/cann/``) that runs its tiling
+            calc against CANN's own Matmul tiling and prints the tilings; its driver's ``tiling_case`` turns input
+            shapes into that program's case.
         fallback: where an op of this class is not shipped (refused, rejected by the emulator, estimated slower,
             not served on the SoC), its regions are matched again without it and keep the smaller fusions
             inside them (attention keeps ScaleMaskSoftmax), not the original nodes.
@@ -91,6 +94,7 @@ class KernelClass:
     schedule: ModuleType | None = None
     cube: bool = False
     gemm_tiling: bool = False
+    tiling_main: str | None = None
     fallback: bool = False
 
     def scheduled(self, ir: Any, soc: Soc | None, recorded: Mapping[str, Any] | None = None) -> Any:

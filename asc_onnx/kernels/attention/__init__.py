@@ -20,4 +20,5 @@ class _AttentionClass(KernelClass):
         return super().unsupported(ir, soc)
 
 
-CLASS = _AttentionClass("attention", AttentionKernel, lower_attention, render, driver, cube=True, fallback=True)
+CLASS = _AttentionClass("attention", AttentionKernel, lower_attention, render, driver, cube=True,
+                        tiling_main="attention_tiling_main.cpp", fallback=True)

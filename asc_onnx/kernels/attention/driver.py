@@ -87,6 +87,14 @@ int Drive(int argc, char** argv) {{
 """
 
 
+def tiling_case(k: AttentionKernel, shapes: Sequence[Sequence[int]]) -> list[int]:
+    """The case of ``cann/attention_tiling_main.cpp`` for inputs of ``shapes``: q's rank and dims, Sk, Dv, the
+    mask's rank and dims."""
+    q, kk, v = shapes[0], shapes[1], shapes[2]
+    mask = list(shapes[3]) if k.has_mask else []
+    return [len(q), *q, kk[-2] if k.trans_k else kk[-1], v[-1], len(mask), *mask]
+
+
 def output_shapes(k: AttentionKernel, inputs: Sequence[np.ndarray]) -> list[tuple[int, ...]]:
     """q's shape with v's head dim."""
     return [tuple(inputs[0].shape[:-1]) + (inputs[2].shape[-1],)]

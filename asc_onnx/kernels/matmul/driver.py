@@ -91,6 +91,12 @@ int Drive(int argc, char** argv) {{
 """
 
 
+def tiling_case(k: MatmulKernel, shapes: Sequence[Sequence[int]]) -> list[int]:
+    """The case of the class's tiling program (``cann/tiling_main.cpp``) for inputs of ``shapes``: M, N, K."""
+    kk = int(shapes[0][-1])
+    return [int(np.prod(shapes[0][:-1])), k.out_cols(shapes), kk]
+
+
 def output_shapes(k: MatmulKernel, inputs: Sequence[np.ndarray]) -> list[tuple[int, ...]]:
     """x's leading dims and N."""
     return [tuple(inputs[0].shape[:-1]) + (k.out_cols([a.shape for a in inputs]),)]
