@@ -116,9 +116,9 @@ static void Run(const std::string& s) {
             DataCopy(l[blk * 256], wsGm[(blk % 2) * 512], 256);  // (the first half of the stage)
         }
         mm.End();
-    } else if (s == "stage_unpublished" || s == "stage_published") {
-        // The vector core writes A into a stage of global memory, then has the cube read it: the message must
-        // wait for the MTE3 write (SetFlag/WaitFlag<MTE3_S>), which the compiler's auto-sync cannot see.
+    } else if (s == "stage") {
+        // The vector core writes A into a stage of global memory, then has the cube read it: the client's
+        // message waits for the MTE3 write itself (PostMessage: PipeBarrier<PIPE_MTE3>), no flag needed.
         GlobalTensor<half> stageGm;
         stageGm.SetGlobalBuffer(stage.data(), stage.size());
         LocalTensor<half> l = buf.Get<half>();
@@ -126,10 +126,6 @@ static void Run(const std::string& s) {
         SetFlag<HardEvent::MTE2_MTE3>(0);
         WaitFlag<HardEvent::MTE2_MTE3>(0);
         DataCopy(stageGm, l, 480);
-        if (s == "stage_published") {
-            SetFlag<HardEvent::MTE3_S>(0);
-            WaitFlag<HardEvent::MTE3_S>(0);
-        }
         mm.SetTensorA(stageGm);
         mm.SetTensorB(bGm);
         mm.SetBias(biasGm);

@@ -138,7 +138,6 @@ struct GmBlock {
     int32_t op = -1;
     uint64_t seq = 0;
     uint32_t mask = 0;
-    int64_t block = -1;  // the block (vector core) whose operation it was: op and seq count within it
 };
 
 // One global-memory allocation the harness registered.
@@ -688,8 +687,7 @@ inline void GmWrite(const void* p, size_t bytes, const char* what, int32_t op = 
                 Fail(std::string("overlapping global-memory writes: ") + Describe(op) + " and " + Describe(g.op) +
                      " both write bytes of '" + b.name + "' near offset " + std::to_string(lo) +
                      " with no PipeBarrier<PIPE_MTE3> between them");
-            g = GmBlock{op, ps.seq[PMTE3], (g.op >= 0 && ps.known[PMTE3].c[PMTE3] < g.seq ? g.mask : 0) | mask,
-                        St().blockIdx};
+            g = GmBlock{op, ps.seq[PMTE3], (g.op >= 0 && ps.known[PMTE3].c[PMTE3] < g.seq ? g.mask : 0) | mask};
         }
     }
     St().gmWriteBytes += bytes;
@@ -719,23 +717,6 @@ inline void CubeOverwrite(const void* p, size_t bytes, const char* what, const L
             Fail(std::string("pipe race (cube write after MTE2 read) on '") + b.name + "' offset " +
                  std::to_string(blk * 32) + ": " + what + " at " + loc.Str() + " lets the cube overwrite bytes " +
                  Describe(r.op) + " may still be reading; wait for MTE2 first (SetFlag/WaitFlag<HardEvent::MTE2_S>)");
-    }
-}
-
-// The cube core is told (by a message the scalar unit sends) to read [p, p + bytes): a stage the vector core
-// filled (attention's P). The compiler cannot see that read, so every MTE3 write of those bytes by this core must
-// be known complete to S through an explicit WaitFlag<HardEvent::MTE3_S> (or PipeBarrier<PIPE_ALL>) first.
-inline void CubeRead(const void* p, size_t bytes, const char* what, const Loc& loc) {
-    if (bytes == 0) return;
-    GmBuffer& b = FindGm(p, bytes, what);
-    if (b.mte3.empty()) return;
-    const size_t off = static_cast<const uint8_t*>(p) - b.base;
-    for (size_t blk = off / 32; blk <= (off + bytes - 1) / 32 && blk < b.mte3.size(); ++blk) {
-        const GmBlock& w = b.mte3[blk];
-        if (w.op >= 0 && w.block == St().blockIdx && St().pipes.sExplicit.c[PMTE3] < w.seq)
-            Fail(std::string("pipe race (cube read after MTE3 write) on '") + b.name + "' offset " +
-                 std::to_string(blk * 32) + ": " + what + " at " + loc.Str() + " lets the cube read bytes " +
-                 Describe(w.op) + " may still be writing; wait for MTE3 first (SetFlag/WaitFlag<HardEvent::MTE3_S>)");
     }
 }
 

@@ -340,7 +340,7 @@ public:
                 r0 = next;
                 rows = nextRows;
             }}
-            Published();  // P is in global memory before the cube reads it
+            // (the message waits for this core's MTE3 writes of P: PostMessage's PipeBarrier<PIPE_MTE3>)
             mmPv.SetTensorA(probsGm[(j % 2) * td.blockElems]);
             mmPv.SetTensorB(vGm[it.head0 * td.sk * td.dv], false);
             mmPv.SetTail(static_cast<int>(it.rows), static_cast<int>(td.dv), static_cast<int>(td.sk));
@@ -349,8 +349,10 @@ public:
         for (uint32_t j = count > 2 ? count - 2 : 0; j < count; ++j) {{
             mmPv.WaitIterateAll();  // y of the last items
         }}
-        mmQk.End();
-        mmPv.End();
+        if (count > 0) {{  // an idle core's client never started a round: no END message from it
+            mmQk.End();
+            mmPv.End();
+        }}
     }}
 
     // Public for the kernel entry, which registers the Matmul objects in its own scope.
@@ -397,14 +399,6 @@ private:
         AscendC::TEventID readDone = GetTPipePtr()->FetchEventID(AscendC::HardEvent::MTE2_S);
         AscendC::SetFlag<AscendC::HardEvent::MTE2_S>(readDone);
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_S>(readDone);
-    }}
-
-    // This core's MTE3 writes of P are done before the scalar unit sends the cube the message to read them.
-    __aicore__ inline void Published()
-    {{
-        AscendC::TEventID written = GetTPipePtr()->FetchEventID(AscendC::HardEvent::MTE3_S);
-        AscendC::SetFlag<AscendC::HardEvent::MTE3_S>(written);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE3_S>(written);
     }}
 
     // Rows [r0, r0 + rows) of an item's scores (and mask) into UB: rows of rowPitch elements.

@@ -21,7 +21,9 @@
 //   core serves the messages in order and each WaitIterateAll takes the oldest one's notification (one
 //   CrossCoreWaitFlag on the object's flag, a counter of 0-15: a 16th outstanding notification is a fault,
 //   CrossCoreSetFlag(ISASI).md); a cube write into bytes a vector-core MTE2 read may still be reading is a
-//   fault (the stage was not released: SetFlag/WaitFlag<MTE2_S> before the message);
+//   fault (the stage was not released: SetFlag/WaitFlag<MTE2_S> before the message); the reverse needs no wait:
+//   the client's PostMessage puts PipeBarrier<PIPE_MTE3> before the message's own MTE3 copy
+//   (dav_c220/kfc/kfc_comm_client.h), so the cube reads what this core's MTE3 wrote before it (attention's P);
 // * the KFC client REGIST_MATMUL_OBJ declares lives until its scope ends (then the cube core stops serving),
 //   and two objects' iterations may not interleave without End() (they share L1/L0 addresses, End.md);
 // * 310P (coupled): the Matmul runs on the AI Core itself and needs SetLocalWorkspace (UB scratch)
@@ -450,15 +452,6 @@ private:
         started_ = true;
         ended_ = false;
         const auto& c = tiling_;
-#if __NPU_ARCH__ == 2201
-        {  // the message hands A and B to the cube core: what this core's MTE3 wrote there must be written
-            const uint64_t aElems = static_cast<uint64_t>(tailM_ - 1) * c.Ka + tailK_;
-            const uint64_t bElems = transB_ ? static_cast<uint64_t>(tailN_ - 1) * c.Kb + tailK_
-                                            : static_cast<uint64_t>(tailK_ - 1) * c.N + tailN_;
-            asc_emu::CubeRead(a_.GetPhyAddr(), aElems * sizeof(AT), "Matmul A", loc);
-            asc_emu::CubeRead(b_.GetPhyAddr(), bElems * sizeof(BT), "Matmul B", loc);
-        }
-#endif
         const int32_t mIter = (tailM_ + c.baseM - 1) / c.baseM, nIter = (tailN_ + c.baseN - 1) / c.baseN;
         order_.clear();
         next_ = 0;
