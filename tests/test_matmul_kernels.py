@@ -264,6 +264,7 @@ def test_matmul_api_matches_numpy(matmul_exe):
     ("ring_unreleased", "cube write after MTE2 read"),
     ("ring_read_early", "may still be writing on the cube core"),
     ("notify_overflow", "would overflow"),
+    ("trans_b_undeclared", "ISTRANS is false"),
 ])
 def test_planted_matmul_misuse_faults(matmul_exe, scenario, message):
     out = matmul_exe(scenario)

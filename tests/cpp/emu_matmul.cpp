@@ -131,6 +131,10 @@ static void Run(const std::string& s) {
         mm.SetBias(biasGm);
         mm.IterateAll(cGm);
         mm.End();
+    } else if (s == "trans_b_undeclared") {
+        // B handed over as transposed to an object whose B MatmulType does not declare ISTRANS (attention's K)
+        mm.SetTensorA(aGm);
+        mm.SetTensorB(bGm, true);
     } else if (s == "notify_overflow") {
         for (int i = 0; i < 16; ++i) {
             mm.SetTensorA(aGm);
