@@ -526,8 +526,15 @@ def host_source(k: AttentionKernel, compute_units: list[str]) -> str:
             "const gert::Shape& v = context->GetInputShape(2)->GetStorageShape();",
             "if (q.GetDimNum() < 3 || q.GetDimNum() > 8 || k.GetDimNum() != q.GetDimNum() || "
             "v.GetDimNum() != q.GetDimNum()) return ge::GRAPH_FAILED;",
+            "// k and v share q's heads (a KV head per query head) and chain as q @ k^T @ v.",
+            "const size_t rank = q.GetDimNum();",
+            "for (size_t i = 0; i + 2 < rank; ++i) {",
+            "    if (k.GetDim(i) != q.GetDim(i) || v.GetDim(i) != q.GetDim(i)) return ge::GRAPH_FAILED;",
+            "}",
+            f"if (k.GetDim({'rank - 1' if k.trans_k else 'rank - 2'}) != q.GetDim(rank - 1) || "
+            f"v.GetDim(rank - 2) != k.GetDim({'rank - 2' if k.trans_k else 'rank - 1'})) return ge::GRAPH_FAILED;",
             "uint64_t qDims[8] = {};",
-            "for (size_t i = 0; i < q.GetDimNum(); ++i) qDims[i] = static_cast<uint64_t>(q.GetDim(i));",
+            "for (size_t i = 0; i < rank; ++i) qDims[i] = static_cast<uint64_t>(q.GetDim(i));",
             "uint64_t maskDims[8] = {};",
             "uint32_t maskRank = 0;")
         if k.has_mask:
