@@ -275,6 +275,7 @@ def test_waited_async_and_flagged_slot_pass(matmul_exe):
     assert matmul_exe("waited").startswith("OK")
     assert matmul_exe("slot_flagged").startswith("OK")
     assert matmul_exe("interleave_ended").startswith("OK")
+    assert matmul_exe("l1_shared").startswith("OK")  # objects share one L1 region: each fits, not their sum
     assert matmul_exe("ring").startswith("OK")  # two blocks in flight, each stage released before reuse
     assert matmul_exe("stage").startswith("OK")  # the message itself orders this core's MTE3 writes before it
 

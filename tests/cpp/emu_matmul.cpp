@@ -54,9 +54,12 @@ static void Run(const std::string& s) {
     if (s == "regist_after_initbuffer") pipe.InitBuffer(buf, 1024);
     tiling::TCubeTiling big = t;
     big.baseM = 128; big.baseN = 128; big.baseK = 64; big.depthA1 = 16; big.depthB1 = 16; big.stepKa = 8; big.stepKb = 8;
+    // half of L1 each (A and B 128 KiB, the bias 512 B): two fit, as every object starts at one shared address
+    tiling::TCubeTiling mid = big;
+    mid.depthA1 = 8; mid.depthB1 = 8;
     // (REGIST_MATMUL_OBJ declares the KFC client: it must stay in this scope)
-    const bool two = s == "l1_two_objects" || s == "interleave" || s == "interleave_ended";
-    tiling::TCubeTiling& t2 = s == "l1_two_objects" ? big : t;
+    const bool two = s == "l1_two_objects" || s == "l1_shared" || s == "interleave" || s == "interleave_ended";
+    tiling::TCubeTiling& t2 = s == "l1_two_objects" ? big : s == "l1_shared" ? mid : t;
     REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, two ? &t2 : &t, mm2, &t2);
     if (s != "regist_after_initbuffer") pipe.InitBuffer(buf, 4096);
     mm.SetTensorA(aGm);

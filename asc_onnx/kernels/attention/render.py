@@ -106,8 +106,8 @@ inline bool {k.op_type}CubeTiling(uint32_t m, uint32_t n, uint32_t k, bool trans
     mm.SetShape(static_cast<int32_t>(m), static_cast<int32_t>(n), static_cast<int32_t>(k));
     mm.EnableBias(false);
     mm.SetMatmulConfigParams(0);  // NORM, as the kernel's Matmul objects
-    // Two objects are registered together: each keeps to half of L1.
-    mm.SetBufferSpace(static_cast<int32_t>(platform.l1Size / 2u), static_cast<int32_t>(platform.l0CSize), -1);
+    // The two objects start at one shared L1 address (InitShareBufStart): each may use all of L1.
+    mm.SetBufferSpace(static_cast<int32_t>(platform.l1Size), static_cast<int32_t>(platform.l0CSize), -1);
     if (mm.GetTiling(tiling) == -1) return false;
     return tiling.baseM > 0 && tiling.baseN > 0 && tiling.baseK > 0;
 }}

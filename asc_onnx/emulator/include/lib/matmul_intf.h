@@ -8,8 +8,10 @@
 //   iterateOrder 0 and M inner for 1 (scheduler_norm_base.h MoveOnIterateOrderM/N);
 // * the cube arithmetic: half/bfloat16_t/float inputs, products and sums in fp32 over 16-element K
 //   fractals (8 for float), the bias added once in fp32;
-// * the capacity of L1, L0A, L0B and L0C (and BT for the bias) each tiling must respect, summed over
-//   every object one REGIST_MATMUL_OBJ registers, checked when the object is registered;
+// * the capacity of L1, L0A, L0B and L0C (and BT for the bias) each tiling must respect, checked when the
+//   object is registered: every object of one REGIST_MATMUL_OBJ starts its buffers at one shared address on the
+//   cube core (the scheduler's InitShareBufStart, kernel_tpipe_base.h AuxShareBufStart; shareMode 0, which the
+//   host tiling always sets), so each must fit on its own, not their sum;
 // * GM traffic: A and B reach L1 one base tile at a time (NORM), kept there for at most depthA1 (depthB1)
 //   tiles and dropped where the scheduler resets them; counters for cube work;
 // * the 910B hand-over rules of the KFC messages: SetTensorA/B start a round, and SetBias/SetTail count only
@@ -160,9 +162,9 @@ public:
         if (caps.bt && bt > caps.bt) bad("bias table overflow: " + std::to_string(bt) + " bytes > " + std::to_string(caps.bt));
         const uint64_t l1 = static_cast<uint64_t>(c.depthA1) * c.baseM * c.baseK * sizeof(AT) +
                             static_cast<uint64_t>(c.depthB1) * c.baseN * c.baseK * sizeof(BT) + bias;
-        asc_emu::St().pipes.l1Reserved += l1;
+        asc_emu::St().pipes.l1Reserved = std::max(asc_emu::St().pipes.l1Reserved, l1);  // one shared region
         if (asc_emu::St().pipes.l1Reserved > caps.l1)
-            bad("L1 overflow: the registered Matmul objects reserve " + std::to_string(asc_emu::St().pipes.l1Reserved) +
+            bad("L1 overflow: a registered Matmul object reserves " + std::to_string(asc_emu::St().pipes.l1Reserved) +
                 " bytes > " + std::to_string(caps.l1));
         asc_emu::St().cube.l1Peak = std::max(asc_emu::St().cube.l1Peak, asc_emu::St().pipes.l1Reserved);
         registered_ = true;
