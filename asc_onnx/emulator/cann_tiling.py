@@ -108,8 +108,8 @@ def _program(root: Path | None, k: KernelIR, files: Mapping[str, str]) -> Path:
 
     calc, head = f"op_host/{k.snake}_tiling_calc.h", f"op_kernel/{k.snake}_tiling.h"
     objs = _objects(root) if root is not None else []
-    flags = _flags(root) if root is not None else ["-std=c++17", "-w", "-I", str(INCLUDE_DIR)]
-    key = _digest(files[calc].encode(), files[head].encode(), main.read_bytes(),
+    flags = _flags(root) if root is not None else ["-std=c++17", "-w", "-I", str(HERE), "-I", str(INCLUDE_DIR)]
+    key = _digest(files[calc].encode(), files[head].encode(), main.read_bytes(), (HERE / "platform_in.h").read_bytes(),
                   (objs[0].parent.name if objs else "own:" + _headers_digest()).encode())
     d = cache_dir().parent / "cann-tiling" / "calc" / key
     exe = d / "tiling"

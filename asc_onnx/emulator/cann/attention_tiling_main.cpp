@@ -7,6 +7,7 @@
 #include <iostream>
 #include <string>
 
+#include "platform_in.h"
 #include "tiling/tiling_api.h"
 #include ASC_CALC_HEADER
 
@@ -25,22 +26,18 @@ int main() {
     while (std::cin >> qRank) {
         uint64_t qDims[8] = {}, maskDims[8] = {};
         for (uint32_t i = 0; i < qRank && i < 8; ++i) std::cin >> qDims[i];
-        uint64_t sk, dv, size, isFloat, isBf16, cores, coupled, l1, l0a, l0b, l0c, ub;
+        uint64_t sk, dv, size, isFloat, isBf16, cores;
         uint32_t maskRank = 0;
         std::cin >> sk >> dv >> maskRank;
         for (uint32_t i = 0; i < maskRank && i < 8; ++i) std::cin >> maskDims[i];
-        std::cin >> size >> isFloat >> isBf16 >> cores >> coupled >> l1 >> l0a >> l0b >> l0c >> ub;
+        std::cin >> size >> isFloat >> isBf16 >> cores;
         matmul_tiling::PlatformInfo p;
-        p.socVersion = coupled ? platform_ascendc::SocVersion::ASCEND310P : platform_ascendc::SocVersion::ASCEND910B;
-        p.l1Size = l1;
-        p.l0ASize = l0a;
-        p.l0BSize = l0b;
-        p.l0CSize = l0c;
-        p.ubSize = ub;
+        bool coupled = false;
+        if (!ReadPlatform(std::cin, p, coupled)) break;
         ASC_TILING_DATA t{};
         const int rc = ASC_COMPUTE_TILING(qDims, qRank, static_cast<uint32_t>(sk), static_cast<uint32_t>(dv), maskDims,
                                           maskRank, static_cast<uint32_t>(size), isFloat != 0, isBf16 != 0,
-                                          static_cast<uint32_t>(cores), p, coupled != 0, &t);
+                                          static_cast<uint32_t>(cores), p, coupled, &t);
         std::cout << "rc " << rc;
         if (rc == 0) {
             Print("qk", t.qkTiling);

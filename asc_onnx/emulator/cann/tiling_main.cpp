@@ -5,25 +5,21 @@
 #include <iostream>
 #include <string>
 
+#include "platform_in.h"
 #include "tiling/tiling_api.h"
 #include ASC_CALC_HEADER
 
 #define ASC_FIELD(f) std::cout << " " #f " " << t.cubeTiling.f
 
 int main() {
-    uint64_t m, n, k, size, isFloat, isBf16, cores, coupled, l1, l0a, l0b, l0c, ub;
-    while (std::cin >> m >> n >> k >> size >> isFloat >> isBf16 >> cores >> coupled >> l1 >> l0a >> l0b >> l0c >> ub) {
-        matmul_tiling::PlatformInfo p;
-        p.socVersion = coupled ? platform_ascendc::SocVersion::ASCEND310P : platform_ascendc::SocVersion::ASCEND910B;
-        p.l1Size = l1;
-        p.l0ASize = l0a;
-        p.l0BSize = l0b;
-        p.l0CSize = l0c;
-        p.ubSize = ub;
+    uint64_t m, n, k, size, isFloat, isBf16, cores;
+    matmul_tiling::PlatformInfo p;
+    bool coupled = false;
+    while (std::cin >> m >> n >> k >> size >> isFloat >> isBf16 >> cores && ReadPlatform(std::cin, p, coupled)) {
         ASC_TILING_DATA t{};
         const int rc = ASC_COMPUTE_TILING(static_cast<uint32_t>(m), static_cast<uint32_t>(n), static_cast<uint32_t>(k),
                                           static_cast<uint32_t>(size), isFloat != 0, isBf16 != 0,
-                                          static_cast<uint32_t>(cores), p, coupled != 0, nullptr, &t);
+                                          static_cast<uint32_t>(cores), p, coupled, nullptr, &t);
         std::cout << "rc " << rc;
         if (rc == 0) {
             ASC_FIELD(usedCoreNum); ASC_FIELD(M); ASC_FIELD(N); ASC_FIELD(Ka); ASC_FIELD(Kb);
