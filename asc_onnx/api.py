@@ -331,36 +331,43 @@ def _no_faster_than_smaller(judgements: Any, kernels: Any, soc: Any) -> dict[str
         for e, w in zip(j.estimates, j.slow):
             if e.error or w.error:
                 continue
-            smaller = _smaller_us(k, w, slow, soc)
-            if smaller is not None and w.fused_us >= smaller:
-                at_table = _smaller_us(k, e, None, soc)
+            smaller = _smaller_kernels(k, e.shapes, soc)
+            if smaller is None:
+                continue
+            slow_us = _smaller_us(smaller, w, slow, soc)
+            if w.fused_us >= slow_us:
                 out[j.op_type] = (f"the timing model estimates it no faster than the smaller fusions of its region at "
-                                  f"{label(e.binding)}: {w.fused_us:.1f} us fused against {smaller:.1f} us with every "
-                                  f"assumption at its slow end ({e.fused_us:.1f} against {at_table:.1f} us at the "
-                                  "table's values; estimates)")
+                                  f"{label(e.binding)}: {w.fused_us:.1f} us fused against {slow_us:.1f} us with every "
+                                  f"assumption at its slow end ({e.fused_us:.1f} against "
+                                  f"{_smaller_us(smaller, e, None, soc):.1f} us at the table's values; estimates)")
                 break
     return out
 
 
-def _smaller_us(k: Kernel, e: Any, overrides: dict[str, float] | None, soc: Any) -> float | None:
-    """The estimate of ``k``'s region as the model runs it without ``k``: its body fused with ``k``'s rule skipped
-    (the smaller fusions at the better of their fused and unfused estimates), the rest of its nodes unfused, at
-    the shapes of estimate ``e`` (whose unfused nodes are costed alike)."""
+def _smaller_kernels(k: Kernel, shapes: Any, soc: Any) -> list[tuple[Kernel, list[list[int]]]] | None:
+    """The smaller fusions ``k``'s region keeps without ``k``, each instance with its input shapes, for inputs of
+    ``shapes``: the op's body fused with ``k``'s rule skipped (no emulation, no estimates); None if it cannot be."""
     body = onnx.inliner.inline_local_functions(body_model(k.op, [k.ir.dtypes[0]]))
-    for vi, shape in zip(body.graph.input, e.shapes):
+    for vi, shape in zip(body.graph.input, shapes):
         vi.type.tensor_type.shape.CopyFrom(onnx.helper.make_tensor_type_proto(k.ir.dtypes[0], shape).tensor_type.shape)
     options = FuseOptions(soc=soc.name, emulate=False, judge=False, skip=frozenset({k.op.rule}))
     try:
         res = fuse(body, None, options, validate=False)
     except AscOnnxError:
         return None
+    return [(s, [list(map(int, x or ())) for x in inst.input_shapes]) for s in res.kernels for inst in s.op.instances]
+
+
+def _smaller_us(smaller: list[tuple[Kernel, list[list[int]]]], e: Any, overrides: dict[str, float] | None,
+                soc: Any) -> float:
+    """The estimate of a region as the model runs it with its ``smaller`` fusions (each at the better of its fused
+    and unfused estimates) and the rest of its nodes unfused, from estimate ``e`` of the whole op at the same
+    shapes and assumptions (whose unfused nodes are costed alike)."""
     total = e.unfused_us
-    for s in res.kernels:
-        for inst in s.op.instances:
-            shapes = [list(map(int, x or ())) for x in inst.input_shapes]
-            est = estimate_at(s, shapes, soc, overrides)
-            if est.error is None:
-                total -= est.unfused_us - min(est.fused_us, est.unfused_us)
+    for s, shapes in smaller:
+        est = estimate_at(s, shapes, soc, overrides)
+        if est.error is None:
+            total -= est.unfused_us - min(est.fused_us, est.unfused_us)
     return total
 
 

@@ -75,6 +75,12 @@ def same_shape(m: MatchView, a: str, b: str) -> bool:
     return sa is not None and sb is not None and len(sa) == len(sb) and all(map(dims_match, sa, sb))
 
 
+def broadcasts(shape, out) -> bool:
+    """``shape`` broadcasts to ``out`` as ONNX's multidirectional broadcast would (dims of 1 repeat; symbols may
+    match anything)."""
+    return len(shape) <= len(out) and all(d == 1 or dims_match(d, o) for d, o in zip(shape[::-1], list(out)[::-1]))
+
+
 def first_reason(*reasons: str | None) -> str | None:
     """The first non-empty reason."""
     return next((r for r in reasons if r), None)

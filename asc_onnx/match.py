@@ -63,10 +63,8 @@ class MatchView:
         """This variant matched a node of ``op_type``."""
         return any(pn.op_type == op_type for pn in self.pattern.nodes)
 
-    def const(self, name: str, default: float | None = None) -> float:
-        """The value of a captured constant (``Const("eps")``); ``default`` where an absent optional node held it."""
-        if default is not None and name not in self._state.consts:
-            return default
+    def const(self, name: str) -> float:
+        """The value of a captured constant (``Const("eps")``)."""
         return self._state.consts[name]
 
     def dtype(self, var: str) -> int | None:

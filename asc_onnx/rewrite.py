@@ -33,6 +33,7 @@ from onnx_graphsurgeon.exporters.onnx_exporter import OnnxExporter
 from .errors import AscOnnxError
 from .fusion import FusedOp, Fusion, Instance
 from .graph import FLOAT_TYPES, all_nodes, body_graphs, const_proto, main_opset, onnx_dtype, producer
+from .kernels import of
 from .match import MatchResult
 
 DOMAIN = "asc_onnx"
@@ -147,7 +148,7 @@ def build_body(f: Fusion, opset: int) -> tuple[list[onnx.NodeProto], str, list[o
 def _is_param(f: Fusion, t: gs.Tensor, proto: onnx.TensorProto, members: dict[int, gs.Node]) -> bool:
     """A float scalar of a fusion that only feeds PARAM_OPS inside it (a matmul's epilogue constants too: every
     Linear+GELU of a model shares one kernel whatever its constants)."""
-    if f.kernel not in ("pointwise", "row", "matmul", "attention") or proto.data_type not in FLOAT_TYPES or \
+    if not of(f.kernel).scalar_params or proto.data_type not in FLOAT_TYPES or \
             any(d != 1 for d in proto.dims):
         return False
     readers = [c for c in t.outputs if id(c) in members]

@@ -10,7 +10,7 @@ KV-cache ``Concat`` (Sq may differ from Sk) and GPT-2's ``Split`` of one QKV pro
 
 from __future__ import annotations
 
-from asc_onnx.checks import dims_match, first_reason, last_axis
+from asc_onnx.checks import broadcasts, dims_match, last_axis
 from asc_onnx.graph import onnx_dtype
 from asc_onnx.pattern import ANY, Const, op, rule
 
@@ -71,8 +71,7 @@ def _check(m) -> str | None:
         out = [*q[:-1], kt[-1]]
         if m.dtype("mask") != m.dtype("q"):
             return "the mask's dtype is not the scores'"
-        if ms is None or len(ms) > len(out) or any(a != 1 and not dims_match(a, b)
-                                                   for a, b in zip(ms[::-1], out[::-1])):
+        if ms is None or not broadcasts(ms, out):
             return f"mask shape {ms} does not broadcast to the scores {out}"
     return None
 
@@ -80,6 +79,7 @@ def _check(m) -> str | None:
 RULES = [
     rule("Attention", attention_mul, attention_div, op_name="Attention", kernel="attention",
          doc="Softmax(scale * q @ k^T + mask) @ v: scaled dot-product attention (optional scale, mask, K transpose "
-             "and fp32 round trip), one kernel whose scores never reach global memory",
-         check=lambda m: first_reason(_check(m))),
+             "and fp32 round trip), one kernel whose scores never form the whole [B, H, Sq, Sk] tensor in global "
+             "memory",
+         check=_check),
 ]

@@ -3,7 +3,7 @@ subtraction), and a Softmax op with the scale and/or additive mask that feed it 
 
 from __future__ import annotations
 
-from asc_onnx.checks import dims_match, first_reason, last_axis
+from asc_onnx.checks import broadcasts, dims_match, first_reason, last_axis
 from asc_onnx.pattern import ANY, Const, op, rule
 
 
@@ -44,7 +44,7 @@ def _check_mask(m) -> str | None:
     xs, ms, out = m.shape("x"), m.shape("mask"), m.output.shape
     if xs is None or ms is None or out is None or len(xs) != len(out) or not all(map(dims_match, xs, out)):
         return f"x {m.tensor('x').name!r} {xs} does not have the output's shape {out}"
-    if len(ms) > len(xs) or any(d != 1 and not dims_match(d, o) for d, o in zip(ms[::-1], list(out)[::-1])):
+    if not broadcasts(ms, out):
         return f"mask shape {list(ms)} does not broadcast to {list(out)}"
     return None
 

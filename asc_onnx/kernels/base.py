@@ -81,6 +81,8 @@ class KernelClass:
         fallback: where an op of this class is not shipped (refused, rejected by the emulator, estimated slower,
             not served on the SoC), its regions are matched again without it and keep the smaller fusions
             inside them (attention keeps ScaleMaskSoftmax), not the original nodes.
+        scalar_params: a float scalar that only feeds arithmetic in the op's body is a parameter of the op (the
+            node's attribute, ``td.param[i]`` in the kernel), so ops that differ only in it share one kernel.
     """
 
     name: str
@@ -96,6 +98,7 @@ class KernelClass:
     gemm_tiling: bool = False
     tiling_main: str | None = None
     fallback: bool = False
+    scalar_params: bool = False
 
     def scheduled(self, ir: Any, soc: Soc | None, recorded: Mapping[str, Any] | None = None) -> Any:
         """``ir`` with the schedule it ships with on ``soc``, or the one a written package ``recorded``."""

@@ -11,7 +11,6 @@
 #include "tiling/tiling_api.h"
 #include ASC_CALC_HEADER
 
-
 static void Print(const char* p, const AscendC::tiling::TCubeTiling& c) {
     const std::string s(p);
 #define F(f) std::cout << " " << s << "." #f " " << c.f

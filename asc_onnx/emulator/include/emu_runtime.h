@@ -470,13 +470,12 @@ inline void Dma(int pipe, const void* p, size_t bytes, bool write) {
     st.vecMoved += static_cast<double>(bytes);
     const uint64_t hbm = Classify(p, bytes);
     const uint64_t l2 = bytes - hbm;
-    const uint64_t h = hbm;
-    st.hbmBytes += h;
+    st.hbmBytes += hbm;
     st.l2Bytes += l2;
-    if (!write) st.vecReadHbm += h, st.vecReadL2 += l2;
+    if (!write) st.vecReadHbm += hbm, st.vecReadL2 += l2;
     auto& t = st.pipes.t;
     const double s = t.free[pipe];
-    const double need = static_cast<double>(h) / GmShare(st.tm.gmBytesPerS) +
+    const double need = static_cast<double>(hbm) / GmShare(st.tm.gmBytesPerS) +
                         (l2 > 0 ? static_cast<double>(l2) / GmShare(st.tm.l2BytesPerS) : 0.0);
     const double e = PortTransfer(s, need);
     t.busy[pipe] += need;

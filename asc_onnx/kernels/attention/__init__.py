@@ -21,4 +21,4 @@ class _AttentionClass(KernelClass):
 
 
 CLASS = _AttentionClass("attention", AttentionKernel, lower_attention, render, driver, cube=True,
-                        tiling_main="attention_tiling_main.cpp", fallback=True)
+                        tiling_main="attention_tiling_main.cpp", fallback=True, scalar_params=True)

@@ -11,4 +11,4 @@ def _lower(op, symbolic=None, kinds=None) -> MatmulKernel:
 
 
 CLASS = KernelClass("matmul", MatmulKernel, _lower, render, driver, schedule=schedule, cube=True,
-                    gemm_tiling=True, tiling_main="tiling_main.cpp")
+                    gemm_tiling=True, tiling_main="tiling_main.cpp", scalar_params=True)

@@ -7,4 +7,4 @@ from .lower import PointwiseKernel, lower_pointwise
 from .region import find_chains
 
 CLASS = KernelClass("pointwise", PointwiseKernel, lower_pointwise, render, driver, region=find_chains,
-                    schedule=schedule)
+                    schedule=schedule, scalar_params=True)

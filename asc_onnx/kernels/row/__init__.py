@@ -7,4 +7,4 @@ from .lower import RowKernel, lower_row
 from .region import find_row_chains
 
 CLASS = KernelClass("row", RowKernel, lower_row, render, driver, region=find_row_chains, region_rank=-1,
-                    region_supersedes=True, schedule=schedule)
+                    region_supersedes=True, schedule=schedule, scalar_params=True)
