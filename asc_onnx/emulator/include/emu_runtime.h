@@ -151,6 +151,7 @@ struct GmBuffer {
     bool cubeShared = false;         // a workspace the cube core writes and the vector core reads
     std::vector<GmBlock> mte2 = {};  // last MTE2 read per 32-byte block (cube-shared buffers only)
     std::vector<uint32_t> seen = {};  // per 32-byte block: the L2 clock (KiB, + 1) when last touched, 0: never
+    uint64_t hbm = 0;                 // bytes of it the L2 rule has costed as HBM traffic
 };
 
 // One 64-byte line of the scalar data cache (GlobalTensor::GetValue/SetValue).
@@ -222,7 +223,7 @@ struct State {
     std::map<int64_t, CubeTimes> cubeCores;  // by cube core
     uint64_t hbmBytes = 0;                     // GM bytes costed at HBM bandwidth
     uint64_t l2Bytes = 0;                      // GM bytes costed as L2 hits
-    uint64_t l2Clock = 0;                      // GM bytes touched so far, in emulation order (the L2 rule)
+    uint64_t l2Clock = 0;                      // GM bytes brought into L2 so far, in emulation order (the L2 rule)
     double vecMoved = 0, cubeMoved = 0;        // GM bytes the vector cores and the cube cores have moved (GmShare)
     uint64_t vecReadHbm = 0, vecReadL2 = 0;    // the vector cores' GM reads by level (a matmul's C ring, say)
     int64_t blockIdx = 0;
@@ -399,12 +400,14 @@ inline double GmShare(double bytesPerS, bool cube = false) {
 
 inline GmBuffer& FindGm(const void* p, size_t bytes, const char* what);
 
-// The L2 rule: a 32-byte block touched again is an L2 hit when fewer bytes than the L2 holds were touched (read or
-// written, by any core, in emulation order) since it was last touched: a reuse distance, so a working set that
-// fits stays resident while the rest of a large kernel's tensors stream through. A write is a hit too: L2 is a
-// write-back cache, so a workspace ring rewritten while it is resident (a matmul's C stages, attention's scores)
-// costs HBM once, at its first write, not at every pass. Everything else is HBM traffic (310P: no L2 credit).
-// Returns the HBM bytes.
+// The L2 rule: a 32-byte block touched again is an L2 hit when fewer bytes than the L2 holds were brought into it
+// (misses, read or written, by any core, in emulation order) since it was last touched: an LRU cache evicts a line
+// once a cache's worth of distinct other lines came after it, and while the working set fits, the lines that come
+// are the misses (a resident ring rewritten a thousand times takes its footprint once, not its traffic). So a
+// working set that fits stays resident while the rest of a large kernel's tensors stream through. A write is a hit
+// too: L2 is a write-back cache, so a workspace ring rewritten while it is resident (a matmul's C stages,
+// attention's scores) costs HBM once, at its first write, not at every pass. Everything else is HBM traffic (310P:
+// no L2 credit). Returns the HBM bytes.
 inline uint64_t Classify(const void* p, size_t bytes) {
     auto& st = St();
     GmBuffer& buf = FindGm(p, bytes, "DMA");
@@ -419,7 +422,8 @@ inline uint64_t Classify(const void* p, size_t bytes) {
         if (last == 0 || now - last >= window) hbm += hi - lo;
         buf.seen[blk] = static_cast<uint32_t>(now);
     }
-    st.l2Clock += bytes;
+    st.l2Clock += hbm;
+    buf.hbm += hbm;
     return hbm;
 }
 
