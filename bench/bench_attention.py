@@ -2,7 +2,10 @@
 timing model's timing-only path (every figure an estimate; asc_onnx.estimate says how each is made):
 
 * HBM bytes of the fused kernel over the compulsory minimum (q, k, v and the mask read once, y written once;
-  target at most 1.1x): the scores and P live in each vector core's workspace, a ring L2 keeps resident;
+  target at most 1.1x), beside the workspace ring's own first write: each vector core's two stages of scores, P
+  and P @ v live in a ring of a few hundred KB that L2 keeps resident while the kernel runs; the timing model
+  charges each ring byte's first write to HBM (the dirty lines' write-back once), which the target leaves out
+  ("the scores never reach HBM beyond an L2-sized ring"), so both columns are printed;
 * the estimate of the fused kernel, of the unfused nodes (Transpose, two MatMuls, scale, mask Add, Softmax) and
   of the partial fusion (the MatMuls unfused, ScaleMaskSoftmax between them); speedups over both (targets: at
   least 1.5x over the unfused nodes at S >= 2048 with 8 or more heads, faster than the partial fusion at every
@@ -137,14 +140,16 @@ def row(c: Case) -> tuple[str, bool]:
     zero = np.zeros((), np.float16)
     whole = run(k.ir, k.files, f"{k.op.op_type}TilingData", [np.broadcast_to(zero, tuple(s)) for s in shapes], soc,
                 values=False, every_core=True)
-    hbm = (whole.time or {}).get("hbm_bytes", 0) / e.compulsory_bytes
+    ring = (whole.cube or {}).get("workspace_hbm", 0)  # the ring's HBM bytes: its first write
+    hbm = ((whole.time or {}).get("hbm_bytes", 0) - ring) / e.compulsory_bytes
     speedup, over_partial = e.unfused_us / e.fused_us, partial / e.fused_us
     ok = hbm <= 1.1 and over_partial > 1.0 and e.fused_us < e.unfused_us
     if c.sq >= 2048 and c.h >= 8:
         ok = ok and speedup >= 1.5
     measured = MEASURED.get(c.sq) if c.d == 128 and c.sq == c.sk else None
     hand = f"{measured[0]:>5.1f}% / {measured[1]:>4.1f}%" if measured else f"{'-':>15}"
-    return (f"{c.label:<34} {hbm:>6.2f} {e.fused_us:>9.1f} {e.unfused_us:>9.1f} {partial:>9.1f} {speedup:>6.2f} "
+    return (f"{c.label:<34} {hbm:>6.2f} {ring / e.compulsory_bytes:>5.2f} {e.fused_us:>9.1f} {e.unfused_us:>9.1f} "
+            f"{partial:>9.1f} {speedup:>6.2f} "
             f"{over_partial:>6.2f} {e.bottleneck:>6} {cube:>6.1%} {hand}  {'yes' if ok else 'NO'}"), ok
 
 
@@ -160,8 +165,8 @@ def smoke() -> int:
     return 0 if chk.ok else 1
 
 
-HEAD = (f"{'shape':<34} {'HBM/min':>6} {'est us':>9} {'est unf':>9} {'partial':>9} {'x unf':>6} {'x part':>6} "
-        f"{'bound':>6} {'cube':>6} {'hand/torch_npu':>15}  ship")
+HEAD = (f"{'shape':<34} {'HBM/min':>6} {'ring':>5} {'est us':>9} {'est unf':>9} {'partial':>9} {'x unf':>6} "
+        f"{'x part':>6} {'bound':>6} {'cube':>6} {'hand/torch_npu':>15}  ship")
 
 
 def main() -> int:

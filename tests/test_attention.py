@@ -248,3 +248,48 @@ def test_attention_runs_under_cann_tilings_at_deployment_shapes():
              [[4, 32, 1, 128], [4, 32, 4096, 128], [4, 32, 4096, 128], [4, 1, 1, 4096]]]
     got = cann_tiling.tilings_for(k.ir, k.files, SOCS["Ascend910B"], F16, cases)
     assert all(isinstance(t, dict) and t["qk.baseM"] > 0 and t["pv.baseN"] > 0 for t in got), got
+
+
+def _long_rows(dt, sq: int, sk: int, d: int = 64):
+    """An Attention op over symbolic Sq and Sk (fp16 or fp32, causal-style mask [1,1,Sq,Sk]) and seeded q, k, v and
+    a mask whose last 50 keys sit at the dtype's lowest finite value."""
+    res = fuse(attention_model(dt=dt, b=1, h=2, sq="sq", sk="sk", d=d, mask=(1, 1, "sq", "sk")), emulate=False)
+    npd = NP[dt]
+    rng = np.random.default_rng(1)
+    q = rng.standard_normal((1, 2, sq, d)).astype(npd)
+    kk, v = (rng.standard_normal((1, 2, sk, d)).astype(npd) for _ in range(2))
+    mask = np.zeros((1, 1, sq, sk), npd)
+    mask[..., sk - 50:] = np.finfo(npd).min
+    return res.kernels[0], [q, kk, v, mask]
+
+
+@pytest.mark.parametrize("dt,sq,sk", [(F16, 64, 1100), (F32, 40, 2048), (F16, 1, 1500)])
+def test_the_online_softmax_walks_the_keys_in_blocks(dt, sq, sk):
+    """Rows longer than one KV block: the kernel rescales its running max, sum and output block by block (a tail
+    block of 76 keys takes a repeat of its own, whole blocks one instruction per chunk; a decode row of 1500 keys),
+    and matches onnxruntime on the whole row."""
+    from asc_onnx.emulator.harness import run
+    from asc_onnx.soc import SOCS
+    from asc_onnx.verify_kernels import check
+
+    k, inputs = _long_rows(dt, sq, sk)
+    got = run(k.ir, k.files, f"{k.op.op_type}TilingData", inputs, SOCS["Ascend910B"])
+    assert got.cube["kv_blocks"] == -(-sk // got.cube["kv_block"]) > 1
+    c = check(k, inputs, SOCS["Ascend910B"], "long rows")
+    assert c.ok, (c.error, c.max_abs)
+
+
+def test_a_row_masked_over_its_first_kv_block_is_finite():
+    """Left padding with -inf over more keys than one KV block: the first block's running max stays at the lowest
+    finite value (exp of the masked keys is 0, not NaN) and the row is the softmax of its other keys; a row masked
+    everywhere is NaN, as in onnxruntime."""
+    from asc_onnx.soc import SOCS
+    from asc_onnx.verify_kernels import check, reference
+
+    k, (q, kk, v, mask) = _long_rows(F16, 16, 1200)
+    mask[0, 0, 3, :1030] = -np.inf
+    mask[0, 0, 5, :] = -np.inf
+    ref = reference(k.op, [q, kk, v, mask])[0]
+    assert np.isfinite(ref[0, :, 3]).all() and np.isnan(ref[0, :, 5]).all()
+    c = check(k, [q, kk, v, mask], SOCS["Ascend910B"], "left padding")
+    assert c.ok, (c.error, c.max_abs)

@@ -80,7 +80,10 @@ int Drive(int argc, char** argv) {{
               << ", \\"blocks\\": " << st.cube.blocks << ", \\"a_read\\": " << st.cube.aReadBytes
               << ", \\"b_read\\": " << st.cube.bReadBytes << ", \\"c_bytes\\": " << st.cube.cBytes
               << ", \\"l1_peak\\": " << st.cube.l1Peak << ", \\"mBlock\\": " << tiling.mBlock
-              << ", \\"items\\": " << tiling.items << "}}, \\"vec\\": {{";
+              << ", \\"items\\": " << tiling.items
+              << ", \\"kv_block\\": " << tiling.kvBlock << ", \\"kv_blocks\\": " << tiling.kvBlocks
+              << ", \\"workspace\\": " << tiling.userWorkspace << ", \\"workspace_hbm\\": " << st.gm.back().hbm
+              << "}}, \\"vec\\": {{";
     PrintVecAndClose();
     return 0;
 }}

@@ -1,12 +1,13 @@
-"""The Ascend C of an attention op (910B, mixed AIC/AIV): per work item, one Q block of one head.
+"""The Ascend C of an attention op (910B, mixed AIC/AIV): flash attention, one Q block of one head per work item.
 
-Each vector core takes work items (head, Q block) in turn. For an item the cube computes the scores
-``S = Q_blk @ K^T`` in fp32 into this core's workspace; the vector core scales them, adds the mask, takes the
-softmax of each whole row in fp32 and writes the probabilities P in the I/O type back to its workspace; the cube
-computes ``y_blk = P @ V`` straight into y. Two Matmul objects, one per product, take turns on the cube core (an
-IterateAll ends its object). The scores of one block at a time live in the workspace (mBlock x Sk per vector
-core), never the whole ``[B, H, Sq, Sk]`` tensor; the online softmax over KV blocks that keeps them on chip
-is not built yet, so the row length Sk is bounded by what one row of UB holds.
+Each vector core takes work items (head, Q block) in turn and walks the keys in KV blocks. For each block the cube
+computes the scores ``S = Q_blk @ K_blk^T`` in fp32 into a stage of this core's workspace; the vector core scales
+them, adds the mask, keeps each row's running max and sum in fp32 (the online softmax) and writes the unnormalized
+probabilities P in the I/O type beside them; the cube computes ``P @ V_blk`` in fp32 into a third stage; the vector
+core rescales its fp32 accumulator of the rows' outputs by how far the running max moved and adds the block's; after
+the last block it divides by the sums and writes y once. Two stages of each: the cube computes the next block's
+scores and the last block's ``P @ V`` while the vector core works on this one. The workspace is a ring of a few
+hundred KB per core, whatever the sequence length.
 """
 
 from __future__ import annotations
@@ -29,20 +30,23 @@ REFUSALS = {
     1: "bad sizes",
     2: "no Matmul tiling fits",
     3: "310P: the coupled attention kernel is not built (the region keeps its smaller fusions)",
-    4: "a score row of Sk does not fit in UB (the online softmax over KV blocks is not built yet)",
+    4: "the buffers of one KV block's score rows do not fit in UB (k given transposed is one block of every key)",
     5: "the mask's leading dims neither match q's nor broadcast",
     6: "the mask broadcasts along the keys (its last dim is 1)",
+    7: "v's head dim is not a multiple of 8 (the fp32 output rows are whole 32-byte blocks)",
 }
 
-#: Q rows of a work item at most (the cube's M): the scores of one block are MAX_BLOCK x Sk in the workspace.
+#: Q rows of a work item at most (the cube's M of both products).
 MAX_BLOCK = 128
+#: Keys per KV block when the sequence is longer (the scores' N): the block's rows are whole 64-float repeats.
+KV_BLOCK = 1024
 
 
 def tiling_header(k: AttentionKernel) -> str:
-    """op_kernel/<op>_tiling.h: two cube tilings and the item walk."""
+    """op_kernel/<op>_tiling.h: two cube tilings and the walk over items and KV blocks."""
     fields = [
-        "AscendC::tiling::TCubeTiling qkTiling;  // scores = q @ k^T of one Q block",
-        "AscendC::tiling::TCubeTiling pvTiling;  // y = P @ v of one Q block",
+        "AscendC::tiling::TCubeTiling qkTiling;  // scores = q @ k^T of one Q block and one KV block",
+        "AscendC::tiling::TCubeTiling pvTiling;  // o = P @ v of one Q block and one KV block (fp32)",
         "uint32_t heads;          // heads (the dim before Sq)",
         "uint32_t sq;             // query rows per head",
         "uint32_t sk;             // key rows per head",
@@ -52,13 +56,18 @@ def tiling_header(k: AttentionKernel) -> str:
         "uint32_t qBlocks;        // Q blocks per head",
         "uint32_t items;          // work items: heads of every batch x qBlocks",
         "uint32_t cores;          // vector cores that take items",
+        "uint32_t kvBlock;        // keys per KV block",
+        "uint32_t kvBlocks;       // KV blocks per item",
         "uint32_t chunkRows;      // score rows the vector core takes into UB at a time",
-        "uint32_t rowPitch;       // Sk rounded up to 16: 32-byte rows in UB in half and in float",
-        "uint32_t blockElems;     // mBlock x Sk: elements of one stage of scores or P",
+        "uint32_t rowPitch;       // kvBlock rounded up to 16: 32-byte rows in UB in half and in float",
+        "uint32_t partials;       // per row: one max or sum per 64 keys, rounded up to a block of 8",
+        "uint32_t outRows;        // output rows the vector core takes into UB at a time",
+        "uint32_t scoreStage;     // mBlock x kvBlock: elements of one stage of scores or P",
+        "uint32_t outStage;       // mBlock x dv: elements of one stage of P @ v",
         "uint64_t maskBatchStride;  // mask elements from one batch to the next (0: broadcast)",
         "uint64_t maskHeadStride;   // ... from one head to the next",
         "uint64_t maskRowStride;    // ... from one query row to the next",
-        "uint64_t wsCoreBytes;    // one vector core's workspace: two stages of scores (fp32) and of P",
+        "uint64_t wsCoreBytes;    // one vector core's workspace: two stages of scores (fp32), of P and of P @ v",
         "uint64_t userWorkspace;  // bytes of user workspace: every vector core's",
         "uint32_t blockDim;       // launch: cube cores (two vector cores each)",
     ]
@@ -77,10 +86,13 @@ def tiling_call(k: AttentionKernel, q_dims: str, q_rank: str, sk: str, dv: str, 
 
 
 def tiling_calc(k: AttentionKernel) -> str:
-    """op_host/<op>_tiling_calc.h: shapes to the item walk, the UB chunk and the two cube tilings."""
+    """op_host/<op>_tiling_calc.h: shapes to the item walk, the KV blocks, the UB chunks and the two cube tilings."""
     s = struct_name(k)
     refusals = "\n".join(f"// {c} {w}," for c, w in REFUSALS.items())
     mask_in = "2u * dtypeSize" if k.has_mask else "0u"
+    mask_row = "pitch * 4u" if k.has_mask else "0u"
+    # k given as k^T [D, Sk]: the cube reads B at a pitch of the tiling's N, so one KV block holds every key.
+    kv_block = f"sk <= {KV_BLOCK}u ? sk : {KV_BLOCK}u" if k.trans_k else "sk"
     return f"""// Generated by asc-onnx: tiling arithmetic of {k.op_type} (attention).
 // A plain function of shapes and platform numbers: the CANN host tiling and the asc-onnx emulator
 // compile this same code.
@@ -112,6 +124,20 @@ inline bool {k.op_type}CubeTiling(uint32_t m, uint32_t n, uint32_t k, bool trans
     return tiling.baseM > 0 && tiling.baseN > 0 && tiling.baseK > 0;
 }}
 
+// UB bytes of a vector core with Q blocks of m rows and chunks of `rows` score rows of `pitch` keys.
+inline uint64_t {k.op_type}UbBytes(uint64_t m, uint64_t rows, uint64_t pitch, uint64_t partials, uint64_t dv,
+        uint64_t outRows, uint32_t dtypeSize)
+{{
+    const uint64_t rows8 = (rows + 7u) / 8u * 8u;
+    const uint64_t spread = rows > outRows ? rows8 : (outRows + 7u) / 8u * 8u;
+    const uint64_t tiles = rows * pitch * (2u * 4u + 2u * dtypeSize + {mask_in});  // scores, P, mask: two each
+    const uint64_t stats = (rows * partials + rows8 * 10u + spread * 8u) * 4u;  // partials, tails, lines, blocks
+    const uint64_t state = (6u * m + 8u) * 4u;  // running max and sum, two lines of rescales and of 1 / sum
+    const uint64_t acc = m * dv * 4u;          // the rows' output in fp32
+    const uint64_t outs = 2u * outRows * dv * (4u + dtypeSize);  // P @ v in, y out: two each
+    return tiles + stats + state + acc + outs + {mask_row};  // and a mask row in fp32
+}}
+
 // Returns 0, or why the shape is refused:
 {refusals}
 inline int {k.op_type}ComputeTiling(const uint64_t* qDims, uint32_t qRank, uint32_t sk, uint32_t dv,
@@ -124,6 +150,7 @@ inline int {k.op_type}ComputeTiling(const uint64_t* qDims, uint32_t qRank, uint3
     const uint64_t heads = qDims[qRank - 3], sq = qDims[qRank - 2], d = qDims[qRank - 1];
     if (batch * heads == 0 || sq == 0 || sk == 0 || d == 0 || dv == 0) return 1;
     if (coupled) return 3;
+    if (dv % 8u != 0) return 7;
     // The mask, its dims aligned to the scores' [.., heads, sq, sk]: a dim of 1 broadcasts (stride 0).
     t->maskBatchStride = 0;
     t->maskHeadStride = 0;
@@ -148,42 +175,67 @@ inline int {k.op_type}ComputeTiling(const uint64_t* qDims, uint32_t qRank, uint3
     t->sk = sk;
     t->d = static_cast<uint32_t>(d);
     t->dv = dv;
-    t->rowPitch = (sk + 15u) / 16u * 16u;
-    // UB per score row: the scores in fp32 and P in the I/O type, double-buffered, and the mask rows; beside
-    // them one fp32 row of the widened mask and the reduction scratch (a row, and at least 192 floats).
-    const uint64_t perRow = static_cast<uint64_t>(t->rowPitch) * (2u * 4u + 2u * dtypeSize + {mask_in});
-    const uint64_t fixed = (static_cast<uint64_t>(t->rowPitch) + (t->rowPitch > 184u ? t->rowPitch + 8u : 192u)) * 4u;
-    if (fixed + perRow > platform.ubSize) return 4;
+    // Output rows a chunk: 16 (8 past a head dim of 128), a multiple of 8 (the state's lines from 8-row bounds).
+    auto outRows = [&](uint32_t m) {{
+        const uint32_t rows = dv > 128u ? 8u : 16u;
+        return rows < m ? rows : m;
+    }};
+    uint32_t pitch = 0;
+    auto fits = [&](uint32_t m, uint32_t rows) {{
+        return {k.op_type}UbBytes(m, rows, pitch, t->partials, dv, outRows(m), dtypeSize) <= platform.ubSize;
+    }};
+    // KV blocks of {KV_BLOCK} keys, or halved until chunks of 8 rows fit UB (fp32 scores of fp32 I/O take more).
+    uint32_t kv = {kv_block};
+    for (;;) {{
+        pitch = (kv + 15u) / 16u * 16u;
+        t->partials = ((pitch + 63u) / 64u + 7u) / 8u * 8u;
+        if (fits(16u, 8u) || {'false' if k.trans_k else 'true'} || kv <= 64u) break;
+        kv = kv / 2u < 64u ? 64u : kv / 2u / 64u * 64u;
+    }}
+    if (kv > 4096u) return 4;  // a row's partials are one ReduceRepeat of at most 64
+    t->kvBlock = kv;
+    t->kvBlocks = (sk + kv - 1u) / kv;
+    t->rowPitch = pitch;
     // Q blocks of {MAX_BLOCK}, 64, 32 or 16 rows (the cube's M): the fewest rows on the busiest vector core, each
-    // item counted 16 rows more for its own overhead (two products, their messages and waits).
+    // item counted 16 rows more for its own overhead (two products a KV block, their messages and waits), among
+    // the blocks whose UB takes chunks of 8 score rows.
     auto blocks = [&](uint32_t m) {{ return static_cast<uint32_t>((sq + m - 1u) / m); }};
-    uint32_t mBlock = 16u;
+    uint32_t mBlock = 0;
     uint64_t best = ~0ull;
     for (uint32_t m = {MAX_BLOCK}u; m >= 16u; m /= 2u) {{
         if (m > 16u && m / 2u >= sq) continue;  // a block no taller than the rows need
+        if (!fits(m, 8u)) continue;
         const uint64_t rounds = (batch * heads * blocks(m) + coreNum - 1u) / coreNum;
         if (rounds * (m + 16u) < best) {{
             best = rounds * (m + 16u);
             mBlock = m;
         }}
     }}
+    if (mBlock == 0) return 4;
     t->mBlock = mBlock;
+    t->outRows = outRows(mBlock);
+    uint32_t rows = mBlock;  // the whole block, or a multiple of 8 rows (the state's lines at 8-row boundaries)
+    if (!fits(mBlock, rows)) {{
+        rows = rows / 8u * 8u;
+        while (rows > 8u && !fits(mBlock, rows)) rows -= 8u;
+    }}
+    t->chunkRows = rows;
     t->qBlocks = blocks(mBlock);
     const uint64_t items = batch * heads * t->qBlocks;
     if (items > 0xFFFFFFFFu) return 1;
     t->items = static_cast<uint32_t>(items);
-    const uint64_t fit = (platform.ubSize - fixed) / perRow;
-    t->chunkRows = fit < mBlock ? static_cast<uint32_t>(fit) : mBlock;
     using matmul_tiling::DataType;
     const auto in = isFloat ? DataType::DT_FLOAT : (isBf16 ? DataType::DT_BF16 : DataType::DT_FLOAT16);
-    if (!{k.op_type}CubeTiling(mBlock, sk, static_cast<uint32_t>(d), {'true' if k.trans_k else 'false'}, in,
+    if (!{k.op_type}CubeTiling(mBlock, t->kvBlock, static_cast<uint32_t>(d), {'true' if k.trans_k else 'false'}, in,
             DataType::DT_FLOAT, platform, t->qkTiling)) return 2;
-    if (!{k.op_type}CubeTiling(mBlock, dv, sk, false, in, in, platform, t->pvTiling)) return 2;
+    if (!{k.op_type}CubeTiling(mBlock, dv, t->kvBlock, false, in, DataType::DT_FLOAT, platform, t->pvTiling)) return 2;
     const uint32_t cores = t->items < coreNum ? t->items : coreNum;
     t->blockDim = (cores + 1u) / 2u;  // a cube core serves two vector cores
     t->cores = 2u * t->blockDim;
-    t->blockElems = mBlock * sk;
-    t->wsCoreBytes = (2u * static_cast<uint64_t>(t->blockElems) * (4u + dtypeSize) + 31u) / 32u * 32u;
+    t->scoreStage = mBlock * t->kvBlock;
+    t->outStage = mBlock * dv;
+    t->wsCoreBytes = (2u * static_cast<uint64_t>(t->scoreStage) * (4u + dtypeSize) +
+                      2u * static_cast<uint64_t>(t->outStage) * 4u + 31u) / 32u * 32u;
     t->userWorkspace = t->cores * t->wsCoreBytes;
     return 0;
 }}
@@ -206,64 +258,83 @@ def kernel_source(k: AttentionKernel, rule: str, body_ops: list[str], sources: l
     m = k.has_mask
     scale = _scale_expr(k)
     args = ", ".join(f"GM_ADDR {n}" for n in (*k.inputs, *k.outputs))
-    mask_init = ("        maskGm.SetGlobalBuffer((__gm__ T*)mask);\n" if m else "")
+    trans = "true" if k.trans_k else "false"
+    # k [.., Sk, D]: a KV block is rows c0.. of it; k^T [.., D, Sk] (one block of every key): its columns.
+    k_at = "it.head0 * td.sk * td.d + static_cast<uint64_t>(c0) * td.d" if k.trans_k else "it.head0 * td.sk * td.d"
+    mask_init = "        maskGm.SetGlobalBuffer((__gm__ T*)mask);\n" if m else ""
     mask_buf = ("        pipe.InitBuffer(inQueueMask, BUFFER_NUM, td.chunkRows * td.rowPitch * sizeof(T));\n"
                 "        pipe.InitBuffer(maskBuf, td.rowPitch * sizeof(float));\n" if m else "")
-    mask_copy = """        AscendC::LocalTensor<T> maskLocal = inQueueMask.AllocTensor<T>();
+    mask_copy = """        // The rows' mask over this block's keys (broadcast along the queries: one row for all).
+        const uint64_t maskBase = static_cast<uint64_t>(it.batch) * td.maskBatchStride +
+                                  static_cast<uint64_t>(it.head) * td.maskHeadStride;
+        AscendC::LocalTensor<T> maskLocal = inQueueMask.AllocTensor<T>();
         AscendC::DataCopyPadExtParams<T> maskPad{false, 0, 0, static_cast<T>(0)};
-        // The rows' mask in one DataCopyPad; a mask broadcast along the queries is one row, used by every row.
         const uint32_t maskRows = td.maskRowStride == 0 ? 1u : rows;
-        const uint32_t maskBytes = td.sk * static_cast<uint32_t>(sizeof(T));
-        const uint32_t maskGap = static_cast<uint32_t>((td.maskRowStride == 0 ? td.sk : td.maskRowStride) - td.sk) *
+        const uint32_t maskBytes = cols * static_cast<uint32_t>(sizeof(T));
+        const uint32_t maskGap = static_cast<uint32_t>((td.maskRowStride == 0 ? cols : td.maskRowStride) - cols) *
                                  static_cast<uint32_t>(sizeof(T));
         AscendC::DataCopyExtParams maskParams{static_cast<uint16_t>(maskRows), maskBytes, maskGap,
-            (td.rowPitch * static_cast<uint32_t>(sizeof(T)) - (maskBytes + 31u) / 32u * 32u) / 32u, 0};
-        const uint64_t at = maskBase + static_cast<uint64_t>(it.q0 + r0) * td.maskRowStride;
+            (pitch * static_cast<uint32_t>(sizeof(T)) - (maskBytes + 31u) / 32u * 32u) / 32u, 0};
+        const uint64_t at = maskBase + static_cast<uint64_t>(it.q0 + r0) * td.maskRowStride + c0;
         AscendC::DataCopyPad(maskLocal, maskGm[at], maskParams, maskPad);
         inQueueMask.EnQue(maskLocal);
 """ if m else ""
     if m:
-        add_mask = """                const uint32_t maskRow = td.maskRowStride == 0 ? 0u : r * td.rowPitch;
-                if constexpr (std::is_same_v<T, float>) {
-                    AscendC::Add(row, row, maskLocal[maskRow], td.sk);
-                } else {
-                    AscendC::Cast(maskF, maskLocal[maskRow], AscendC::RoundMode::CAST_NONE, td.sk);
-                    AscendC::Add(row, row, maskF, td.sk);
+        add_mask = """        // + mask (a row broadcast along the queries is widened once)
+        if constexpr (std::is_same_v<T, float>) {
+            for (uint32_t r = 0; r < rows; ++r) {
+                AscendC::Add(scoresLocal[r * pitch], scoresLocal[r * pitch],
+                             maskLocal[td.maskRowStride == 0 ? 0u : r * pitch], cols);
+            }
+        } else {
+            for (uint32_t r = 0; r < rows; ++r) {
+                if (r == 0 || td.maskRowStride != 0) {
+                    AscendC::Cast(maskF, maskLocal[td.maskRowStride == 0 ? 0u : r * pitch],
+                                  AscendC::RoundMode::CAST_NONE, cols);
                 }
+                AscendC::Add(scoresLocal[r * pitch], scoresLocal[r * pitch], maskF, cols);
+            }
+        }
 """
     else:
         add_mask = ""
-    scale_line = "                AscendC::Muls(row, row, scale, td.sk);\n" if scale else ""
-    scale_tile = "            AscendC::Muls(scoresLocal, scoresLocal, scale, count);\n" if scale else ""
-    scale_decl = f"        const float scale = {scale};\n" if scale else ""
+    if scale:
+        scale_lines = f"""        const float scale = {scale};
+        if (whole) {{
+            AscendC::Muls(scoresLocal, scoresLocal, scale, rows * cols);
+        }} else {{
+            for (uint32_t r = 0; r < rows; ++r) {{
+                AscendC::Muls(scoresLocal[r * pitch], scoresLocal[r * pitch], scale, cols);
+            }}
+        }}
+"""
+    else:
+        scale_lines = ""
     mask_deq = ("        AscendC::LocalTensor<T> maskLocal = inQueueMask.DeQue<T>();\n"
                 "        AscendC::LocalTensor<float> maskF = maskBuf.Get<float>();\n" if m else "")
     mask_free = "        inQueueMask.FreeTensor(maskLocal);\n" if m else ""
     members_mask = ("    AscendC::TQue<AscendC::QuePosition::VECIN, BUFFER_NUM> inQueueMask;\n"
                     "    AscendC::TBuf<AscendC::TPosition::VECCALC> maskBuf;  // one mask row widened to fp32\n"
                     "    AscendC::GlobalTensor<T> maskGm;\n" if m else "")
-    mask_base = ("        const uint64_t maskBase = static_cast<uint64_t>(it.batch) * td.maskBatchStride +\n"
-                 "                                  static_cast<uint64_t>(it.head) * td.maskHeadStride;\n"
-                 if m else "")
-    trans = "true" if k.trans_k else "false"
-    k_rows = "td.sk * td.d"
+    lowest = f32(-3.4028234663852886e38)
     return f"""// Generated by asc-onnx from rule {rule}: fused op {k.op_type}, attention kernel class.
 // Computes: {", ".join(body_ops)}
 // Replaces model nodes: {", ".join(sources)}
-// Per work item (one Q block of one head) the cube computes the scores into this core's workspace, the
-// vector core takes the softmax of each row in fp32 and writes P beside them, and the cube computes y = P @ v
-// straight into y. The scores never form the whole [heads, Sq, Sk] tensor in global memory.
+// Flash attention: per work item (one Q block of one head) and KV block the cube computes the scores into this
+// core's workspace, the vector core keeps each row's running max and sum (online softmax, fp32) and writes P, the
+// cube computes P @ v, and the vector core rescales and accumulates the rows' output in fp32, writing y once.
 #include "kernel_operator.h"
 #include "lib/matmul_intf.h"
 #include "{k.snake}_tiling.h"
 
 namespace {{
 constexpr int32_t BUFFER_NUM = 2;
+constexpr float LOWEST = {lowest};  // a running max starts here: a row masked to -inf so far keeps exp() at 0
 
-// fp32 probabilities into the I/O type.
+// fp32 values into the I/O type.
 template <typename T>
-__aicore__ inline void ToProbs(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<float>& src,
-                               uint32_t count)
+__aicore__ inline void ToOutput(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<float>& src,
+                                uint32_t count)
 {{
     if constexpr (std::is_same_v<T, float>) {{
         AscendC::Adds(dst, src, 0.0f, count);
@@ -274,11 +345,60 @@ __aicore__ inline void ToProbs(const AscendC::LocalTensor<T>& dst, const AscendC
     }}
 }}
 
+// row[0, cols) -= (or *=) the value filling the 32-byte block `stat` (a row's statistic, by Brcb): repeats of 64
+// reading the block at stride 0, then the tail.
+template <bool isMul>
+__aicore__ inline void RowByStat(const AscendC::LocalTensor<float>& row, const AscendC::LocalTensor<float>& stat,
+                                 uint32_t cols)
+{{
+    const uint32_t full = cols / 64u;
+    const uint32_t tail = cols % 64u;
+    if (full > 0) {{
+        if constexpr (isMul) {{
+            AscendC::Mul(row, row, stat, 64, static_cast<uint8_t>(full), {{1, 1, 0, 8, 8, 0}});
+        }} else {{
+            AscendC::Sub(row, row, stat, 64, static_cast<uint8_t>(full), {{1, 1, 0, 8, 8, 0}});
+        }}
+    }}
+    if (tail > 0) {{
+        if constexpr (isMul) {{
+            AscendC::Mul(row[full * 64u], row[full * 64u], stat, tail, 1, {{1, 1, 0, 8, 8, 0}});
+        }} else {{
+            AscendC::Sub(row[full * 64u], row[full * 64u], stat, tail, 1, {{1, 1, 0, 8, 8, 0}});
+        }}
+    }}
+}}
+
+// rows x cols at `pitch` floats (a multiple of 8) op= each row's statistic block (stat[r * 8]): one instruction per
+// 64 columns over every row where that is fewer (rows at pitch / 8 blocks apart, stat a block apart), else per row.
+template <bool isMul>
+__aicore__ inline void RowsByStat(const AscendC::LocalTensor<float>& tile, const AscendC::LocalTensor<float>& stat,
+                                  uint32_t rows, uint32_t cols, uint32_t pitch)
+{{
+    const uint32_t groups = (cols + 63u) / 64u;
+    if (groups < rows && pitch / 8u <= 255u) {{
+        const uint8_t rowBlocks = static_cast<uint8_t>(pitch / 8u);
+        const AscendC::BinaryRepeatParams params{{1, 1, 0, rowBlocks, rowBlocks, 1}};
+        for (uint32_t g = 0; g < groups; ++g) {{
+            const uint32_t width = cols - g * 64u < 64u ? cols - g * 64u : 64u;
+            if constexpr (isMul) {{
+                AscendC::Mul(tile[g * 64u], tile[g * 64u], stat, width, static_cast<uint8_t>(rows), params);
+            }} else {{
+                AscendC::Sub(tile[g * 64u], tile[g * 64u], stat, width, static_cast<uint8_t>(rows), params);
+            }}
+        }}
+    }} else {{
+        for (uint32_t r = 0; r < rows; ++r) {{
+            RowByStat<isMul>(tile[r * pitch], stat[r * 8u], cols);
+        }}
+    }}
+}}
+
 template <typename T>
 class {cls} {{
     using QType = AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, T>;
     using KType = AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, T, {trans}>;
-    using SType = AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, float>;
+    using FType = AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, float>;
     using VType = AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, T>;
 
 public:
@@ -290,10 +410,12 @@ public:
         kGm.SetGlobalBuffer((__gm__ T*)k);
         vGm.SetGlobalBuffer((__gm__ T*)v);
 {mask_init}        yGm.SetGlobalBuffer((__gm__ T*)y);
-        // This vector core's part of the user workspace: two stages of scores (fp32), then two of P.
+        // This vector core's part of the user workspace: two stages of scores (fp32), of P, of P @ v (fp32).
         GM_ADDR mine = AscendC::GetUserWorkspace(workspace) + AscendC::GetBlockIdx() * td.wsCoreBytes;
-        scoresGm.SetGlobalBuffer((__gm__ float*)mine, 2u * td.blockElems);
-        probsGm.SetGlobalBuffer((__gm__ T*)(mine + 2u * td.blockElems * sizeof(float)), 2u * td.blockElems);
+        scoresGm.SetGlobalBuffer((__gm__ float*)mine, 2u * td.scoreStage);
+        probsGm.SetGlobalBuffer((__gm__ T*)(mine + 2u * td.scoreStage * sizeof(float)), 2u * td.scoreStage);
+        outGm.SetGlobalBuffer((__gm__ float*)(mine + 2u * td.scoreStage * (sizeof(float) + sizeof(T))),
+                              2u * td.outStage);
     }}
 
     // After REGIST_MATMUL_OBJ (the kernel entry): the pipe's buffers.
@@ -301,55 +423,44 @@ public:
     {{
         pipe.InitBuffer(inQueueScores, BUFFER_NUM, td.chunkRows * td.rowPitch * sizeof(float));
         pipe.InitBuffer(outQueueProbs, BUFFER_NUM, td.chunkRows * td.rowPitch * sizeof(T));
-{mask_buf}        pipe.InitBuffer(reduceBuf, (td.rowPitch > 184u ? td.rowPitch + 8u : 192u) * sizeof(float));
+{mask_buf}        pipe.InitBuffer(inQueueOut, BUFFER_NUM, td.outRows * td.dv * sizeof(float));
+        pipe.InitBuffer(outQueueY, BUFFER_NUM, td.outRows * td.dv * sizeof(T));
+        pipe.InitBuffer(accBuf, td.mBlock * td.dv * sizeof(float));
+        pipe.InitBuffer(stateBuf, (6u * td.mBlock + 8u) * sizeof(float));  // + Brcb's reach past the last line
+        // partials, the tails' blocks, two lines of row statistics, their blocks (score or output rows)
+        const uint32_t spread = td.chunkRows > td.outRows ? Rows8() : (td.outRows + 7u) / 8u * 8u;
+        pipe.InitBuffer(statBuf, (td.chunkRows * td.partials + Rows8() * 10u + spread * 8u) * sizeof(float));
     }}
 
-    // Two stages of scores and P per vector core: the cube computes the next item's scores and the last
-    // item's P @ v while this core takes the softmax of the current one.
+    // Steps (item, KV block) in turn, two stages of each buffer: the cube computes step s + 1's scores and step
+    // s - 1's P @ v while this core takes the softmax of step s; it then folds step s - 1's P @ v into its rows.
     __aicore__ inline void Process()
     {{
         const uint32_t core = static_cast<uint32_t>(AscendC::GetBlockIdx());
         const uint32_t count = core < td.items ? (td.items - core + td.cores - 1) / td.cores : 0;
-        if (count > 0) {{
+        const uint32_t steps = count * td.kvBlocks;
+        if (steps > 0) {{
             QueueScores(0);
         }}
-        for (uint32_t j = 0; j < count; ++j) {{
-            if (j + 1 < count) {{
-                if (j > 0) {{
-                    Release();  // stage (j + 1) % 2 held the scores of item j - 1, all read
-                }}
-                QueueScores(j + 1);
+        for (uint32_t s = 0; s < steps; ++s) {{
+            if (s > 0) {{
+                Release();  // step s - 1's reads of its scores and step s - 2's of its P @ v are done
             }}
-            mmQk.WaitIterateAll();  // the scores of item j
-            if (j >= 2) {{
-                mmPv.WaitIterateAll();  // item j - 2's product has read the P this item overwrites
+            if (s + 1 < steps) {{
+                QueueScores(s + 1);
             }}
-            const Item it = ItemAt(j);
-            uint32_t r0 = 0;
-            uint32_t rows = it.rows < td.chunkRows ? it.rows : td.chunkRows;
-            CopyIn(j % 2, it, r0, rows);
-            while (rows > 0) {{
-                // The next chunk's loads go out before this one's softmax (the queues hold two).
-                const uint32_t next = r0 + rows;
-                const uint32_t nextRows = it.rows - next < td.chunkRows ? it.rows - next : td.chunkRows;
-                if (nextRows > 0) {{
-                    CopyIn(j % 2, it, next, nextRows);
-                }}
-                Compute(rows);
-                CopyOut(j % 2, r0, rows);
-                r0 = next;
-                rows = nextRows;
-            }}
+            mmQk.WaitIterateAll();  // the scores of step s
+            Softmax(s);
             // (the message waits for this core's MTE3 writes of P: PostMessage's PipeBarrier<PIPE_MTE3>)
-            mmPv.SetTensorA(probsGm[(j % 2) * td.blockElems]);
-            mmPv.SetTensorB(vGm[it.head0 * td.sk * td.dv], false);
-            mmPv.SetTail(static_cast<int>(it.rows), static_cast<int>(td.dv), static_cast<int>(td.sk));
-            mmPv.template IterateAll<false>(yGm[it.qOffset * td.dv], 0, false, true);  // the cube signals when done
+            QueueProduct(s);
+            if (s > 0) {{
+                mmPv.WaitIterateAll();  // step s - 1's P @ v (it has read the P stage step s + 1 writes)
+                Accumulate(s - 1);
+            }}
         }}
-        for (uint32_t j = count > 2 ? count - 2 : 0; j < count; ++j) {{
-            mmPv.WaitIterateAll();  // y of the last items
-        }}
-        if (count > 0) {{  // an idle core's client never started a round: no END message from it
+        if (steps > 0) {{  // an idle core's client never started a round: no END message from it
+            mmPv.WaitIterateAll();
+            Accumulate(steps - 1);
             mmQk.End();
             mmPv.End();
         }}
@@ -357,8 +468,8 @@ public:
 
     // Public for the kernel entry, which registers the Matmul objects in its own scope.
     AscendC::TPipe pipe;
-    AscendC::Matmul<QType, KType, SType, SType> mmQk;
-    AscendC::Matmul<QType, VType, QType, QType> mmPv;
+    AscendC::Matmul<QType, KType, FType, FType> mmQk;
+    AscendC::Matmul<QType, VType, FType, FType> mmPv;
     {s} td;
 
 private:
@@ -382,17 +493,38 @@ private:
                 head0 * td.sq + q0, q0, rows}};
     }}
 
-    // The scores of this core's j-th item onto the cube, into stage j % 2.
-    __aicore__ inline void QueueScores(uint32_t j)
+    // Keys of KV block b: from c0, cols of them.
+    __aicore__ inline uint32_t KeysAt(uint32_t b, uint32_t& c0) const
     {{
-        const Item it = ItemAt(j);
-        mmQk.SetTensorA(qGm[it.qOffset * td.d]);
-        mmQk.SetTensorB(kGm[it.head0 * {k_rows}], {trans});
-        mmQk.SetTail(static_cast<int>(it.rows), static_cast<int>(td.sk), static_cast<int>(td.d));
-        mmQk.template IterateAll<false>(scoresGm[(j % 2) * td.blockElems], 0, false, true);
+        c0 = b * td.kvBlock;
+        return td.sk - c0 < td.kvBlock ? td.sk - c0 : td.kvBlock;
     }}
 
-    // This core's MTE2 reads of its scores are done: the cube's next write to them is invisible to the
+    // Step s's scores onto the cube, into stage s % 2 (rows of kvBlock floats).
+    __aicore__ inline void QueueScores(uint32_t s)
+    {{
+        const Item it = ItemAt(s / td.kvBlocks);
+        uint32_t c0 = 0;
+        const uint32_t cols = KeysAt(s % td.kvBlocks, c0);
+        mmQk.SetTensorA(qGm[it.qOffset * td.d]);
+        mmQk.SetTensorB(kGm[{k_at}], {trans});
+        mmQk.SetTail(static_cast<int>(it.rows), static_cast<int>(cols), static_cast<int>(td.d));
+        mmQk.template IterateAll<false>(scoresGm[(s % 2) * td.scoreStage], 0, false, true);  // signals when done
+    }}
+
+    // Step s's P @ v onto the cube, into stage s % 2 of the outputs (fp32 rows of dv).
+    __aicore__ inline void QueueProduct(uint32_t s)
+    {{
+        const Item it = ItemAt(s / td.kvBlocks);
+        uint32_t c0 = 0;
+        const uint32_t cols = KeysAt(s % td.kvBlocks, c0);
+        mmPv.SetTensorA(probsGm[(s % 2) * td.scoreStage]);
+        mmPv.SetTensorB(vGm[(it.head0 * td.sk + c0) * td.dv], false);
+        mmPv.SetTail(static_cast<int>(it.rows), static_cast<int>(td.dv), static_cast<int>(cols));
+        mmPv.template IterateAll<false>(outGm[(s % 2) * td.outStage], 0, false, true);
+    }}
+
+    // This core's MTE2 reads of its workspace are done: the cube's next write to them is invisible to the
     // compiler's auto-sync.
     __aicore__ inline void Release()
     {{
@@ -401,80 +533,180 @@ private:
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_S>(readDone);
     }}
 
-    // Rows [r0, r0 + rows) of an item's scores (and mask) into UB: rows of rowPitch elements.
-    __aicore__ inline void CopyIn(uint32_t stage, const Item& it, uint32_t r0, uint32_t rows)
+    // Step s: the online softmax of its score rows, chunk by chunk, P into stage s % 2.
+    __aicore__ inline void Softmax(uint32_t s)
     {{
-{mask_base}        AscendC::LocalTensor<float> scoresLocal = inQueueScores.AllocTensor<float>();
-        const uint32_t rowBytes = td.sk * static_cast<uint32_t>(sizeof(float));
-        const uint32_t gap = (td.rowPitch * static_cast<uint32_t>(sizeof(float)) - (rowBytes + 31u) / 32u * 32u) / 32u;
-        AscendC::DataCopyExtParams params{{static_cast<uint16_t>(rows), rowBytes, 0, gap, 0}};
+        const Item it = ItemAt(s / td.kvBlocks);
+        const uint32_t b = s % td.kvBlocks;
+        uint32_t c0 = 0;
+        const uint32_t cols = KeysAt(b, c0);
+        uint32_t r0 = 0;
+        uint32_t rows = it.rows < td.chunkRows ? it.rows : td.chunkRows;
+        CopyIn(s, it, c0, cols, r0, rows);
+        while (rows > 0) {{
+            // The next chunk's loads go out before this one's softmax (the queues hold two).
+            const uint32_t next = r0 + rows;
+            const uint32_t nextRows = it.rows - next < td.chunkRows ? it.rows - next : td.chunkRows;
+            if (nextRows > 0) {{
+                CopyIn(s, it, c0, cols, next, nextRows);
+            }}
+            Compute(s, cols, r0, rows);
+            CopyOut(s, cols, r0, rows);
+            r0 = next;
+            rows = nextRows;
+        }}
+    }}
+
+    // Rows [r0, r0 + rows) of step s's scores (and their mask) into UB: rows of a 16-multiple pitch.
+    __aicore__ inline void CopyIn(uint32_t s, const Item& it, uint32_t c0, uint32_t cols, uint32_t r0, uint32_t rows)
+    {{
+        const uint32_t pitch = (cols + 15u) / 16u * 16u;
+        AscendC::LocalTensor<float> scoresLocal = inQueueScores.AllocTensor<float>();
+        const uint32_t rowBytes = cols * static_cast<uint32_t>(sizeof(float));
+        const uint32_t gap = (pitch * static_cast<uint32_t>(sizeof(float)) - (rowBytes + 31u) / 32u * 32u) / 32u;
+        AscendC::DataCopyExtParams params{{static_cast<uint16_t>(rows), rowBytes,
+            (td.kvBlock - cols) * static_cast<uint32_t>(sizeof(float)), gap, 0}};
         AscendC::DataCopyPadExtParams<float> pad{{false, 0, 0, 0.0f}};
-        AscendC::DataCopyPad(scoresLocal, scoresGm[stage * td.blockElems + static_cast<uint64_t>(r0) * td.sk], params,
-                             pad);
+        AscendC::DataCopyPad(scoresLocal, scoresGm[(s % 2) * td.scoreStage + static_cast<uint64_t>(r0) * td.kvBlock],
+                             params, pad);
         inQueueScores.EnQue(scoresLocal);
 {mask_copy}    }}
 
-    // Scale, mask and softmax of each row in fp32 (in place in the scores' tile); P in the I/O type.
-    __aicore__ inline void Compute(uint32_t rows)
+    // Each row's max (isMax) or sum of its first cols values into Stats() (one float a row, in a line): 64 keys a
+    // repeat into partials, the partials of every row by one more ReduceRepeat; a tail under 64 keys by a repeat of
+    // its own per row. Nothing waits on the scalar unit.
+    template <bool isMax>
+    __aicore__ inline void RowStats(const AscendC::LocalTensor<float>& scoresLocal, uint32_t rows, uint32_t cols,
+                                    uint32_t pitch)
     {{
+        constexpr auto kind = isMax ? AscendC::ReduceType::MAX : AscendC::ReduceType::SUM;
+        constexpr auto order = AscendC::ReduceOrder::ORDER_ONLY_VALUE;
+        AscendC::LocalTensor<float> partial = statBuf.Get<float>();  // td.partials per row, or full in a line
+        AscendC::LocalTensor<float> tails = partial[td.chunkRows * td.partials];  // a row's tail: one block a row
+        AscendC::LocalTensor<float> stat = Stats();
+        AscendC::LocalTensor<float> tailStat = stat[Rows8()];
+        const uint32_t full = cols / 64u;
+        const uint32_t tail = cols % 64u;
+        if (full > 0) {{
+            uint32_t spacing = td.partials;  // partials from one row to the next
+            if (tail == 0 && full % 8u == 0 && pitch == cols) {{
+                // The rows' partials in a line, in as few instructions as 255 repeats allow.
+                spacing = full;
+                const uint32_t perCall = 255u / full;
+                for (uint32_t r = 0; r < rows; r += perCall) {{
+                    const uint32_t n = rows - r < perCall ? rows - r : perCall;
+                    AscendC::ReduceRepeat<kind>(partial[r * full], scoresLocal[r * pitch], 64,
+                                                static_cast<int32_t>(n * full), 1, 1, 8, order);
+                }}
+            }} else {{
+                for (uint32_t r = 0; r < rows; ++r) {{
+                    AscendC::ReduceRepeat<kind>(partial[r * td.partials], scoresLocal[r * pitch], 64,
+                                                static_cast<int32_t>(full), 1, 1, 8, order);
+                }}
+            }}
+            AscendC::ReduceRepeat<kind>(stat, partial, static_cast<int32_t>(full), static_cast<int32_t>(rows), 1, 1,
+                                        static_cast<int32_t>(spacing / 8u), order);
+        }}
+        if (tail > 0) {{
+            for (uint32_t r = 0; r < rows; ++r) {{
+                AscendC::ReduceRepeat<kind>(tails[r * 8u], scoresLocal[r * pitch + full * 64u],
+                                            static_cast<int32_t>(tail), 1, 1, 1, 8, order);
+            }}
+            // one result a block into a line; beside the full repeats' results, combined
+            const AscendC::LocalTensor<float>& dst = full > 0 ? tailStat : stat;
+            AscendC::ReduceRepeat<kind>(dst, tails, 1, static_cast<int32_t>(rows), 1, 1, 1, order);
+            if (full > 0) {{
+                if constexpr (isMax) {{
+                    AscendC::Max(stat, stat, tailStat, rows);
+                }} else {{
+                    AscendC::Add(stat, stat, tailStat, rows);
+                }}
+            }}
+        }}
+    }}
+
+    __aicore__ inline uint32_t Rows8() const {{ return (td.chunkRows + 7u) / 8u * 8u; }}
+
+    // A chunk's row statistics in a line (after the partials and the tails' blocks).
+    __aicore__ inline AscendC::LocalTensor<float> Stats()
+    {{
+        return statBuf.Get<float>()[td.chunkRows * td.partials + Rows8() * 8u];
+    }}
+
+    // Each row's statistic filling a 32-byte block (Brcb), for the per-row forms of Sub and Mul.
+    __aicore__ inline AscendC::LocalTensor<float> Spread(const AscendC::LocalTensor<float>& line, uint32_t rows)
+    {{
+        AscendC::LocalTensor<float> blocks = Stats()[2u * Rows8()];
+        AscendC::Brcb(blocks, line, static_cast<uint8_t>((rows + 7u) / 8u), {{1, 8}});
+        return blocks;
+    }}
+
+    // Scale, mask and the online softmax of rows [r0, r0 + rows) of step s in fp32, in place; P in the I/O type.
+    __aicore__ inline void Compute(uint32_t s, uint32_t cols, uint32_t r0, uint32_t rows)
+    {{
+        const uint32_t b = s % td.kvBlocks;
+        const uint32_t j = s / td.kvBlocks;
+        const uint32_t pitch = (cols + 15u) / 16u * 16u;
+        const bool whole = pitch == cols;  // the rows lie end to end: one instruction for the chunk
         AscendC::LocalTensor<float> scoresLocal = inQueueScores.DeQue<float>();
 {mask_deq}        AscendC::LocalTensor<T> probsLocal = outQueueProbs.AllocTensor<T>();
-        AscendC::LocalTensor<float> reduced = reduceBuf.Get<float>();
-        AscendC::LocalTensor<float> scratch = reduced[8];
-        AscendC::LocalTensor<float> partial = reduced[0];  // (whole repeats) one result per 64 columns
-        AscendC::LocalTensor<float> stat = reduced[64];    // ... the row's, at element 0
-        AscendC::LocalTensor<float> statBlock = reduced[128];  // ... filling a block (Brcb's first of 8)
-{scale_decl}        if (td.sk % 64u == 0 && td.sk <= 64u * 64u) {{
-            // Whole repeats (rows of Sk, no padding): the tile in one instruction where rows share the operation;
-            // each row's max and sum stay in vector registers (two ReduceRepeat levels, then Brcb into a block
-            // every repeat reads at stride 0): no scalar wait.
-            const uint32_t count = rows * td.sk;
-            const uint8_t repeats = static_cast<uint8_t>(td.sk / 64u);
-{scale_tile}            for (uint32_t r = 0; r < rows; ++r) {{
-                AscendC::LocalTensor<float> row = scoresLocal[r * td.rowPitch];
-{add_mask}                AscendC::ReduceRepeat<AscendC::ReduceType::MAX>(partial, row, 64, repeats, 1, 1, 8,
-                                                                AscendC::ReduceOrder::ORDER_ONLY_VALUE);
-                AscendC::ReduceRepeat<AscendC::ReduceType::MAX>(stat, partial, repeats, 1, 1, 1, 8,
-                                                                AscendC::ReduceOrder::ORDER_ONLY_VALUE);
-                AscendC::Brcb(statBlock, stat, 1, {{1, 8}});
-                AscendC::Sub(row, row, statBlock, 64, repeats, {{1, 1, 0, 8, 8, 0}});
-            }}
-            AscendC::Exp(scoresLocal, scoresLocal, count);
-            for (uint32_t r = 0; r < rows; ++r) {{
-                AscendC::LocalTensor<float> row = scoresLocal[r * td.rowPitch];
-                AscendC::ReduceRepeat<AscendC::ReduceType::SUM>(partial, row, 64, repeats, 1, 1, 8);
-                AscendC::ReduceRepeat<AscendC::ReduceType::SUM>(stat, partial, repeats, 1, 1, 1, 8);
-                AscendC::Brcb(statBlock, stat, 1, {{1, 8}});
-                AscendC::Reciprocal(statBlock, statBlock, 8);
-                AscendC::Mul(row, row, statBlock, 64, repeats, {{1, 1, 0, 8, 8, 0}});
-            }}
-            ToProbs(probsLocal, scoresLocal, count);
+        // The rows' running max and sum, the rescale of steps s % 2 and 1 / sum of items j % 2: a float a row.
+        AscendC::LocalTensor<float> state = stateBuf.Get<float>();
+        AscendC::LocalTensor<float> rowMax = state[r0];
+        AscendC::LocalTensor<float> rowSum = state[td.mBlock + r0];
+        AscendC::LocalTensor<float> rescale = state[(2u + s % 2u) * td.mBlock + r0];
+        AscendC::LocalTensor<float> invSum = state[(4u + j % 2u) * td.mBlock + r0];
+        AscendC::LocalTensor<float> stat = Stats();
+{scale_lines}{add_mask}        // The new running max; exp(old - new) rescales the sum and output so far.
+        RowStats<true>(scoresLocal, rows, cols, pitch);
+        if (b == 0) {{
+            AscendC::Maxs(stat, stat, LOWEST, rows);
         }} else {{
-            // Rows of any length: the count forms, each row's max and sum read back as scalars.
+            AscendC::Max(stat, stat, rowMax, rows);
+            AscendC::Sub(rescale, rowMax, stat, rows);
+            AscendC::Exp(rescale, rescale, rows);
+        }}
+        AscendC::Adds(rowMax, stat, 0.0f, rows);
+        RowsByStat<false>(scoresLocal, Spread(stat, rows), rows, cols, pitch);
+        if (whole) {{
+            AscendC::Exp(scoresLocal, scoresLocal, rows * cols);
+        }} else {{
             for (uint32_t r = 0; r < rows; ++r) {{
-                AscendC::LocalTensor<float> row = scoresLocal[r * td.rowPitch];
-{scale_line}{add_mask}                AscendC::ReduceMax(reduced, row, scratch, static_cast<int32_t>(td.sk));
-                const float rowMax = reduced.GetValue(0);
-                AscendC::Adds(row, row, -rowMax, td.sk);
-                AscendC::Exp(row, row, td.sk);
-                AscendC::ReduceSum(reduced, row, scratch, static_cast<int32_t>(td.sk));
-                const float rowSum = reduced.GetValue(0);
-                AscendC::Muls(row, row, 1.0f / rowSum, td.sk);
-                ToProbs(probsLocal[r * td.rowPitch], row, td.sk);
+                AscendC::Exp(scoresLocal[r * pitch], scoresLocal[r * pitch], cols);
+            }}
+        }}
+        RowStats<false>(scoresLocal, rows, cols, pitch);
+        if (b == 0) {{
+            AscendC::Adds(rowSum, stat, 0.0f, rows);
+        }} else {{
+            AscendC::Mul(rowSum, rowSum, rescale, rows);
+            AscendC::Add(rowSum, rowSum, stat, rows);
+        }}
+        if (b + 1 == td.kvBlocks) {{
+            AscendC::Reciprocal(invSum, rowSum, rows);  // 1 / 0 for a row masked to -inf: y is NaN, as onnxruntime
+        }}
+        if (whole) {{
+            ToOutput(probsLocal, scoresLocal, rows * cols);
+        }} else {{
+            for (uint32_t r = 0; r < rows; ++r) {{
+                ToOutput(probsLocal[r * pitch], scoresLocal[r * pitch], cols);
             }}
         }}
         outQueueProbs.EnQue(probsLocal);
 {mask_free}        inQueueScores.FreeTensor(scoresLocal);
     }}
 
-    // P's rows into this stage of the workspace (rows of Sk elements: the A operand of P @ v).
-    __aicore__ inline void CopyOut(uint32_t stage, uint32_t r0, uint32_t rows)
+    // P's rows into stage s % 2 (rows of kvBlock elements: the A operand of P @ v).
+    __aicore__ inline void CopyOut(uint32_t s, uint32_t cols, uint32_t r0, uint32_t rows)
     {{
+        const uint32_t pitch = (cols + 15u) / 16u * 16u;
         AscendC::LocalTensor<T> probsLocal = outQueueProbs.DeQue<T>();
-        const uint32_t rowBytes = td.sk * static_cast<uint32_t>(sizeof(T));
-        const uint32_t gap = (td.rowPitch * static_cast<uint32_t>(sizeof(T)) - (rowBytes + 31u) / 32u * 32u) / 32u;
-        AscendC::DataCopyExtParams params{{static_cast<uint16_t>(rows), rowBytes, gap, 0, 0}};
-        AscendC::DataCopyPad(probsGm[stage * td.blockElems + static_cast<uint64_t>(r0) * td.sk], probsLocal, params);
+        const uint32_t rowBytes = cols * static_cast<uint32_t>(sizeof(T));
+        const uint32_t gap = (pitch * static_cast<uint32_t>(sizeof(T)) - (rowBytes + 31u) / 32u * 32u) / 32u;
+        AscendC::DataCopyExtParams params{{static_cast<uint16_t>(rows), rowBytes, gap,
+            (td.kvBlock - cols) * static_cast<uint32_t>(sizeof(T)), 0}};
+        AscendC::DataCopyPad(probsGm[(s % 2) * td.scoreStage + static_cast<uint64_t>(r0) * td.kvBlock], probsLocal,
+                             params);
         if (rowBytes % 32u != 0) {{
             // The next chunk's first row may share this one's last 32-byte block in global memory.
             AscendC::PipeBarrier<PIPE_MTE3>();
@@ -482,15 +714,83 @@ private:
         outQueueProbs.FreeTensor(probsLocal);
     }}
 
+    // Step s's P @ v into the rows' fp32 output: acc = acc x rescale + o (the first block: acc = o); after the last
+    // block, y = acc / sum, written once. The next rows' load goes out before this rows' work (the queue holds two).
+    __aicore__ inline void Accumulate(uint32_t s)
+    {{
+        const Item it = ItemAt(s / td.kvBlocks);
+        uint32_t r0 = 0;
+        uint32_t rows = it.rows < td.outRows ? it.rows : td.outRows;
+        LoadOut(s, r0, rows);
+        while (rows > 0) {{
+            const uint32_t next = r0 + rows;
+            const uint32_t nextRows = it.rows - next < td.outRows ? it.rows - next : td.outRows;
+            if (nextRows > 0) {{
+                LoadOut(s, next, nextRows);
+            }}
+            Fold(s, it, r0, rows);
+            r0 = next;
+            rows = nextRows;
+        }}
+    }}
+
+    // Rows [r0, r0 + rows) of step s's P @ v into UB.
+    __aicore__ inline void LoadOut(uint32_t s, uint32_t r0, uint32_t rows)
+    {{
+        AscendC::LocalTensor<float> outLocal = inQueueOut.AllocTensor<float>();
+        AscendC::DataCopy(outLocal, outGm[(s % 2) * td.outStage + static_cast<uint64_t>(r0) * td.dv], rows * td.dv);
+        inQueueOut.EnQue(outLocal);
+    }}
+
+    __aicore__ inline void Fold(uint32_t s, const Item& it, uint32_t r0, uint32_t rows)
+    {{
+        const uint32_t b = s % td.kvBlocks;
+        const uint32_t j = s / td.kvBlocks;
+        const bool last = b + 1 == td.kvBlocks;
+        const uint32_t count = rows * td.dv;
+        AscendC::LocalTensor<float> state = stateBuf.Get<float>();
+        AscendC::LocalTensor<float> rowsAcc = accBuf.Get<float>()[r0 * td.dv];
+        AscendC::LocalTensor<float> outLocal = inQueueOut.DeQue<float>();
+        if (b > 0) {{
+            RowsByStat<true>(rowsAcc, Spread(state[(2u + s % 2u) * td.mBlock + r0], rows), rows, td.dv, td.dv);
+            AscendC::Add(rowsAcc, rowsAcc, outLocal, count);
+        }} else if (!last) {{
+            AscendC::Adds(rowsAcc, outLocal, 0.0f, count);
+        }}
+        if (last) {{
+            // y = acc / sum (a single block divides its product in place)
+            const AscendC::LocalTensor<float>& done = b > 0 ? rowsAcc : outLocal;
+            RowsByStat<true>(done, Spread(state[(4u + j % 2u) * td.mBlock + r0], rows), rows, td.dv, td.dv);
+            AscendC::LocalTensor<T> yLocal = outQueueY.AllocTensor<T>();
+            ToOutput(yLocal, done, count);
+            outQueueY.EnQue(yLocal);
+            yLocal = outQueueY.DeQue<T>();
+            const uint32_t bytes = count * static_cast<uint32_t>(sizeof(T));
+            AscendC::DataCopyExtParams params{{1, bytes, 0, 0, 0}};
+            AscendC::DataCopyPad(yGm[(it.qOffset + r0) * td.dv], yLocal, params);
+            if (bytes % 32u != 0) {{
+                // The next rows' first bytes may share this write's last 32-byte block in global memory.
+                AscendC::PipeBarrier<PIPE_MTE3>();
+            }}
+            outQueueY.FreeTensor(yLocal);
+        }}
+        inQueueOut.FreeTensor(outLocal);
+    }}
+
     AscendC::TQue<AscendC::QuePosition::VECIN, BUFFER_NUM> inQueueScores;
-    AscendC::TQue<AscendC::QuePosition::VECOUT, 1> outQueueProbs;
-{members_mask}    AscendC::TBuf<AscendC::TPosition::VECCALC> reduceBuf;  // a row's max or sum and reduction scratch
+    AscendC::TQue<AscendC::QuePosition::VECOUT, BUFFER_NUM> outQueueProbs;
+{members_mask}    AscendC::TQue<AscendC::QuePosition::VECIN, BUFFER_NUM> inQueueOut;
+    AscendC::TQue<AscendC::QuePosition::VECOUT, BUFFER_NUM> outQueueY;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> accBuf;     // the item's rows of output, fp32
+    AscendC::TBuf<AscendC::TPosition::VECCALC> stateBuf;   // the rows' running max, sum, rescales and 1 / sum
+    AscendC::TBuf<AscendC::TPosition::VECCALC> statBuf;    // a chunk's row statistics
     AscendC::GlobalTensor<T> qGm;
     AscendC::GlobalTensor<T> kGm;
     AscendC::GlobalTensor<T> vGm;
     AscendC::GlobalTensor<T> yGm;
-    AscendC::GlobalTensor<float> scoresGm;  // this core's two stages of scores of one Q block
-    AscendC::GlobalTensor<T> probsGm;       // ... and of their softmax
+    AscendC::GlobalTensor<float> scoresGm;  // this core's two stages of scores of one Q block and KV block
+    AscendC::GlobalTensor<T> probsGm;       // ... of their exponentials (P, unnormalized)
+    AscendC::GlobalTensor<float> outGm;     // ... of P @ v
 }};
 }}  // namespace
 
