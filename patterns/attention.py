@@ -2,8 +2,9 @@
 
 One pattern with optional parts: K transposed in the graph (a swap of its last two axes) or handed over
 transposed; the scale as ``Mul`` or ``Div`` on the scores, on q and k (SDPA's decomposition) or none; an
-additive mask broadcast over the scores or none; the legacy exporters' fp32 round trip of the
-probabilities (``Cast`` to float and back). A causal mask built in the graph (``Trilu``, ``Range``/``Less``
+additive mask broadcast over the scores or none; ``Softmax`` as an op or decomposed (``exp(s - max) / sum`` or
+``exp(s) / sum`` over the last axis); the legacy exporters' fp32 round trip of the probabilities (``Cast`` to
+float and back). A causal mask built in the graph (``Trilu``, ``Range``/``Less``
 chains, ``Where`` to an additive mask) is computed outside and is an input of the op; so are K and V after a
 KV-cache ``Concat`` (Sq may differ from Sk) and GPT-2's ``Split`` of one QKV projection.
 """
@@ -22,9 +23,13 @@ def _swap_last(perm) -> bool:
                                                                                         len(perm) - 2]
 
 
-def _probs(scores, mask):
+def _probs(scores, mask, softmax: str = "op"):
     s = op.Add(scores, mask, _optional="mask")
-    p = op.Softmax(s, axis=ANY)
+    if softmax == "op":
+        p = op.Softmax(s, axis=ANY)
+    else:  # decomposed: exp(s - max) / sum, or exp(s) / sum
+        e = op.Exp(op.Sub(s, op.ReduceMax(s, axes=ANY, keepdims=1)) if softmax == "stable" else s)
+        p = op.Div(e, op.ReduceSum(e, axes=ANY, keepdims=1))
     return op.Cast(op.Cast(p, to=ANY, _optional="cast"), to=ANY, _optional="cast")
 
 
@@ -42,13 +47,29 @@ def attention_div(q, k, v, mask):
     return op.MatMul(_probs(op.Div(_scores(q, k), Const("scale")), mask), v)
 
 
+def attention_mul_stable(q, k, v, mask):
+    return op.MatMul(_probs(op.Mul(_scores(q, k), Const("scale"), _optional="scale"), mask, "stable"), v)
+
+
+def attention_div_stable(q, k, v, mask):
+    return op.MatMul(_probs(op.Div(_scores(q, k), Const("scale")), mask, "stable"), v)
+
+
+def attention_mul_plain(q, k, v, mask):
+    return op.MatMul(_probs(op.Mul(_scores(q, k), Const("scale"), _optional="scale"), mask, "plain"), v)
+
+
+def attention_div_plain(q, k, v, mask):
+    return op.MatMul(_probs(op.Div(_scores(q, k), Const("scale")), mask, "plain"), v)
+
+
 def _check(m) -> str | None:
     reason = last_axis(m)
     if reason:
         return reason
     if m.has_node("Cast"):
         first, second = (n for n in m.nodes if n.op == "Cast")
-        src = m.node("Softmax").outputs[0]
+        src = first.inputs[0]
         if int(first.attrs.get("to", 0)) != 1 or onnx_dtype(src) != onnx_dtype(second.outputs[0]):
             return "the Casts after Softmax are not a round trip through float32"
     q, kt, v = m.shape("q"), m.shape("k"), m.shape("v")
@@ -77,9 +98,10 @@ def _check(m) -> str | None:
 
 
 RULES = [
-    rule("Attention", attention_mul, attention_div, op_name="Attention", kernel="attention",
+    rule("Attention", attention_mul, attention_div, attention_mul_stable, attention_div_stable, attention_mul_plain,
+         attention_div_plain, op_name="Attention", kernel="attention",
          doc="Softmax(scale * q @ k^T + mask) @ v: scaled dot-product attention (optional scale, mask, K transpose "
-             "and fp32 round trip), one kernel whose scores never form the whole [B, H, Sq, Sk] tensor in global "
-             "memory",
+             "and fp32 round trip; Softmax as an op or decomposed), one kernel whose scores never form the whole "
+             "[B, H, Sq, Sk] tensor in global memory",
          check=_check),
 ]

@@ -17,9 +17,9 @@ NP = {F32: np.float32, F16: np.float16}
 
 
 def attention_model(dt=F32, b=2, h=4, sq="seq", sk=None, d=32, dv=None, mask=(2, 1, "seq", "seq"), trans=True,
-                    scale="mul", cast=False, qk_scale=False):
+                    scale="mul", cast=False, qk_scale=False, softmax="op"):
     """Softmax(scale * q @ k^T + mask) @ v as exporters write it, followed by a Transpose back to [B, S, H, Dv]
-    (the attention output is read outside the region)."""
+    (the attention output is read outside the region); ``softmax`` "stable" or "plain" decomposes it."""
     sk = sk or sq
     dv = dv or d
     inputs = [("q", dt, [b, h, sq, d]), ("k", dt, [b, h, sk, d] if trans else [b, h, d, sk]), ("v", dt, [b, h, sk, dv])]
@@ -46,7 +46,17 @@ def attention_model(dt=F32, b=2, h=4, sq="seq", sk=None, d=32, dv=None, mask=(2,
         inputs.append(("mask", dt, list(mask)))
         nodes.append(helper.make_node("Add", [last, "mask"], ["sm"]))
         last = "sm"
-    nodes.append(helper.make_node("Softmax", [last], ["p"], axis=-1))
+    if softmax == "op":
+        nodes.append(helper.make_node("Softmax", [last], ["p"], axis=-1))
+    else:
+        if softmax == "stable":
+            nodes += [helper.make_node("ReduceMax", [last], ["mx"], axes=[-1], keepdims=1),
+                      helper.make_node("Sub", [last, "mx"], ["sc"])]
+            last = "sc"
+        inits.append(const("last_axis", [-1], np.int64))  # opset 13+: ReduceSum takes its axes as an input
+        nodes += [helper.make_node("Exp", [last], ["e"]),
+                  helper.make_node("ReduceSum", ["e", "last_axis"], ["se"], keepdims=1),
+                  helper.make_node("Div", ["e", "se"], ["p"])]
     if cast:  # the legacy exporters' fp32 round trip of the probabilities
         nodes += [helper.make_node("Cast", ["p"], ["p32"], to=F32), helper.make_node("Cast", ["p32"], ["p16"], to=dt)]
         last = "p16"
@@ -82,6 +92,8 @@ FORMS = {
     "fp16 cast round trip": {"dt": F16, "cast": True},
     "fp32 scale on q and k": {"qk_scale": True, "scale": None, "mask": None},
     "fp32 head dim 64, Dv 16": {"d": 64, "dv": 16},
+    "fp32 decomposed softmax (exp(s - max) / sum)": {"softmax": "stable"},
+    "fp16 decomposed softmax (exp(s) / sum), div": {"dt": F16, "softmax": "plain", "scale": "div"},
 }
 
 

@@ -2,7 +2,8 @@
 
 The body is ``MatMul(Softmax(scale * MatMul(q, kT) + mask), v)`` with the optional parts of
 ``patterns/attention.py``: a Transpose of k (the cube then reads K ``[Sk, D]`` as a transposed B), scale factors
-(``Mul``/``Div`` by scalars on the scores, on q and on k, multiplied into one factor), an additive mask, and the
+(``Mul``/``Div`` by scalars on the scores, on q and on k, multiplied into one factor), an additive mask, the
+Softmax as an op or decomposed (ReduceMax, Sub, Exp, ReduceSum, Div: the same function of each row), and the
 fp32 round trip of the probabilities (two Casts that change no value).
 """
 
@@ -85,9 +86,12 @@ def lower_attention(op: FusedOp, symbolic=None, kinds=None) -> AttentionKernel:
 
     trans_k = False
     scale: list[ScaleTerm] = []
+    sums = {n.output[0] for n in op.function.node if n.op_type == "ReduceSum"}
     for node in op.function.node:
         t = node.op_type
-        if t in ("Constant", "MatMul", "Softmax", "Cast", "Add"):
+        if t in ("Constant", "MatMul", "Softmax", "Cast", "Add", "ReduceMax", "Sub", "Exp", "ReduceSum"):
+            continue  # (a decomposed softmax is the kernel's online softmax: the same function of the row)
+        if t == "Div" and node.input[1] in sums:
             continue
         if t == "Transpose":
             trans_k = True
