@@ -14,9 +14,12 @@ timing model's timing-only path (every figure an estimate; asc_onnx.estimate say
   reach on 910B2 at head dim 128 (hw-native-sys/pto-isa, kernels/manual/common/flash_atten/README.md: 7.2% at
   S = 1024, 18.7% at 2048, 27.3% at 4096; torch_npu's fused attention 2.6%, 8.6%, 20.5%).
 
-    python bench/bench_attention.py [--smoke] [--match TEXT]
+    python bench/bench_attention.py [--smoke] [--match TEXT] [--fixtures]
 
-``--smoke`` (what the tests run): one small shape, emulated with values against onnxruntime as well.
+``--smoke`` (what the tests run): one small shape, emulated with values against onnxruntime as well, and the first
+fixture of ``--fixtures``.
+``--fixtures``: the LLaMA, Qwen2, BERT, ViT and GPT-2 fixtures fused with the guard on: Attention ops per model,
+whether they ship, and the whole model's estimate fused against unfused at each judged binding.
 """
 
 from __future__ import annotations
@@ -162,7 +165,30 @@ def smoke() -> int:
     print(f"{c.label}: emulated, max abs error {chk.max_abs:.3e} ({'ok' if chk.ok else 'FAILED: ' + str(chk.error)})")
     line, _ = row(c)
     print(line)
+    fixtures(FIXTURES[:1])
     return 0 if chk.ok else 1
+
+
+FIXTURES = ("llama_tiny_legacy", "llama_sdpa_legacy", "qwen2_tiny_legacy", "bert_tiny_legacy", "vit_tiny_legacy",
+            "gpt2_tiny_legacy")
+
+
+def fixtures(names: tuple[str, ...] = FIXTURES) -> int:
+    """Each named fixture fused (guard on, no emulation): its Attention ops and the whole model's estimate."""
+    from asc_onnx.estimate import label
+
+    for name in names:
+        res = asc_onnx.fuse(ROOT / "models" / f"{name}.onnx", None, options=FuseOptions(emulate=False, soc=SOC),
+                            validate=False)
+        est = res.report.get("estimates") or {}
+        shipped = sum(len(k.op.instances) for k in res.kernels if k.op.rule == "Attention")
+        declined = [n.reason for n in res.near_misses if n.rule == "Attention"]
+        print(f"{name}: {shipped + len(declined)} attention regions, {shipped} shipped"
+              + (f"; not shipped: {declined[0]}" if declined else ""))
+        for m in est.get("model", []):
+            print(f"    model at {label(m['binding'])}: est. {m['fused_us']:.1f} us fused against "
+                  f"{m['unfused_us']:.1f} us unfused ({m['unfused_us'] / max(m['fused_us'], 1e-9):.2f}x)")
+    return 0
 
 
 HEAD = (f"{'shape':<34} {'HBM/min':>6} {'ring':>5} {'est us':>9} {'est unf':>9} {'partial':>9} {'x unf':>6} "
@@ -173,7 +199,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--smoke", action="store_true", help="one small shape, emulated and estimated")
     ap.add_argument("--match", default="", help="only cases whose label contains this text")
+    ap.add_argument("--fixtures", action="store_true", help="the transformer fixtures' attention and model estimates")
     args = ap.parse_args()
+    if args.fixtures:
+        return fixtures()
     print(HEAD)
     if args.smoke:
         return smoke()
