@@ -458,7 +458,7 @@ public:
                 Accumulate(s - 1);
             }}
         }}
-        if (steps > 0) {{  // an idle core's client never started a round: no END message from it
+        if (steps > 0) {{  // the last step's P @ v; an idle core has nothing to wait for or end
             mmPv.WaitIterateAll();
             Accumulate(steps - 1);
             mmQk.End();
@@ -683,7 +683,11 @@ private:
             AscendC::Add(rowSum, rowSum, stat, rows);
         }}
         if (b + 1 == td.kvBlocks) {{
-            AscendC::Reciprocal(invSum, rowSum, rows);  // 1 / 0 for a row masked to -inf: y is NaN, as onnxruntime
+            // 1 / sum by Div (float Reciprocal is documented as short of 1e-4 relative): a row masked to -inf
+            // everywhere has a sum of 0, so y = 0 x (1 / 0 = inf) = NaN, as onnxruntime computes it.
+            AscendC::LocalTensor<float> ones = stat[Rows8()];
+            AscendC::Duplicate(ones, 1.0f, rows);
+            AscendC::Div(invSum, ones, rowSum, rows);
         }}
         if (whole) {{
             ToOutput(probsLocal, scoresLocal, rows * cols);
