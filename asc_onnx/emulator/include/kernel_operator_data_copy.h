@@ -103,9 +103,16 @@ __aicore__ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor
         uint32_t n = p.blockLen / sizeof(T);
         uint32_t rowElems = static_cast<uint32_t>(rowUb / sizeof(T));
         std::memcpy(row + pad.leftPadding, gr, p.blockLen);
-        if (pad.isPad) {
+        // The rest of the row's 32 bytes (GMToUB非对齐数据搬运(DataCopyPad).md, dummy fill): with no padding, the
+        // block's first element, isPad or not; with padding, paddingValue (isPad) or undefined (garbage here).
+        if (pad.leftPadding == 0 && pad.rightPadding == 0) {
+            for (uint32_t i = n; i < rowElems && n > 0; ++i) row[i] = row[0];
+        } else if (pad.isPad) {
             for (uint32_t i = 0; i < pad.leftPadding; ++i) row[i] = pad.paddingValue;
             for (uint32_t i = pad.leftPadding + n; i < rowElems; ++i) row[i] = pad.paddingValue;
+        } else {
+            std::memset(row, 0xA5, pad.leftPadding * sizeof(T));
+            std::memset(row + pad.leftPadding + n, 0xA5, (rowElems - pad.leftPadding - n) * sizeof(T));
         }
     }
 }
@@ -116,6 +123,7 @@ __aicore__ inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor
                                    asc_emu::Loc loc = ASC_EMU_HERE) {
     if (!asc_emu::St().soc.hasDataCopyPad) asc_emu::Fail("DataCopyPad is not available on " + asc_emu::St().soc.name);
     if (p.blockLen % sizeof(T) != 0) asc_emu::Fail("DataCopyPad: blockLen is not a multiple of the element size");
+    if (p.blockCount > 4095 || p.blockLen > 2097151) asc_emu::Fail("DataCopyPad: blockCount/blockLen out of range");
     uint64_t rowUb = (p.blockLen + 31ull) / 32 * 32;
     uint64_t total = p.blockCount == 0 ? 0 : (p.blockCount - 1) * (rowUb + p.srcStride * 32ull) + rowUb;
     emu_copy::CheckUb(src.GetPhyAddr(), total, "DataCopyPad UB->GM");

@@ -257,8 +257,10 @@ __aicore__ inline void ReduceRepeat(const LocalTensor<T>& dst, const LocalTensor
                                     const int32_t srcRepStride, ReduceOrder order = ReduceOrder::ORDER_VALUE_INDEX,
                                     asc_emu::Loc loc = ASC_EMU_HERE) {
     static_assert(std::is_same_v<T, U>, "ReduceRepeat: the emulator takes dst and src of one type");
+    static_assert(isSetMask, "ReduceRepeat: isSetMask = false (the mask register as set before) is not emulated");
     uint64_t srcBytes = 0;
     emu_red::CheckRepeatForm("ReduceRepeat", dst, src, mask, repeatTime, srcBlkStride, srcRepStride, srcBytes);
+    if (mask == 0 || repeatTime == 0) return;  // A2: a no-op, nothing written (ReduceRepeat.md)
     const bool pair = reduceType != ReduceType::SUM && order != ReduceOrder::ORDER_ONLY_VALUE &&
                       order != ReduceOrder::ORDER_ONLY_INDEX;
     if (reduceType != ReduceType::SUM && order != ReduceOrder::ORDER_VALUE_INDEX && order != ReduceOrder::ORDER_ONLY_VALUE)
