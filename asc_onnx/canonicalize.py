@@ -19,6 +19,10 @@
   Reshape(back)``) moves below the elementwise chain that reads it (the GELU), when every other operand of the
   chain is a constant that broadcasts over the last axis alone: the same elements meet the same operations, only
   viewed 2-D, so ``GELU(Gemm(x2, W, b))`` is matched as Linear+GELU and the Reshapes stay outside it as views.
+* A head repeat as LLaMA's ``repeat_kv`` exports it (``Unsqueeze`` at axis 2, ``Expand`` by g, ``Reshape`` merging
+  the KV heads and g) with its shapes computed from ``Shape`` gets constant shapes, ``[1, 1, g, 1, 1]`` and (where
+  the Reshape's target is computed) ``[0, H, -1, D]``, where shape inference shows the repeat: the same elements at
+  any batch and sequence, so the Attention rule can take it into the op, which then reads each KV head once.
 * Default attributes that the patterns read are made explicit (``keepdims``, Softmax
   ``axis``, Gemm ``alpha``/``beta``/``transA``/``transB``, LeakyRelu ``alpha`` ...).
 
@@ -35,7 +39,7 @@ import numpy as np
 import onnx
 import onnx_graphsurgeon as gs
 
-from .graph import FLOAT_TYPES, const_array, graph_output_ids, numel, onnx_dtype, producer
+from .graph import FLOAT_TYPES, attrs_of, const_array, graph_output_ids, numel, onnx_dtype, producer
 
 #: Defaults made explicit: op type -> {attribute: default}. Softmax's default axis depends
 #: on the opset and is filled in by :func:`_fill_defaults`.
@@ -124,6 +128,8 @@ def canonicalize(graph: gs.Graph, opset: int) -> CanonStats:
         elif node.op == "Mul" and len(node.inputs) == 2 and not has_subgraphs:
             units += _drop_unit(graph, node, outputs)
     folded = _fold_constants(graph, outputs)
+    if opset >= 13 and not has_subgraphs:
+        _constant_head_repeats(graph)
     splits = 0 if has_subgraphs else _halves_to_split(graph, opset, outputs)
     sunk = 0 if has_subgraphs else _sink_unflatten(graph, outputs)
     if ids or casts or units or folded or splits or sunk:  # bypassed and folded nodes have no inputs or outputs left
@@ -302,6 +308,50 @@ def _static_dims(shape_node: gs.Node, idx: np.ndarray | None) -> np.ndarray | No
     if not all(isinstance(d, (int, np.integer)) and d >= 0 for d in picked):
         return None
     return np.array(picked, dtype=np.int64).reshape(idx.shape)
+
+
+def _same_dim(a: object, b: object) -> bool:
+    """Two dims known to be equal: one static size, or one symbol."""
+    return a is not None and a == b and (isinstance(a, (int, np.integer)) or (isinstance(a, str) and a != ""))
+
+
+def _constant_head_repeats(graph: gs.Graph) -> int:
+    """Give each head repeat ``Reshape(Expand(Unsqueeze(x [B, Hkv, S, D], 2), [.., Hkv, g, S, D]), [B, H, S, D])``
+    with inferred shapes the constant shapes ``[1, 1, g, 1, 1]`` and ``[0, H, -1, D]`` (see the module doc);
+    returns how many."""
+    count = 0
+    taken = set(graph.tensors())
+    for rs in list(graph.nodes):
+        if rs.op != "Reshape" or len(rs.inputs) != 2 or not rs.outputs:
+            continue
+        target = const_array(rs.inputs[1], limit=8)
+        if target is None and rs.attrs.get("allowzero", 0) != 0:  # a 0 in [0, H, -1, D] would be a size
+            continue
+        ex = producer(rs.inputs[0])
+        if ex is None or ex.op != "Expand" or len(ex.inputs) != 2 or len(ex.outputs[0].outputs) != 1:
+            continue
+        un = producer(ex.inputs[0])
+        if un is None or un.op != "Unsqueeze" or len(un.outputs[0].outputs) != 1:
+            continue
+        axes = attrs_of(un).get("axes")
+        x = un.inputs[0]
+        xs, es, ys = x.shape, ex.outputs[0].shape, rs.outputs[0].shape
+        if axes not in ([2], [-3]) or xs is None or es is None or ys is None or len(xs) != 4 or len(es) != 5 \
+                or len(ys) != 4:
+            continue
+        hkv, d, g, h = xs[1], xs[3], es[2], ys[1]
+        if not all(isinstance(v, (int, np.integer)) and v > 0 for v in (hkv, d, g, h)) or h != hkv * g:
+            continue
+        if not (_same_dim(es[0], xs[0]) and _same_dim(es[1], hkv) and _same_dim(es[3], xs[2])
+                and _same_dim(es[4], d) and _same_dim(ys[0], xs[0]) and _same_dim(ys[2], xs[2]) and ys[3] == d):
+            continue
+        ex.inputs[1] = gs.Constant(_fresh(f"{ex.outputs[0].name}_shape", taken),
+                                   np.array([1, 1, g, 1, 1], dtype=np.int64))
+        if target is None:  # (a constant target already holds at every binding the model runs at)
+            rs.inputs[1] = gs.Constant(_fresh(f"{rs.outputs[0].name}_shape", taken),
+                                       np.array([0, h, -1, d], dtype=np.int64))
+        count += 1
+    return count
 
 
 def _halves_to_split(graph: gs.Graph, opset: int, outputs: set[int]) -> int:

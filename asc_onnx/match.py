@@ -20,7 +20,7 @@ import onnx_graphsurgeon as gs
 from .fusion import Fusion
 from .graph import COMMUTATIVE, FLOAT_TYPES, attrs_of, const_array, data_inputs, graph_output_ids, onnx_dtype, producer
 from .kernels import of
-from .pattern import ANY, Pattern, PConst, POut, PValue, PVar, Rule
+from .pattern import ANY, Pattern, PConst, POut, PTensor, PValue, PVar, Rule
 
 #: Relative tolerance of pattern constants by the constant's element type.
 CONST_RTOL = {onnx.TensorProto.FLOAT16: 1e-3, onnx.TensorProto.BFLOAT16: 8e-3,
@@ -156,6 +156,12 @@ class _Matcher:
                 yield st
             else:
                 self.fail(st, f"'{pv.name}' would bind both {bound.name!r} and {t.name!r}")
+            return
+        if isinstance(pv, PTensor):
+            if const_array(t, limit=64) is None:
+                self.fail(st, f"{t.name!r} is not a small constant tensor")
+                return
+            yield st
             return
         if isinstance(pv, PConst):
             arr = const_array(t, limit=1)

@@ -15,7 +15,8 @@
   1e-6 relative); :data:`ANY` matches anything; a callable is a predicate on the value.
   ``_outputs=n`` gives a node with ``n`` outputs (returns a tuple), ``_domain`` a domain.
 * A Python number as an input is a scalar constant that must match within a dtype-aware
-  tolerance; ``Const("eps")`` matches any scalar constant and captures its value by name.
+  tolerance; ``Const("eps")`` matches any scalar constant and captures its value by name;
+  ``ConstTensor()`` matches any small constant tensor (the check reads it from the matched node).
 * The function returns the fused op's main output, or a tuple: main output first, then
   values that become extra outputs only where something outside the match reads them
   (the residual sum of Add+LayerNorm).
@@ -81,6 +82,17 @@ class POut(PValue):
 
     node: PNode
     index: int = 0
+
+
+@dataclass(eq=False)
+class PTensor(PValue):
+    """A small constant tensor of any value (a Reshape's target, an Expand's shape): matched as a constant, kept in
+    the fused op's body, read by the rule's check."""
+
+
+def ConstTensor() -> PTensor:  # noqa: N802 - reads like a pattern node
+    """A small constant tensor of any value; the rule's ``check`` says which values it serves."""
+    return PTensor()
 
 
 def Const(name_or_value: str | float) -> PConst:  # noqa: N802 - reads like a pattern node
@@ -274,5 +286,5 @@ def generic_rule(name: str, *, op_name: str, doc: str, kernel: str = "pointwise"
     return Rule(name, op_name, (), kernel, doc)
 
 
-__all__ = ["generic_rule", "ANY", "Const", "op", "rule", "Rule", "Pattern", "PVar", "PConst", "PNode", "POut",
-           "build_pattern", "build_patterns"]
+__all__ = ["generic_rule", "ANY", "Const", "ConstTensor", "PTensor", "op", "rule", "Rule", "Pattern", "PVar",
+           "PConst", "PNode", "POut", "build_pattern", "build_patterns"]

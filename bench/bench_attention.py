@@ -69,8 +69,9 @@ class Case:
 
 def model(c: Case):
     """The attention subgraph as torch exports it, in fp16: q [B,H,Sq,D], k and v [B,H,Sk,D] (for GQA, K and V
-    of H/group heads repeated by Unsqueeze/Expand/Reshape), K transposed in the graph, the scale, the additive
-    mask ([1,1,Sq,Sk] causal, [B,1,1,Sk] padding), Softmax, and P @ v."""
+    of H/group heads repeated by Unsqueeze/Expand/Reshape, which the op takes in: it reads each KV head once), K
+    transposed in the graph, the scale, the additive mask ([1,1,Sq,Sk] causal, [B,1,1,Sk] padding), Softmax, and
+    P @ v."""
     f16 = TensorProto.FLOAT16
     hk = c.h // c.group
     ins = [helper.make_tensor_value_info("q", f16, [c.b, c.h, c.sq, c.d]),
@@ -127,13 +128,15 @@ def row(c: Case) -> tuple[str, bool]:
     k = kernel_of(m, "Attention")
     shapes = [list(a.type.tensor_type.shape.dim) for a in m.graph.input]
     shapes = [[d.dim_value for d in s] for s in shapes]
-    # the op's inputs: q, the repeated k and v, the mask
-    shapes = [shapes[0], [c.b, c.h, c.sk, c.d], [c.b, c.h, c.sk, c.d]] + shapes[3:]
+    # the op's inputs: q, k and v (with their own heads: the op repeats them for GQA), the mask
+    hk = c.h // c.group
+    shapes = [shapes[0], [c.b, hk, c.sk, c.d], [c.b, hk, c.sk, c.d]] + shapes[3:]
     soc = SOCS[SOC]
     e = estimate_at(k, shapes, soc)
     if e.error:
         return f"{c.label:<34} FAILED: {e.error[:200]}", False
-    partial_nodes = sum(n.us for n in e.nodes if n.op_type in ("MatMul", "Transpose"))
+    partial_nodes = sum(n.us for n in e.nodes if n.op_type in ("MatMul", "Transpose", "Unsqueeze", "Expand",
+                                                                "Reshape"))
     sms = kernel_of(m, "ScaleMaskSoftmax" if c.mask != "none" else "ScaleSoftmax", frozenset({"Attention"}))
     p = estimate_at(sms, [[c.b, c.h, c.sq, c.sk]] + ([shapes[3]] if c.mask != "none" else []), soc)
     partial = partial_nodes + min(p.fused_us, p.unfused_us)

@@ -6,14 +6,16 @@ additive mask broadcast over the scores or none; ``Softmax`` as an op or decompo
 ``exp(s) / sum`` over the last axis); the legacy exporters' fp32 round trip of the probabilities (``Cast`` to
 float and back). A causal mask built in the graph (``Trilu``, ``Range``/``Less``
 chains, ``Where`` to an additive mask) is computed outside and is an input of the op; so are K and V after a
-KV-cache ``Concat`` (Sq may differ from Sk) and GPT-2's ``Split`` of one QKV projection.
+KV-cache ``Concat`` (Sq may differ from Sk) and GPT-2's ``Split`` of one QKV projection. Grouped-query attention's
+repeat of the KV heads (``Unsqueeze``, ``Expand``, ``Reshape``, given constant shapes by canonicalization) is part
+of the op: K and V come in with their own heads and are never repeated in memory.
 """
 
 from __future__ import annotations
 
 from asc_onnx.checks import broadcasts, dims_match, last_axis
-from asc_onnx.graph import onnx_dtype
-from asc_onnx.pattern import ANY, Const, op, rule
+from asc_onnx.graph import attrs_of, const_array, onnx_dtype
+from asc_onnx.pattern import ANY, Const, ConstTensor, op, rule
 
 
 def _swap_last(perm) -> bool:
@@ -33,34 +35,80 @@ def _probs(scores, mask, softmax: str = "op"):
     return op.Cast(op.Cast(p, to=ANY, _optional="cast"), to=ANY, _optional="cast")
 
 
+def _repeat(x):
+    """Grouped-query attention's repeat of the KV heads (LLaMA's repeat_kv, with the constant shapes
+    canonicalization gives it): taken into the op, which then reads each KV head once."""
+    u = op.Unsqueeze(x, axes=ANY, _optional="gqa")
+    return op.Reshape(op.Expand(u, ConstTensor(), _optional="gqa"), ConstTensor(), _optional="gqa")
+
+
 def _scores(q, k):
     q = op.Mul(q, Const("q_scale"), _optional="qk_scale")
-    kt = op.Mul(op.Transpose(k, perm=_swap_last, _optional="k_transpose"), Const("k_scale"), _optional="qk_scale")
+    kt = op.Mul(op.Transpose(_repeat(k), perm=_swap_last, _optional="k_transpose"), Const("k_scale"),
+                _optional="qk_scale")
     return op.MatMul(q, kt)
 
 
 def attention_mul(q, k, v, mask):
-    return op.MatMul(_probs(op.Mul(_scores(q, k), Const("scale"), _optional="scale"), mask), v)
+    return op.MatMul(_probs(op.Mul(_scores(q, k), Const("scale"), _optional="scale"), mask), _repeat(v))
 
 
 def attention_div(q, k, v, mask):
-    return op.MatMul(_probs(op.Div(_scores(q, k), Const("scale")), mask), v)
+    return op.MatMul(_probs(op.Div(_scores(q, k), Const("scale")), mask), _repeat(v))
 
 
 def attention_mul_stable(q, k, v, mask):
-    return op.MatMul(_probs(op.Mul(_scores(q, k), Const("scale"), _optional="scale"), mask, "stable"), v)
+    return op.MatMul(_probs(op.Mul(_scores(q, k), Const("scale"), _optional="scale"), mask, "stable"), _repeat(v))
 
 
 def attention_div_stable(q, k, v, mask):
-    return op.MatMul(_probs(op.Div(_scores(q, k), Const("scale")), mask, "stable"), v)
+    return op.MatMul(_probs(op.Div(_scores(q, k), Const("scale")), mask, "stable"), _repeat(v))
 
 
 def attention_mul_plain(q, k, v, mask):
-    return op.MatMul(_probs(op.Mul(_scores(q, k), Const("scale"), _optional="scale"), mask, "plain"), v)
+    return op.MatMul(_probs(op.Mul(_scores(q, k), Const("scale"), _optional="scale"), mask, "plain"), _repeat(v))
 
 
 def attention_div_plain(q, k, v, mask):
-    return op.MatMul(_probs(op.Div(_scores(q, k), Const("scale")), mask, "plain"), v)
+    return op.MatMul(_probs(op.Div(_scores(q, k), Const("scale")), mask, "plain"), _repeat(v))
+
+
+def _same(a, b) -> bool:
+    """Two dims known equal: one static size or one symbol."""
+    return a is not None and a == b and a != ""
+
+
+def _group(m) -> tuple[int, str | None]:
+    """The KV heads' repeat factor g (1 without the repeat), or why the repeat is not a plain one of the heads:
+    Unsqueeze at axis 2 of a rank-4 tensor, Expand by [1, 1, g, 1, 1], Reshape (to a constant target) merging the
+    KV heads and g."""
+    if not m.has_node("Expand"):
+        return 1, None
+    groups = set()
+    for node in m.nodes:
+        if node.op not in ("Unsqueeze", "Expand", "Reshape"):
+            continue
+        if node.op == "Unsqueeze":
+            got = list(attrs_of(node).get("axes") or [])
+        else:
+            value = const_array(node.inputs[1], limit=64)
+            got = [] if value is None else value.reshape(-1).tolist()
+        src = node.inputs[0].shape
+        if node.op == "Unsqueeze" and (got not in ([2], [-3]) or src is None or len(src) != 4):
+            return 1, f"the Unsqueeze before the KV repeat is at axes {got}, not 2 of a rank-4 tensor"
+        if node.op == "Expand":
+            if len(got) != 5 or got[:2] != [1, 1] or got[3:] != [1, 1] or got[2] < 1:
+                return 1, f"the KV repeat expands to {got}, not [1, 1, g, 1, 1] (a plain repeat of the heads)"
+            groups.add(got[2])
+        if node.op == "Reshape":  # merges the KV heads and g, keeping batch, sequence and head dim
+            kv, out = node.inputs[0].shape, node.outputs[0].shape
+            if kv is None or out is None or len(kv) != 5 or len(out) != 4 or not isinstance(kv[1], int) \
+                    or out[1] != kv[1] * kv[2] or out[3] != kv[4] or not _same(out[0], kv[0]) \
+                    or not _same(out[2], kv[3]):
+                return 1, f"the KV repeat reshapes {kv} to {out} (by {got}), not [batch, heads, seq, head dim]"
+    if len(groups) != 1:
+        return 1, f"K and V are repeated by different factors {sorted(groups)}"
+    return groups.pop(), None
 
 
 def _check(m) -> str | None:
@@ -79,6 +127,14 @@ def _check(m) -> str | None:
         return f"q {list(q)}, k {list(kt)} and v {list(v)} are not of one rank of at least 3 ([batch, heads, seq, dim])"
     if m.has_node("Transpose"):
         kt = [*kt[:-2], kt[-1], kt[-2]]
+    group, reason = _group(m)
+    if reason:
+        return reason
+    if group > 1:  # k and v reach the op before their repeat: H / g heads
+        heads = kt[-3] * group if isinstance(kt[-3], int) else None
+        if len(q) != 4 or heads is None or heads != q[-3] or v[-3] != kt[-3]:
+            return f"q {list(q)}, k and v do not share their heads once K and V are repeated {group} times"
+        kt, v = [*kt[:-3], heads, *kt[-2:]], [*v[:-3], heads, *v[-2:]]
     if not all(map(dims_match, q[:-2], kt[:-2])) or not all(map(dims_match, q[:-2], v[:-2])):
         return (f"q {list(q)}, k and v do not share their leading dims: a broadcast of K/V over heads (grouped-query "
                 "attention without its repeat in the graph) is not served")

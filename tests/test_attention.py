@@ -126,10 +126,22 @@ def test_kv_cache_decode_step():
     assert res.validation.ok and res.deployed.ok and all(c.ok for c in res.kernel_checks)
 
 
-def test_grouped_query_heads_repeated_in_the_graph():
-    """GQA as LLaMA's repeat_kv exports it (Unsqueeze, Expand, Reshape of 2 KV heads to 8): the repeated K and V
-    reach the op as inputs; the attention itself fuses."""
-    nodes = []
+def _gqa_model(computed: bool, dt=F32, heads: int = 8, kv_heads: int = 2, sq="seq"):
+    """GQA as LLaMA's repeat_kv exports it: Unsqueeze, Expand and Reshape of the KV heads to q's, the shapes
+    computed from Shape (the legacy exporter, dynamic batch and sequence) or constants."""
+    g = heads // kv_heads
+    nodes, inits = [], [const("ax2", [2], np.int64), const("c", 0.25, NP[dt])]
+    if computed:
+        inits += [const("i0", [0], np.int64), const("i1", [1], np.int64), const("i2", [2], np.int64),
+                  const("gg", [g], np.int64), const("hh", [heads], np.int64), const("d16", [16], np.int64)]
+        nodes += [helper.make_node("Shape", ["k"], ["ks"]),
+                  helper.make_node("Gather", ["ks", "i0"], ["kb"], axis=0),
+                  helper.make_node("Gather", ["ks", "i1"], ["kh"], axis=0),
+                  helper.make_node("Gather", ["ks", "i2"], ["kl"], axis=0),
+                  helper.make_node("Concat", ["kb", "kh", "gg", "kl", "d16"], ["shape5"], axis=0),
+                  helper.make_node("Concat", ["kb", "hh", "kl", "d16"], ["shape4"], axis=0)]
+    else:
+        inits += [const("shape5", [1, kv_heads, g, 8, 16], np.int64), const("shape4", [1, heads, 8, 16], np.int64)]
     for x in ("k", "v"):
         nodes += [helper.make_node("Unsqueeze", [x, "ax2"], [f"{x}5"]),
                   helper.make_node("Expand", [f"{x}5", "shape5"], [f"{x}e"]),
@@ -138,13 +150,45 @@ def test_grouped_query_heads_repeated_in_the_graph():
               helper.make_node("MatMul", ["q", "kt"], ["s"]), helper.make_node("Mul", ["s", "c"], ["ss"]),
               helper.make_node("Add", ["ss", "mask"], ["sm"]), helper.make_node("Softmax", ["sm"], ["p"], axis=-1),
               helper.make_node("MatMul", ["p", "vr"], ["o"])]
-    inits = [const("ax2", [2], np.int64), const("shape5", [1, 2, 4, 8, 16], np.int64),
-             const("shape4", [1, 8, 8, 16], np.int64), const("c", 0.25)]
-    m = model(nodes, [("q", F32, [1, 8, 8, 16]), ("k", F32, [1, 2, 8, 16]), ("v", F32, [1, 2, 8, 16]),
-                      ("mask", F32, [1, 1, 8, 8])], [("o", F32, [1, 8, 8, 16])], inits)
+    s = sq if computed else 8
+    b = "batch" if computed else 1
+    return model(nodes, [("q", dt, [b, heads, s, 16]), ("k", dt, [b, kv_heads, s, 16]),
+                         ("v", dt, [b, kv_heads, s, 16]), ("mask", dt, [b, 1, s, s])],
+                 [("o", dt, [b, heads, s, 16])], inits)
+
+
+@pytest.mark.parametrize("computed", [True, False], ids=["shapes computed", "shapes constant"])
+def test_grouped_query_attention_reads_each_kv_head_once(computed):
+    """GQA's repeat of the KV heads (2 heads to 8) is part of the op: canonicalization gives the repeat constant
+    shapes where shape inference shows it, the op takes K and V with their own 2 heads (nothing repeats them in
+    memory), and it is emulated against onnxruntime at two bindings and on captured inputs, and deployed."""
+    res = fuse(_gqa_model(computed))
+    assert rules_of(res) == {"Attention": 1}, res.near_misses
+    k = res.kernels[0]
+    assert k.ir.kv_repeat and k.op.instances[0].input_shapes[1][1] == 2
+    assert not [n for n in res.asc_model.graph.node if n.op_type in ("Expand", "Reshape", "Unsqueeze")]
+    checks = [c for c in res.kernel_checks if c.op_type == k.op.op_type]
+    assert len(checks) >= 2 and all(c.ok for c in checks), checks
+    assert res.validation.ok and res.deployed.ok
+
+
+def test_a_repeat_of_k_alone_stays_outside():
+    """K repeated in the graph but V handed over with every head already: the op takes both as they reach the
+    attention (the variant without the repeat), and K's repeat stays a node of the model."""
+    m = _gqa_model(False)
+    g = m.graph
+    keep = [n for n in g.node if n.output[0] not in ("v5", "ve", "vr")]
+    for n in keep:
+        if n.op_type == "MatMul" and n.input[1] == "vr":
+            n.input[1] = "v"
+    del g.node[:]
+    g.node.extend(keep)
+    g.input[2].type.tensor_type.shape.dim[1].dim_value = 8
     res = fuse(m)
     assert rules_of(res) == {"Attention": 1}
-    assert res.validation.ok and res.deployed.ok and all(c.ok for c in res.kernel_checks)
+    assert not res.kernels[0].ir.kv_repeat
+    assert [n.op_type for n in res.asc_model.graph.node if n.op_type == "Expand"] == ["Expand"]
+    assert all(c.ok for c in res.kernel_checks) and res.validation.ok
 
 
 def test_310p_keeps_the_smaller_fusions():

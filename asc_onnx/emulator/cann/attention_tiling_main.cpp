@@ -1,7 +1,7 @@
 // Runs a generated attention tiling calc (ASC_CALC_HEADER, with its ASC_COMPUTE_TILING function and
 // ASC_TILING_DATA struct) against CANN's own MultiCoreMatmulTiling and prints the two TCubeTilings it chose
 // (q @ k^T, then P @ v). Our code.
-// stdin, one case per line: qRank qDims.. sk dv maskRank maskDims.. dtypeSize isFloat isBf16 coreNum coupled
+// stdin, one case per line: qRank qDims.. sk kvHeads dv maskRank maskDims.. dtypeSize isFloat isBf16 coreNum coupled
 //   l1 l0a l0b l0c ub
 // stdout, one line per case: "rc <code>" then each tiling's fields as "qk.name value" / "pv.name value" pairs.
 #include <iostream>
@@ -25,18 +25,18 @@ int main() {
     while (std::cin >> qRank) {
         uint64_t qDims[8] = {}, maskDims[8] = {};
         for (uint32_t i = 0; i < qRank && i < 8; ++i) std::cin >> qDims[i];
-        uint64_t sk, dv, size, isFloat, isBf16, cores;
+        uint64_t sk, kvHeads, dv, size, isFloat, isBf16, cores;
         uint32_t maskRank = 0;
-        std::cin >> sk >> dv >> maskRank;
+        std::cin >> sk >> kvHeads >> dv >> maskRank;
         for (uint32_t i = 0; i < maskRank && i < 8; ++i) std::cin >> maskDims[i];
         std::cin >> size >> isFloat >> isBf16 >> cores;
         matmul_tiling::PlatformInfo p;
         bool coupled = false;
         if (!ReadPlatform(std::cin, p, coupled)) break;
         ASC_TILING_DATA t{};
-        const int rc = ASC_COMPUTE_TILING(qDims, qRank, static_cast<uint32_t>(sk), static_cast<uint32_t>(dv), maskDims,
-                                          maskRank, static_cast<uint32_t>(size), isFloat != 0, isBf16 != 0,
-                                          static_cast<uint32_t>(cores), p, coupled, &t);
+        const int rc = ASC_COMPUTE_TILING(qDims, qRank, static_cast<uint32_t>(sk), static_cast<uint32_t>(kvHeads),
+                                          static_cast<uint32_t>(dv), maskDims, maskRank, static_cast<uint32_t>(size),
+                                          isFloat != 0, isBf16 != 0, static_cast<uint32_t>(cores), p, coupled, &t);
         std::cout << "rc " << rc;
         if (rc == 0) {
             Print("qk", t.qkTiling);

@@ -28,9 +28,9 @@ def main_source(k: AttentionKernel, struct: str, prefix: str = "") -> str:
     """The driver program of an attention kernel."""
     nin = len(k.inputs)
     sk_axis = "shapes[1].size() - 2" if k.trans_k else "shapes[1].size() - 1"
-    call = tiling_call(k, "qDims", "static_cast<uint32_t>(shapes[0].size())", "sk", "dv", "maskDims", "maskRank",
-                       "dtypeSize", 'dtypeName == "float"', 'dtypeName == "bfloat16_t"', "coreNum", "platform",
-                       "coupled", "&tiling")
+    call = tiling_call(k, "qDims", "static_cast<uint32_t>(shapes[0].size())", "sk", "kvHeads", "dv", "maskDims",
+                       "maskRank", "dtypeSize", 'dtypeName == "float"', 'dtypeName == "bfloat16_t"', "coreNum",
+                       "platform", "coupled", "&tiling")
     parse = " ".join(f'if (key == "{f}") c.{f} = v;' for f in CUBE_FIELDS)
     mask = ("for (size_t i = 0; i < shapes[3].size(); ++i) maskDims[i] = shapes[3][i];\n"
             "    const uint32_t maskRank = static_cast<uint32_t>(shapes[3].size());" if k.has_mask
@@ -54,6 +54,7 @@ int Drive(int argc, char** argv) {{
     {mask}
     const uint32_t sk = static_cast<uint32_t>(shapes[1][{sk_axis}]);
     const uint32_t dv = static_cast<uint32_t>(shapes[2].back());
+    const uint32_t kvHeads = static_cast<uint32_t>(shapes[1][shapes[1].size() - 3]);
     {CUBE_PLATFORM}
     {struct} tiling{{}};
     const int rc = {call};
@@ -91,11 +92,11 @@ int Drive(int argc, char** argv) {{
 
 
 def tiling_case(k: AttentionKernel, shapes: Sequence[Sequence[int]]) -> list[int]:
-    """The case of ``cann/attention_tiling_main.cpp`` for inputs of ``shapes``: q's rank and dims, Sk, Dv, the
-    mask's rank and dims."""
+    """The case of ``cann/attention_tiling_main.cpp`` for inputs of ``shapes``: q's rank and dims, Sk, the KV
+    heads, Dv, the mask's rank and dims."""
     q, kk, v = shapes[0], shapes[1], shapes[2]
     mask = list(shapes[3]) if k.has_mask else []
-    return [len(q), *q, kk[-2] if k.trans_k else kk[-1], v[-1], len(mask), *mask]
+    return [len(q), *q, kk[-2] if k.trans_k else kk[-1], kk[-3], v[-1], len(mask), *mask]
 
 
 def output_shapes(k: AttentionKernel, inputs: Sequence[np.ndarray]) -> list[tuple[int, ...]]:
@@ -124,9 +125,12 @@ def inputs_at(k: AttentionKernel, inst: Any, np_dtype: type, lead: Sequence[int]
     dv = concrete(inst.input_shapes[2], 1)[-1]
     sq = lead[-1]
     sk = sq
+    kv = lead[:-1]
+    if k.kv_repeat:  # k and v of their own heads (grouped-query attention)
+        kv = kv[:-1] + (concrete(inst.input_shapes[1], 1)[-3],)
     q = rng.standard_normal(lead + (d,))
-    kk = rng.standard_normal(lead[:-1] + ((sk, d) if k.trans_k else (d, sk)))
-    v = rng.standard_normal(lead[:-1] + (sk, dv))
+    kk = rng.standard_normal(kv + ((sk, d) if k.trans_k else (d, sk)))
+    v = rng.standard_normal(kv + (sk, dv))
     out = [q, kk, v]
     if k.has_mask:
         full = lead[:-1] + (sq, sk)

@@ -9,6 +9,7 @@ fp32 round trip of the probabilities (two Casts that change no value).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ...fusion import FusedOp
@@ -35,6 +36,7 @@ class AttentionKernel(IRBase):
         inputs / outputs: formal names in kernel argument order (q, k, v[, mask]; y).
         trans_k: k is ``[.., Sk, D]`` (a Transpose in the body); else the op takes kT ``[.., D, Sk]``.
         has_mask: an additive mask broadcast over the scores is the fourth input.
+        kv_repeat: the body repeats K's and V's heads (grouped-query attention): k and v have heads / g heads.
         scale: the factors whose product scales the scores.
         dtypes: the one I/O element type.
     """
@@ -48,6 +50,7 @@ class AttentionKernel(IRBase):
     scale: tuple[ScaleTerm, ...]
     dtypes: tuple[int, ...]
     params: tuple[float, ...] = ()
+    kv_repeat: bool = False
 
     @property
     def input_names(self) -> tuple[str, ...]:
@@ -72,7 +75,8 @@ def lower_attention(op: FusedOp, symbolic=None, kinds=None) -> AttentionKernel:
     refs = {n.output[0]: n.attribute[0].ref_attr_name for n in op.function.node
             if n.op_type == "Constant" and n.attribute[0].ref_attr_name}
     literals = {n.output[0]: scalar(n.attribute[0].t) for n in op.function.node
-                if n.op_type == "Constant" and n.output[0] not in refs}
+                if n.op_type == "Constant" and n.output[0] not in refs
+                and math.prod(n.attribute[0].t.dims) == 1}  # (the KV repeat's shapes are not scalars)
     index = {name: i for i, name in enumerate(op.params)}
     first = op.instances[0].params if op.instances and op.instances[0].params else (1.0,) * len(index)
 
@@ -89,8 +93,9 @@ def lower_attention(op: FusedOp, symbolic=None, kinds=None) -> AttentionKernel:
     sums = {n.output[0] for n in op.function.node if n.op_type == "ReduceSum"}
     for node in op.function.node:
         t = node.op_type
-        if t in ("Constant", "MatMul", "Softmax", "Cast", "Add", "ReduceMax", "Sub", "Exp", "ReduceSum"):
-            continue  # (a decomposed softmax is the kernel's online softmax: the same function of the row)
+        if t in ("Constant", "MatMul", "Softmax", "Cast", "Add", "ReduceMax", "Sub", "Exp", "ReduceSum",
+                 "Unsqueeze", "Expand", "Reshape"):
+            continue  # (a decomposed softmax is the kernel's online softmax; the KV repeat, its head walk)
         if t == "Div" and node.input[1] in sums:
             continue
         if t == "Transpose":
@@ -105,8 +110,9 @@ def lower_attention(op: FusedOp, symbolic=None, kinds=None) -> AttentionKernel:
     expected = ("q", "k", "v", "mask") if has_mask else ("q", "k", "v")
     if tuple(op.input_names) != expected:
         raise LoweringError(f"inputs {op.input_names}: the kernel takes {expected}")
+    kv_repeat = any(n.op_type == "Expand" for n in op.function.node)
     return AttentionKernel(op.op_type, snake_case(op.op_type), tuple(op.input_names), tuple(op.output_names),
-                           trans_k, has_mask, tuple(scale), (cols[0][0],), tuple(float(v) for v in first))
+                           trans_k, has_mask, tuple(scale), (cols[0][0],), tuple(float(v) for v in first), kv_repeat)
 
 
 __all__ = ["AttentionKernel", "ScaleTerm", "lower_attention"]

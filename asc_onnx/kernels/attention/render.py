@@ -48,6 +48,8 @@ def tiling_header(k: AttentionKernel) -> str:
         "AscendC::tiling::TCubeTiling qkTiling;  // scores = q @ k^T of one Q block and one KV block",
         "AscendC::tiling::TCubeTiling pvTiling;  // o = P @ v of one Q block and one KV block (fp32)",
         "uint32_t heads;          // heads (the dim before Sq)",
+        "uint32_t kvHeads;        // heads of k and v (grouped-query attention: heads / group)",
+        "uint32_t group;          // query heads per KV head",
         "uint32_t sq;             // query rows per head",
         "uint32_t sk;             // key rows per head",
         "uint32_t d;              // head dim of q and k",
@@ -77,12 +79,12 @@ def tiling_header(k: AttentionKernel) -> str:
                          includes=("kernel_tiling/kernel_tiling.h",))
 
 
-def tiling_call(k: AttentionKernel, q_dims: str, q_rank: str, sk: str, dv: str, mask_dims: str, mask_rank: str,
-                dtype_size: str, is_float: str, is_bf16: str, core_num: str, platform: str, coupled: str,
-                out: str) -> str:
+def tiling_call(k: AttentionKernel, q_dims: str, q_rank: str, sk: str, kv_heads: str, dv: str, mask_dims: str,
+                mask_rank: str, dtype_size: str, is_float: str, is_bf16: str, core_num: str, platform: str,
+                coupled: str, out: str) -> str:
     """The call of ``<op>ComputeTiling``: its signature in one place, for the host and the emulator's driver."""
-    return (f"{k.op_type}ComputeTiling({q_dims}, {q_rank}, {sk}, {dv}, {mask_dims}, {mask_rank}, {dtype_size}, "
-            f"{is_float}, {is_bf16}, {core_num}, {platform}, {coupled}, {out})")
+    return (f"{k.op_type}ComputeTiling({q_dims}, {q_rank}, {sk}, {kv_heads}, {dv}, {mask_dims}, {mask_rank}, "
+            f"{dtype_size}, {is_float}, {is_bf16}, {core_num}, {platform}, {coupled}, {out})")
 
 
 def tiling_calc(k: AttentionKernel) -> str:
@@ -140,7 +142,7 @@ inline uint64_t {k.op_type}UbBytes(uint64_t m, uint64_t rows, uint64_t pitch, ui
 
 // Returns 0, or why the shape is refused:
 {refusals}
-inline int {k.op_type}ComputeTiling(const uint64_t* qDims, uint32_t qRank, uint32_t sk, uint32_t dv,
+inline int {k.op_type}ComputeTiling(const uint64_t* qDims, uint32_t qRank, uint32_t sk, uint32_t kvHeads, uint32_t dv,
         const uint64_t* maskDims, uint32_t maskRank, uint32_t dtypeSize, bool isFloat, bool isBf16, uint32_t coreNum,
         const matmul_tiling::PlatformInfo& platform, bool coupled, {s}* t)
 {{
@@ -148,7 +150,9 @@ inline int {k.op_type}ComputeTiling(const uint64_t* qDims, uint32_t qRank, uint3
     uint64_t batch = 1;
     for (uint32_t i = 0; i + 3 < qRank; ++i) batch *= qDims[i];
     const uint64_t heads = qDims[qRank - 3], sq = qDims[qRank - 2], d = qDims[qRank - 1];
-    if (batch * heads == 0 || sq == 0 || sk == 0 || d == 0 || dv == 0) return 1;
+    if (batch * heads == 0 || sq == 0 || sk == 0 || d == 0 || dv == 0 || kvHeads == 0 || heads % kvHeads != 0) {{
+        return 1;
+    }}
     if (coupled) return 3;
     if (dv % 8u != 0) return 7;
     // The mask, its dims aligned to the scores' [.., heads, sq, sk]: a dim of 1 broadcasts (stride 0).
@@ -171,6 +175,8 @@ inline int {k.op_type}ComputeTiling(const uint64_t* qDims, uint32_t qRank, uint3
         t->maskBatchStride = lead == 1u ? 0u : dim(2) * dim(1) * sk;
     }}
     t->heads = static_cast<uint32_t>(heads);
+    t->kvHeads = kvHeads;
+    t->group = static_cast<uint32_t>(heads / kvHeads);
     t->sq = static_cast<uint32_t>(sq);
     t->sk = sk;
     t->d = static_cast<uint32_t>(d);
@@ -260,7 +266,7 @@ def kernel_source(k: AttentionKernel, rule: str, body_ops: list[str], sources: l
     args = ", ".join(f"GM_ADDR {n}" for n in (*k.inputs, *k.outputs))
     trans = "true" if k.trans_k else "false"
     # k [.., Sk, D]: a KV block is rows c0.. of it; k^T [.., D, Sk] (one block of every key): its columns.
-    k_at = "it.head0 * td.sk * td.d + static_cast<uint64_t>(c0) * td.d" if k.trans_k else "it.head0 * td.sk * td.d"
+    k_at = "it.kvHead0 * td.sk * td.d + static_cast<uint64_t>(c0) * td.d" if k.trans_k else "it.kvHead0 * td.sk * td.d"
     mask_init = "        maskGm.SetGlobalBuffer((__gm__ T*)mask);\n" if m else ""
     mask_buf = ("        pipe.InitBuffer(inQueueMask, BUFFER_NUM, td.chunkRows * td.rowPitch * sizeof(T));\n"
                 "        pipe.InitBuffer(maskBuf, td.rowPitch * sizeof(float));\n" if m else "")
@@ -477,6 +483,7 @@ private:
         uint32_t batch;
         uint32_t head;
         uint64_t head0;    // the head's index over every batch
+        uint64_t kvHead0;  // its KV head's (grouped-query attention: group query heads share one)
         uint64_t qOffset;  // the block's first query row over every head
         uint32_t q0;       // ... within its head
         uint32_t rows;
@@ -489,8 +496,10 @@ private:
         const uint64_t head0 = i / td.qBlocks;
         const uint32_t q0 = i % td.qBlocks * td.mBlock;
         const uint32_t rows = td.sq - q0 < td.mBlock ? td.sq - q0 : td.mBlock;
-        return {{static_cast<uint32_t>(head0 / td.heads), static_cast<uint32_t>(head0 % td.heads), head0,
-                head0 * td.sq + q0, q0, rows}};
+        const uint32_t batch = static_cast<uint32_t>(head0 / td.heads);
+        const uint32_t head = static_cast<uint32_t>(head0 % td.heads);
+        return {{batch, head, head0, static_cast<uint64_t>(batch) * td.kvHeads + head / td.group, head0 * td.sq + q0,
+                q0, rows}};
     }}
 
     // Keys of KV block b: from c0, cols of them.
@@ -519,7 +528,7 @@ private:
         uint32_t c0 = 0;
         const uint32_t cols = KeysAt(s % td.kvBlocks, c0);
         mmPv.SetTensorA(probsGm[(s % 2) * td.scoreStage]);
-        mmPv.SetTensorB(vGm[(it.head0 * td.sk + c0) * td.dv], false);
+        mmPv.SetTensorB(vGm[(it.kvHead0 * td.sk + c0) * td.dv], false);
         mmPv.SetTail(static_cast<int>(it.rows), static_cast<int>(td.dv), static_cast<int>(cols));
         mmPv.template IterateAll<false>(outGm[(s % 2) * td.outStage], 0, false, true);
     }}
@@ -817,30 +826,36 @@ def host_source(k: AttentionKernel, compute_units: list[str]) -> str:
     """op_host/<op>.cpp: OpDef, InferShape, InferDataType and TilingFunc."""
     types = [GE_TYPES[IO_TYPES[d][0]] for d in k.dtypes]
     sk_dim = "k.GetDimNum() - 2" if k.trans_k else "k.GetDimNum() - 1"
-    call = tiling_call(k, "qDims", "static_cast<uint32_t>(q.GetDimNum())", "sk", "dv", "maskDims", "maskRank",
-                       "dtypeSize", "dt == ge::DT_FLOAT", "dt == ge::DT_BF16", "coreNum", "platform", "coupled",
-                       "tiling")
+    call = tiling_call(k, "qDims", "static_cast<uint32_t>(q.GetDimNum())", "sk", "kvHeads", "dv", "maskDims",
+                       "maskRank", "dtypeSize", "dt == ge::DT_FLOAT", "dt == ge::DT_BF16", "coreNum", "platform",
+                       "coupled", "tiling")
     out = Lines()
     out(*cube_host_head(k, "tiling"))
     with out.indent():
-        out(*CUBE_PLATFORM_LINES,
+        out(*(line for line in (*CUBE_PLATFORM_LINES,
             "const uint32_t coreNum = ascendcPlatform.GetCoreNumAiv();",
             "const gert::Shape& q = context->GetInputShape(0)->GetStorageShape();",
             "const gert::Shape& k = context->GetInputShape(1)->GetStorageShape();",
             "const gert::Shape& v = context->GetInputShape(2)->GetStorageShape();",
             "if (q.GetDimNum() < 3 || q.GetDimNum() > 8 || k.GetDimNum() != q.GetDimNum() || "
             "v.GetDimNum() != q.GetDimNum()) return ge::GRAPH_FAILED;",
-            "// k and v share q's heads (a KV head per query head) and chain as q @ k^T @ v.",
+            ("// k and v share q's leading dims but their heads (q's heads / group: grouped-query attention), and "
+             "chain as q @ k^T @ v." if k.kv_repeat else
+             "// k and v share q's heads (a KV head per query head) and chain as q @ k^T @ v."),
             "const size_t rank = q.GetDimNum();",
             "for (size_t i = 0; i + 2 < rank; ++i) {",
+            ("    if (i + 3 == rank) continue;" if k.kv_repeat else None),
             "    if (k.GetDim(i) != q.GetDim(i) || v.GetDim(i) != q.GetDim(i)) return ge::GRAPH_FAILED;",
             "}",
+            ("if (v.GetDim(rank - 3) != k.GetDim(rank - 3) || k.GetDim(rank - 3) <= 0 || "
+             "q.GetDim(rank - 3) % k.GetDim(rank - 3) != 0) return ge::GRAPH_FAILED;" if k.kv_repeat else None),
+            "const uint32_t kvHeads = static_cast<uint32_t>(k.GetDim(rank - 3));",
             f"if (k.GetDim({'rank - 1' if k.trans_k else 'rank - 2'}) != q.GetDim(rank - 1) || "
             f"v.GetDim(rank - 2) != k.GetDim({'rank - 2' if k.trans_k else 'rank - 1'})) return ge::GRAPH_FAILED;",
             "uint64_t qDims[8] = {};",
             "for (size_t i = 0; i < rank; ++i) qDims[i] = static_cast<uint64_t>(q.GetDim(i));",
             "uint64_t maskDims[8] = {};",
-            "uint32_t maskRank = 0;")
+            "uint32_t maskRank = 0;") if line is not None))
         if k.has_mask:
             out("const gert::Shape& mask = context->GetInputShape(3)->GetStorageShape();",
                 "if (mask.GetDimNum() > 8) return ge::GRAPH_FAILED;",
