@@ -21,8 +21,9 @@
   viewed 2-D, so ``GELU(Gemm(x2, W, b))`` is matched as Linear+GELU and the Reshapes stay outside it as views.
 * A head repeat as LLaMA's ``repeat_kv`` exports it (``Unsqueeze`` at axis 2, ``Expand`` by g, ``Reshape`` merging
   the KV heads and g) with its shapes computed from ``Shape`` gets constant shapes, ``[1, 1, g, 1, 1]`` and (where
-  the Reshape's target is computed) ``[0, H, -1, D]``, where shape inference shows the repeat: the same elements at
-  any batch and sequence, so the Attention rule can take it into the op, which then reads each KV head once.
+  the Reshape's target is computed) ``[0, H, -1, D]``, where shape inference shows the repeat and MatMul reads it:
+  the same elements at any sequence and non-empty batch, so the Attention rule can take it into the op, which then
+  reads each KV head once.
 * Default attributes that the patterns read are made explicit (``keepdims``, Softmax
   ``axis``, Gemm ``alpha``/``beta``/``transA``/``transB``, LeakyRelu ``alpha`` ...).
 
@@ -128,11 +129,10 @@ def canonicalize(graph: gs.Graph, opset: int) -> CanonStats:
         elif node.op == "Mul" and len(node.inputs) == 2 and not has_subgraphs:
             units += _drop_unit(graph, node, outputs)
     folded = _fold_constants(graph, outputs)
-    if opset >= 13 and not has_subgraphs:
-        _constant_head_repeats(graph)
+    repeats = _constant_head_repeats(graph, outputs) if opset >= 13 and not has_subgraphs else 0
     splits = 0 if has_subgraphs else _halves_to_split(graph, opset, outputs)
     sunk = 0 if has_subgraphs else _sink_unflatten(graph, outputs)
-    if ids or casts or units or folded or splits or sunk:  # bypassed and folded nodes have no inputs or outputs left
+    if ids or casts or units or folded or splits or sunk or repeats:  # bypassed, folded, dead nodes: no outputs left
         graph.nodes = [n for n in graph.nodes if n.outputs]
     if folded:
         _propagate_shapes(graph)
@@ -315,14 +315,22 @@ def _same_dim(a: object, b: object) -> bool:
     return a is not None and a == b and (isinstance(a, (int, np.integer)) or (isinstance(a, str) and a != ""))
 
 
-def _constant_head_repeats(graph: gs.Graph) -> int:
+def _constant_head_repeats(graph: gs.Graph, outputs: set[int]) -> int:
     """Give each head repeat ``Reshape(Expand(Unsqueeze(x [B, Hkv, S, D], 2), [.., Hkv, g, S, D]), [B, H, S, D])``
     with inferred shapes the constant shapes ``[1, 1, g, 1, 1]`` and ``[0, H, -1, D]`` (see the module doc);
-    returns how many."""
+    returns how many. The shape computations left unread are dropped.
+
+    What it rests on: shape inference's dims (equal sizes, or one symbol for the batch and the sequence of x and
+    of the repeat); only repeats read by MatMul (directly, or through a Transpose and a scalar Mul) are rewritten,
+    where a batch broadcast the Expand would have done is MatMul's own. One exception to "the same result": at a
+    batch of 0 the -1 of ``[0, H, -1, D]`` cannot be inferred (onnxruntime refuses an empty tensor there)."""
     count = 0
     taken = set(graph.tensors())
+    dropped: list[gs.Tensor] = []
     for rs in list(graph.nodes):
-        if rs.op != "Reshape" or len(rs.inputs) != 2 or not rs.outputs:
+        if rs.op != "Reshape" or len(rs.inputs) != 2 or not rs.outputs or id(rs.outputs[0]) in outputs:
+            continue
+        if not _read_by_matmul(rs.outputs[0]):
             continue
         target = const_array(rs.inputs[1], limit=8)
         if target is None and rs.attrs.get("allowzero", 0) != 0:  # a 0 in [0, H, -1, D] would be a size
@@ -345,13 +353,44 @@ def _constant_head_repeats(graph: gs.Graph) -> int:
         if not (_same_dim(es[0], xs[0]) and _same_dim(es[1], hkv) and _same_dim(es[3], xs[2])
                 and _same_dim(es[4], d) and _same_dim(ys[0], xs[0]) and _same_dim(ys[2], xs[2]) and ys[3] == d):
             continue
+        dropped.append(ex.inputs[1])
         ex.inputs[1] = gs.Constant(_fresh(f"{ex.outputs[0].name}_shape", taken),
                                    np.array([1, 1, g, 1, 1], dtype=np.int64))
         if target is None:  # (a constant target already holds at every binding the model runs at)
+            dropped.append(rs.inputs[1])
             rs.inputs[1] = gs.Constant(_fresh(f"{rs.outputs[0].name}_shape", taken),
                                        np.array([0, h, -1, d], dtype=np.int64))
         count += 1
+    _drop_dead(dropped, outputs)
     return count
+
+
+def _read_by_matmul(t: gs.Tensor, depth: int = 0) -> bool:
+    """Every reader of ``t`` is a MatMul, or a Transpose or a Mul by a scalar constant (SDPA's scale of k^T) whose
+    readers are, in turn."""
+    if not t.outputs or depth > 2:
+        return False
+    for r in t.outputs:
+        if r.op == "MatMul":
+            continue
+        scalar = r.op == "Mul" and any(const_array(x, limit=1) is not None for x in r.inputs)
+        if not ((r.op == "Transpose" or scalar) and _read_by_matmul(r.outputs[0], depth + 1)):
+            return False
+    return True
+
+
+def _drop_dead(tensors: list[gs.Tensor], outputs: set[int]) -> None:
+    """Detach the producers of ``tensors`` nothing reads any more, and theirs in turn (the shape arithmetic a
+    rewrite left behind); the caller drops nodes without outputs."""
+    while tensors:
+        t = tensors.pop()
+        node = producer(t)
+        if node is None or any(o.outputs or id(o) in outputs for o in node.outputs):
+            continue
+        ins = list(node.inputs)
+        node.inputs.clear()
+        node.outputs.clear()
+        tensors.extend(ins)
 
 
 def _halves_to_split(graph: gs.Graph, opset: int, outputs: set[int]) -> int:
