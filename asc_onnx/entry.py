@@ -14,15 +14,29 @@ from collections.abc import Sequence
 
 from .errors import STOPPING_SIGNAL, Terminated, stopped
 
+#: True while the command line's modules import: nothing to clean up yet, and an exception raised inside an
+#: extension module's initialisation (onnx's nanobind enums) would end the process in std::terminate.
+_STARTING = [True]
+
+
+def _leave_at_start(signum: int) -> None:
+    """A signal during start-up: the one line, and out at once (no exception through C++ frames)."""
+    os.write(2, b"asc-onnx: interrupted\n" if signum == signal.SIGINT else b"asc-onnx: terminated\n")
+    os._exit(130 if signum == signal.SIGINT else 143)
+
 
 def _on_sigterm(signum: int, frame: object) -> None:
     STOPPING_SIGNAL[0] = signum
+    if _STARTING[0]:
+        _leave_at_start(signum)
     raise Terminated()
 
 
 def _on_sigint(signum: int, frame: object) -> None:
     # Recorded as well: a Ctrl-C inside an import arrives as ImportError("initialization failed").
     STOPPING_SIGNAL[0] = signum
+    if _STARTING[0]:
+        _leave_at_start(signum)
     raise KeyboardInterrupt()
 
 
@@ -33,6 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         from .cli import run
 
+        _STARTING[0] = False
         code = run(argv)
         sys.stdout.flush()
         return code
