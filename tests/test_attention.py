@@ -306,29 +306,33 @@ def test_attention_runs_under_cann_tilings_at_deployment_shapes():
     assert all(isinstance(t, dict) and t["qk.baseM"] > 0 and t["pv.baseN"] > 0 for t in got), got
 
 
-def _long_rows(dt, sq: int, sk: int, d: int = 64):
-    """An Attention op over symbolic Sq and Sk (fp16 or fp32, causal-style mask [1,1,Sq,Sk]) and seeded q, k, v and
-    a mask whose last 50 keys sit at the dtype's lowest finite value."""
-    res = fuse(attention_model(dt=dt, b=1, h=2, sq="sq", sk="sk", d=d, mask=(1, 1, "sq", "sk")), emulate=False)
+def _long_rows(dt, sq: int, sk: int, d: int = 64, trans: bool = True):
+    """An Attention op over symbolic Sq and Sk (fp16 or fp32, causal-style mask [1,1,Sq,Sk]; k as [Sk, D] or given
+    transposed) and seeded q, k, v and a mask whose last 50 keys sit at the dtype's lowest finite value."""
+    res = fuse(attention_model(dt=dt, b=1, h=2, sq="sq", sk="sk", d=d, mask=(1, 1, "sq", "sk"), trans=trans),
+               emulate=False)
     npd = NP[dt]
     rng = np.random.default_rng(1)
     q = rng.standard_normal((1, 2, sq, d)).astype(npd)
-    kk, v = (rng.standard_normal((1, 2, sk, d)).astype(npd) for _ in range(2))
+    kk = rng.standard_normal((1, 2, sk, d) if trans else (1, 2, d, sk)).astype(npd)
+    v = rng.standard_normal((1, 2, sk, d)).astype(npd)
     mask = np.zeros((1, 1, sq, sk), npd)
     mask[..., sk - 50:] = np.finfo(npd).min
     return res.kernels[0], [q, kk, v, mask]
 
 
-@pytest.mark.parametrize("dt,sq,sk", [(F16, 64, 1100), (F32, 40, 2048), (F16, 1, 1500)])
-def test_the_online_softmax_walks_the_keys_in_blocks(dt, sq, sk):
+@pytest.mark.parametrize("dt,sq,sk,trans", [(F16, 64, 1100, True), (F32, 40, 2048, True), (F16, 1, 1500, True),
+                                            (F16, 24, 1100, False)])
+def test_the_online_softmax_walks_the_keys_in_blocks(dt, sq, sk, trans):
     """Rows longer than one KV block: the kernel rescales its running max, sum and output block by block (a tail
-    block of 76 keys takes a repeat of its own, whole blocks one instruction per chunk; a decode row of 1500 keys),
-    and matches onnxruntime on the whole row."""
+    block of 76 keys takes a repeat of its own, whole blocks one instruction per chunk; a decode row of 1500 keys;
+    k given transposed, its KV blocks read as columns Sk apart by SetOrgShape), and matches onnxruntime on the whole
+    row."""
     from asc_onnx.emulator.harness import run
     from asc_onnx.soc import SOCS
     from asc_onnx.verify_kernels import check
 
-    k, inputs = _long_rows(dt, sq, sk)
+    k, inputs = _long_rows(dt, sq, sk, trans=trans)
     got = run(k.ir, k.files, f"{k.op.op_type}TilingData", inputs, SOCS["Ascend910B"])
     assert got.cube["kv_blocks"] == -(-sk // got.cube["kv_block"]) > 1
     c = check(k, inputs, SOCS["Ascend910B"], "long rows")

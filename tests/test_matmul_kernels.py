@@ -265,6 +265,7 @@ def test_matmul_api_matches_numpy(matmul_exe):
     ("ring_read_early", "may still be writing on the cube core"),
     ("notify_overflow", "would overflow"),
     ("trans_b_undeclared", "ISTRANS is false"),
+    ("org_short", "row pitch"),
 ])
 def test_planted_matmul_misuse_faults(matmul_exe, scenario, message):
     out = matmul_exe(scenario)
@@ -278,6 +279,7 @@ def test_waited_async_and_flagged_slot_pass(matmul_exe):
     assert matmul_exe("l1_shared").startswith("OK")  # objects share one L1 region: each fits, not their sum
     assert matmul_exe("ring").startswith("OK")  # two blocks in flight, each stage released before reuse
     assert matmul_exe("stage").startswith("OK")  # the message itself orders this core's MTE3 writes before it
+    assert matmul_exe("org_wide").startswith("OK")  # C's rows 48 apart (SetOrgShape's orgKc): room for 40 columns
 
 
 @pytest.mark.parametrize("case", ["silu_bias", "swiglu", "gelu_erf"])

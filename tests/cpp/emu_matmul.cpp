@@ -134,6 +134,14 @@ static void Run(const std::string& s) {
         mm.SetBias(biasGm);
         mm.IterateAll(cGm);
         mm.End();
+    } else if (s == "org_short" || s == "org_wide") {
+        // C's rows orgKc apart (SetOrgShape): 32 < the region's 40 columns would overlap rows; 48 leaves gaps
+        mm.SetOrgShape(20, 40, 24, 24, s == "org_short" ? 32 : 48);
+        mm.SetTensorA(aGm);
+        mm.SetTensorB(bGm);
+        mm.SetBias(biasGm);
+        mm.IterateAll(wsGm);
+        mm.End();
     } else if (s == "trans_b_undeclared") {
         // B handed over as transposed to an object whose B MatmulType does not declare ISTRANS (attention's K)
         mm.SetTensorA(aGm);

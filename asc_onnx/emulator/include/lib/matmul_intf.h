@@ -209,6 +209,24 @@ public:
         biasDisabled_ = true;
         roundBias_ = true;
     }
+    // The full shapes the operands are laid out in (matmul_shape_info.h): A's rows orgKa apart, B's orgKb (a
+    // transposed B) or orgN apart, C's orgKc apart (0: orgN; copy_cube_out_datacopy.h). 910B: a message of its own
+    // (MMFUN_SET_ORG_SHAPE, the vector core does not wait); it stays until the next SetOrgShape.
+    __aicore__ inline void SetOrgShape(int orgM, int orgN, int orgKa, int orgKb, int orgKc = 0,
+                                       asc_emu::Loc loc = ASC_EMU_HERE) {
+        Need("SetOrgShape");
+        if (orgM <= 0 || orgN <= 0 || orgKa <= 0 || orgKb <= 0 || orgKc < 0)
+            asc_emu::Fail("Matmul::SetOrgShape at " + loc.Str() + ": orgM/orgN/orgKa/orgKb must be positive "
+                          "(CheckOrgShape), orgKc not negative");
+        tiling_.M = orgM;
+        tiling_.N = orgN;
+        tiling_.Ka = orgKa;
+        tiling_.Kb = orgKb;
+        cPitch_ = orgKc;
+    }
+    __aicore__ inline void SetOrgShape(int orgM, int orgN, int orgK, asc_emu::Loc loc = ASC_EMU_HERE) {
+        SetOrgShape(orgM, orgN, orgK, orgK, orgN, loc);
+    }
     // Shrink this core's region (edge cores); -1 keeps a size.
     __aicore__ inline void SetTail(int tailM = -1, int tailN = -1, int tailK = -1) {
         Need("SetTail");
@@ -265,7 +283,7 @@ public:
         asc_emu::Issue(asc_emu::PMTE3, "Matmul::GetTensorC", loc);
         ps.known[asc_emu::PMTE3].c[asc_emu::PMTE3] = ps.seq[asc_emu::PMTE3];
         asc_emu::Join(asc_emu::PV, asc_emu::Snapshot(asc_emu::PMTE3));
-        const uint64_t stride = enSequentialWrite ? blockW_ : tiling_.N;
+        const uint64_t stride = enSequentialWrite ? blockW_ : CPitch();
         const CT* p = gm.GetPhyAddr() + (enSequentialWrite ? 0 : BlockOffset());
         ps.pending.push_back({reinterpret_cast<const uint8_t*>(p), ((blockH_ - 1) * stride + blockW_) * sizeof(CT),
                               "Matmul::GetTensorC at " + loc.Str(), ps.seq[asc_emu::PMTE3]});
@@ -341,7 +359,7 @@ public:
             cubeDone = Compute(blk, at, &gm, enSequentialWrite);
             haveC_ = false;
             auto* p = reinterpret_cast<const uint8_t*>(gm.GetPhyAddr() + (enSequentialWrite ? 0 : BlockOffset()));
-            const uint64_t stride = enSequentialWrite ? blockW_ : tiling_.N;
+            const uint64_t stride = enSequentialWrite ? blockW_ : CPitch();
             auto* e = p + ((blockH_ - 1) * stride + blockW_) * sizeof(CT);
             lo = lo == nullptr || p < lo ? p : lo;
             hi = hi == nullptr || e > hi ? e : hi;
@@ -438,6 +456,13 @@ private:
                           "the cube core drops the bias of an earlier round");
 #endif
         roundOpen_ = roundBias_ = roundTail_ = false;
+        // Rows laid out closer than the region is wide overlap: the cube would read or write other rows' elements.
+        if (static_cast<int64_t>(CPitch()) < tailN_ || tiling_.Ka < tailK_ ||
+            (transB_ ? tiling_.Kb < tailK_ : tiling_.N < tailN_))
+            asc_emu::Fail("Matmul::Iterate at " + loc.Str() + ": a row pitch (Ka " + std::to_string(tiling_.Ka) +
+                          ", Kb or N " + std::to_string(transB_ ? tiling_.Kb : tiling_.N) + ", C " +
+                          std::to_string(CPitch()) + ") is shorter than the region's rows (K " +
+                          std::to_string(tailK_) + ", N " + std::to_string(tailN_) + "): SetOrgShape");
         if (!hasA_ || !hasB_) asc_emu::Fail("Matmul::Iterate at " + loc.Str() + " before SetTensorA/SetTensorB");
 #if __NPU_ARCH__ == 2002
         if (!localWs_) asc_emu::Fail("Matmul::Iterate at " + loc.Str() + " on 310P without SetLocalWorkspace: "
@@ -574,7 +599,7 @@ private:
         if (dst != nullptr) {
             cHbm = 0;
             CT* out = dst->GetPhyAddr() + (sequential ? 0 : BlockOffset());
-            const uint64_t stride = sequential ? blockW_ : tiling_.N;
+            const uint64_t stride = sequential ? blockW_ : CPitch();
             for (int32_t i = 0; i < blockH_; ++i)
                 cHbm += static_cast<double>(asc_emu::Classify(out + i * stride, blockW_ * sizeof(CT)));
         }
@@ -589,12 +614,12 @@ private:
         haveC_ = false;
     }
     uint64_t BlockOffset() const {
-        return static_cast<uint64_t>(blockM_) * tiling_.baseM * tiling_.N + static_cast<uint64_t>(blockN_) * tiling_.baseN;
+        return static_cast<uint64_t>(blockM_) * tiling_.baseM * CPitch() + static_cast<uint64_t>(blockN_) * tiling_.baseN;
     }
     // `classified`: Compute has put the write through the L2 rule (IterateAll).
     void WriteBlockGm(const GlobalTensor<CT>& gm, bool sequential, const asc_emu::Loc& loc, bool classified = false) {
         CT* dst = gm.GetPhyAddr() + (sequential ? 0 : BlockOffset());
-        const uint64_t stride = sequential ? blockW_ : tiling_.N;
+        const uint64_t stride = sequential ? blockW_ : CPitch();
         for (int32_t i = 0; i < blockH_; ++i) {
             asc_emu::CubeOverwrite(dst + i * stride, blockW_ * sizeof(CT), "Matmul::GetTensorC", loc);
             asc_emu::GmWrite(dst + i * stride, blockW_ * sizeof(CT), "Matmul::GetTensorC");
@@ -613,6 +638,8 @@ private:
     bool started_ = false, haveC_ = false, ended_ = false, localWs_ = false, done_ = false;
     bool roundOpen_ = false, roundBias_ = false, roundTail_ = false, biasDisabled_ = false;
     int32_t tailM_ = 0, tailN_ = 0, tailK_ = 0;
+    int32_t cPitch_ = 0;  // SetOrgShape's orgKc: C's row pitch (0: N)
+    uint64_t CPitch() const { return static_cast<uint64_t>(cPitch_ != 0 ? cPitch_ : tiling_.N); }
     int32_t blockM_ = 0, blockN_ = 0, blockH_ = 0, blockW_ = 0;
     std::vector<Blk> order_;
     size_t next_ = 0;
