@@ -353,3 +353,20 @@ def test_a_row_masked_over_its_first_kv_block_is_finite():
     assert np.isfinite(ref[0, :, 3]).all() and np.isnan(ref[0, :, 5]).all()
     c = check(k, [q, kk, v, mask], SOCS["Ascend910B"], "left padding")
     assert c.ok, (c.error, c.max_abs)
+
+
+@pytest.mark.parametrize("form", ["plain", "gqa"])
+def test_bf16_inputs_over_kv_blocks(form):
+    """bf16 q, k, v and mask through the same kernel (the fp32 body is the reference, bf16 tolerances): 1100 keys
+    in two KV blocks, and GQA 4:1 at 600."""
+    from onnx import TensorProto
+
+    from asc_onnx.soc import SOCS
+    from asc_onnx.verify_kernels import check, matmul_inputs
+
+    m, lead = ((attention_model(b=1, h=2, d=64, mask=(1, 1, "seq", "seq")), (1, 2, 1100)) if form == "plain"
+               else (_gqa_model(True), (1, 8, 600)))
+    k = fuse(m, emulate=False).kernels[0]
+    inputs = matmul_inputs(k, TensorProto.BFLOAT16, lead, np.random.default_rng(0))
+    c = check(k, inputs, SOCS["Ascend910B"], "bf16")
+    assert c.ok and c.dtype == "bfloat16_t", (c.error, c.max_abs)
