@@ -50,6 +50,9 @@ def tiling_header(k: AttentionKernel) -> str:
         "uint32_t heads;          // heads (the dim before Sq)",
         "uint32_t kvHeads;        // heads of k and v (grouped-query attention: heads / group)",
         "uint32_t group;          // query heads per KV head",
+        "uint32_t foldHeads;      // decode with grouped KV heads: an item is a KV head's group of query heads",
+        "uint32_t itemHeads;      // heads an item walks per batch (heads, or kvHeads when folded)",
+        "uint32_t headRows;       // query rows per such head (sq, or group when folded)",
         "uint32_t sq;             // query rows per head",
         "uint32_t sk;             // key rows per head",
         "uint32_t d;              // head dim of q and k",
@@ -204,13 +207,23 @@ inline int {k.op_type}ComputeTiling(const uint64_t* qDims, uint32_t qRank, uint3
     // Q blocks of {MAX_BLOCK}, 64, 32 or 16 rows (the cube's M): the fewest rows on the busiest vector core, each
     // item counted 16 rows more for its own overhead (two products a KV block, their messages and waits), among
     // the blocks whose UB takes chunks of 8 score rows.
-    auto blocks = [&](uint32_t m) {{ return static_cast<uint32_t>((sq + m - 1u) / m); }};
+    // Decode (one query row) with grouped KV heads: a KV head's group of query heads, consecutive rows of q and y,
+    // is one item, so the cube reads each KV block once for the group and fewer items wait on cores.
+    t->foldHeads = sq == 1u && t->group > 1u ? 1u : 0u;
+    t->itemHeads = t->foldHeads ? kvHeads : static_cast<uint32_t>(heads);
+    t->headRows = t->foldHeads ? t->group : static_cast<uint32_t>(sq);
+    if (t->foldHeads) {{  // an item's rows are heads: the mask steps a head a row
+        t->maskRowStride = t->maskHeadStride;
+        t->maskHeadStride *= t->group;
+    }}
+    const uint64_t headRows = t->headRows;
+    auto blocks = [&](uint32_t m) {{ return static_cast<uint32_t>((headRows + m - 1u) / m); }};
     uint32_t mBlock = 0;
     uint64_t best = ~0ull;
     for (uint32_t m = {MAX_BLOCK}u; m >= 16u; m /= 2u) {{
-        if (m > 16u && m / 2u >= sq) continue;  // a block no taller than the rows need
+        if (m > 16u && m / 2u >= headRows) continue;  // a block no taller than the rows need
         if (!fits(m, 8u)) continue;
-        const uint64_t rounds = (batch * heads * blocks(m) + coreNum - 1u) / coreNum;
+        const uint64_t rounds = (batch * t->itemHeads * blocks(m) + coreNum - 1u) / coreNum;
         if (rounds * (m + 16u) < best) {{
             best = rounds * (m + 16u);
             mBlock = m;
@@ -226,7 +239,7 @@ inline int {k.op_type}ComputeTiling(const uint64_t* qDims, uint32_t qRank, uint3
     }}
     t->chunkRows = rows;
     t->qBlocks = blocks(mBlock);
-    const uint64_t items = batch * heads * t->qBlocks;
+    const uint64_t items = batch * t->itemHeads * t->qBlocks;
     if (items > 0xFFFFFFFFu) return 1;
     t->items = static_cast<uint32_t>(items);
     using matmul_tiling::DataType;
@@ -497,13 +510,13 @@ private:
     __aicore__ inline Item ItemAt(uint32_t j) const
     {{
         const uint32_t i = static_cast<uint32_t>(AscendC::GetBlockIdx()) + j * td.cores;
-        const uint64_t head0 = i / td.qBlocks;
+        const uint64_t head0 = i / td.qBlocks;  // a head, or (folded) a KV head's group of query heads
         const uint32_t q0 = i % td.qBlocks * td.mBlock;
-        const uint32_t rows = td.sq - q0 < td.mBlock ? td.sq - q0 : td.mBlock;
-        const uint32_t batch = static_cast<uint32_t>(head0 / td.heads);
-        const uint32_t head = static_cast<uint32_t>(head0 % td.heads);
-        return {{batch, head, head0, static_cast<uint64_t>(batch) * td.kvHeads + head / td.group, head0 * td.sq + q0,
-                q0, rows}};
+        const uint32_t rows = td.headRows - q0 < td.mBlock ? td.headRows - q0 : td.mBlock;
+        const uint32_t batch = static_cast<uint32_t>(head0 / td.itemHeads);
+        const uint32_t head = static_cast<uint32_t>(head0 % td.itemHeads);
+        const uint64_t kvHead0 = td.foldHeads ? head0 : static_cast<uint64_t>(batch) * td.kvHeads + head / td.group;
+        return {{batch, head, head0, kvHead0, head0 * td.headRows + q0, q0, rows}};
     }}
 
     // Keys of KV block b: from c0, cols of them.
