@@ -126,6 +126,19 @@ def test_kv_cache_decode_step():
     assert res.validation.ok and res.deployed.ok and all(c.ok for c in res.kernel_checks)
 
 
+def _repeat_and_attend() -> list:
+    """repeat_kv of k and v (shapes "shape5", "shape4", axis "ax2") and the attention over the repeats (scale "c")."""
+    nodes = []
+    for x in ("k", "v"):
+        nodes += [helper.make_node("Unsqueeze", [x, "ax2"], [f"{x}5"]),
+                  helper.make_node("Expand", [f"{x}5", "shape5"], [f"{x}e"]),
+                  helper.make_node("Reshape", [f"{x}e", "shape4"], [f"{x}r"])]
+    return nodes + [helper.make_node("Transpose", ["kr"], ["kt"], perm=[0, 1, 3, 2]),
+                    helper.make_node("MatMul", ["q", "kt"], ["s"]), helper.make_node("Mul", ["s", "c"], ["ss"]),
+                    helper.make_node("Add", ["ss", "mask"], ["sm"]),
+                    helper.make_node("Softmax", ["sm"], ["p"], axis=-1), helper.make_node("MatMul", ["p", "vr"], ["o"])]
+
+
 def _gqa_model(computed: bool, dt=F32, heads: int = 8, kv_heads: int = 2, sq="seq"):
     """GQA as LLaMA's repeat_kv exports it: Unsqueeze, Expand and Reshape of the KV heads to q's, the shapes
     computed from Shape (the legacy exporter, dynamic batch and sequence) or constants."""
@@ -142,14 +155,7 @@ def _gqa_model(computed: bool, dt=F32, heads: int = 8, kv_heads: int = 2, sq="se
                   helper.make_node("Concat", ["kb", "hh", "kl", "d16"], ["shape4"], axis=0)]
     else:
         inits += [const("shape5", [1, kv_heads, g, 8, 16], np.int64), const("shape4", [1, heads, 8, 16], np.int64)]
-    for x in ("k", "v"):
-        nodes += [helper.make_node("Unsqueeze", [x, "ax2"], [f"{x}5"]),
-                  helper.make_node("Expand", [f"{x}5", "shape5"], [f"{x}e"]),
-                  helper.make_node("Reshape", [f"{x}e", "shape4"], [f"{x}r"])]
-    nodes += [helper.make_node("Transpose", ["kr"], ["kt"], perm=[0, 1, 3, 2]),
-              helper.make_node("MatMul", ["q", "kt"], ["s"]), helper.make_node("Mul", ["s", "c"], ["ss"]),
-              helper.make_node("Add", ["ss", "mask"], ["sm"]), helper.make_node("Softmax", ["sm"], ["p"], axis=-1),
-              helper.make_node("MatMul", ["p", "vr"], ["o"])]
+    nodes += _repeat_and_attend()
     s = sq if computed else 8
     b = "batch" if computed else 1
     return model(nodes, [("q", dt, [b, heads, s, 16]), ("k", dt, [b, kv_heads, s, 16]),
@@ -381,15 +387,7 @@ def test_grouped_decode_folds_a_kv_heads_query_heads_into_one_item(mask):
     from asc_onnx.soc import SOCS
     from asc_onnx.verify_kernels import check
 
-    nodes = []
-    for x in ("k", "v"):
-        nodes += [helper.make_node("Unsqueeze", [x, "ax2"], [f"{x}5"]),
-                  helper.make_node("Expand", [f"{x}5", "shape5"], [f"{x}e"]),
-                  helper.make_node("Reshape", [f"{x}e", "shape4"], [f"{x}r"])]
-    nodes += [helper.make_node("Transpose", ["kr"], ["kt"], perm=[0, 1, 3, 2]),
-              helper.make_node("MatMul", ["q", "kt"], ["s"]), helper.make_node("Mul", ["s", "c"], ["ss"]),
-              helper.make_node("Add", ["ss", "mask"], ["sm"]), helper.make_node("Softmax", ["sm"], ["p"], axis=-1),
-              helper.make_node("MatMul", ["p", "vr"], ["o"])]
+    nodes = _repeat_and_attend()
     inits = [const("ax2", [2], np.int64), const("shape5", [1, 1, 4, 1, 1], np.int64),
              const("shape4", [0, 8, -1, 16], np.int64), const("c", 0.25, np.float16)]
     m = model(nodes, [("q", F16, [1, 8, 1, 16]), ("k", F16, [1, 2, "total", 16]), ("v", F16, [1, 2, "total", 16]),
