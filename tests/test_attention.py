@@ -378,7 +378,8 @@ def test_bf16_inputs_over_kv_blocks(form):
     assert c.ok and c.dtype == "bfloat16_t", (c.error, c.max_abs)
 
 
-@pytest.mark.parametrize("mask", [(1, 1, 1, "total"), (1, 8, 1, "total")], ids=["mask over heads", "mask per head"])
+@pytest.mark.parametrize("mask", [(1, 1, 1, "total"), (1, 8, 1, "total"), (2, 8, 1, "total")],
+                         ids=["mask over heads", "mask per head", "batch 2, mask per batch and head"])
 def test_grouped_decode_folds_a_kv_heads_query_heads_into_one_item(mask):
     """A decode step (one query row) with 2 KV heads for 8 query heads: an item is a KV head's 4 query heads (rows
     of q and y that lie together), so the cube reads each KV block once per group; the mask broadcast over heads or
@@ -390,20 +391,21 @@ def test_grouped_decode_folds_a_kv_heads_query_heads_into_one_item(mask):
     nodes = _repeat_and_attend()
     inits = [const("ax2", [2], np.int64), const("shape5", [1, 1, 4, 1, 1], np.int64),
              const("shape4", [0, 8, -1, 16], np.int64), const("c", 0.25, np.float16)]
-    m = model(nodes, [("q", F16, [1, 8, 1, 16]), ("k", F16, [1, 2, "total", 16]), ("v", F16, [1, 2, "total", 16]),
-                      ("mask", F16, list(mask))], [("o", F16, [1, 8, 1, 16])], inits)
+    b = mask[0]
+    m = model(nodes, [("q", F16, [b, 8, 1, 16]), ("k", F16, [b, 2, "total", 16]), ("v", F16, [b, 2, "total", 16]),
+                      ("mask", F16, list(mask))], [("o", F16, [b, 8, 1, 16])], inits)
     res = fuse(m)
     assert rules_of(res) == {"Attention": 1} and res.kernels[0].ir.kv_repeat
     assert all(c.ok for c in res.kernel_checks) and res.validation.ok and res.deployed.ok
     k = res.kernels[0]
     rng = np.random.default_rng(2)
-    q = rng.standard_normal((1, 8, 1, 16)).astype(np.float16)
-    kk, v = (rng.standard_normal((1, 2, 1100, 16)).astype(np.float16) for _ in range(2))
+    q = rng.standard_normal((b, 8, 1, 16)).astype(np.float16)
+    kk, v = (rng.standard_normal((b, 2, 1100, 16)).astype(np.float16) for _ in range(2))
     mk = np.zeros(tuple(1100 if d == "total" else d for d in mask), np.float16)
     mk[..., 1000:] = np.finfo(np.float16).min
     if mask[1] == 8:
-        mk[0, 5, 0, :300] = np.finfo(np.float16).min  # one head's own padding
+        mk[-1, 5, 0, :300] = np.finfo(np.float16).min  # one head's own padding (in the last batch)
     got = run(k.ir, k.files, f"{k.op.op_type}TilingData", [q, kk, v, mk], SOCS["Ascend910B"])
-    assert got.cube["items"] == 2 and got.cube["kv_blocks"] == 2  # two KV heads, each one item
+    assert got.cube["items"] == 2 * b and got.cube["kv_blocks"] == 2  # each KV head of each batch one item
     c = check(k, [q, kk, v, mk], SOCS["Ascend910B"], "grouped decode")
     assert c.ok, (c.error, c.max_abs)

@@ -266,6 +266,8 @@ def test_matmul_api_matches_numpy(matmul_exe):
     ("notify_overflow", "would overflow"),
     ("trans_b_undeclared", "ISTRANS is false"),
     ("org_short", "row pitch"),
+    ("org_mid_round", "its message clears them"),
+    ("org_pitch_16bit", "16 bits"),
 ])
 def test_planted_matmul_misuse_faults(matmul_exe, scenario, message):
     out = matmul_exe(scenario)

@@ -62,9 +62,11 @@ static void Run(const std::string& s) {
     tiling::TCubeTiling& t2 = s == "l1_two_objects" ? big : s == "l1_shared" ? mid : t;
     REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, two ? &t2 : &t, mm2, &t2);
     if (s != "regist_after_initbuffer") pipe.InitBuffer(buf, 4096);
-    mm.SetTensorA(aGm);
-    mm.SetTensorB(bGm);
-    mm.SetBias(biasGm);
+    if (s.rfind("org_", 0) != 0) {  // (the SetOrgShape scenarios open their own rounds)
+        mm.SetTensorA(aGm);
+        mm.SetTensorB(bGm);
+        mm.SetBias(biasGm);
+    }
     if (s == "ok") {
         mm.IterateAll(cGm);
         mm.End();
@@ -142,6 +144,20 @@ static void Run(const std::string& s) {
         mm.SetBias(biasGm);
         mm.IterateAll(wsGm);
         mm.End();
+    } else if (s == "org_mid_round") {
+        // 910B: SetOrgShape's own message clears the round's SetTensorA/B and SetBias
+        mm.SetTensorA(aGm);
+        mm.SetTensorB(bGm);
+        mm.SetBias(biasGm);
+        mm.SetOrgShape(20, 40, 24, 24, 48);
+        mm.IterateAll(wsGm);
+    } else if (s == "org_pitch_16bit") {
+        // B's rows 70000 elements apart: the ND -> NZ copy's 16-bit srcDValue would wrap
+        mm.SetOrgShape(20, 70000, 24, 24, 48);
+        mm.SetTensorA(aGm);
+        mm.SetTensorB(bGm);
+        mm.SetBias(biasGm);
+        mm.IterateAll(wsGm);
     } else if (s == "trans_b_undeclared") {
         // B handed over as transposed to an object whose B MatmulType does not declare ISTRANS (attention's K)
         mm.SetTensorA(aGm);

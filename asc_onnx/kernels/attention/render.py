@@ -34,6 +34,7 @@ REFUSALS = {
     5: "the mask's leading dims neither match q's nor broadcast",
     6: "the mask broadcasts along the keys (its last dim is 1)",
     7: "v's head dim is not a multiple of 8 (the fp32 output rows are whole 32-byte blocks)",
+    8: "k given transposed has more than 65535 keys (the cube's ND row pitch is 16 bits)",
 }
 
 #: Q rows of a work item at most (the cube's M of both products).
@@ -157,6 +158,7 @@ inline int {k.op_type}ComputeTiling(const uint64_t* qDims, uint32_t qRank, uint3
     }}
     if (coupled) return 3;
     if (dv % 8u != 0) return 7;
+    if ({'false' if k.trans_k else 'true'} && sk > 65535u) return 8;  // k^T's rows are Sk apart
     // The mask, its dims aligned to the scores' [.., heads, sq, sk]: a dim of 1 broadcasts (stride 0).
     t->maskBatchStride = 0;
     t->maskHeadStride = 0;
@@ -281,9 +283,9 @@ def kernel_source(k: AttentionKernel, rule: str, body_ops: list[str], sources: l
     k_at = "it.kvHead0 * td.sk * td.d + static_cast<uint64_t>(c0) * td.d" if k.trans_k else \
         "it.kvHead0 * td.sk * td.d + c0"
     org_shape = "" if k.trans_k else (
-        "        // k^T's rows are Sk keys apart; the scores' rows kvBlock apart in their stage.\n"
-        "        mmQk.SetOrgShape(static_cast<int>(td.mBlock), static_cast<int>(td.sk), static_cast<int>(td.d), "
-        "static_cast<int>(td.d),\n                         static_cast<int>(td.kvBlock));\n")
+        "            // k^T's rows are Sk keys apart, the scores' rows kvBlock apart (the cube keeps it)\n"
+        "            mmQk.SetOrgShape(static_cast<int>(td.mBlock), static_cast<int>(td.sk), static_cast<int>(td.d),\n"
+        "                             static_cast<int>(td.d), static_cast<int>(td.kvBlock));\n")
     mask_init = "        maskGm.SetGlobalBuffer((__gm__ T*)mask);\n" if m else ""
     mask_buf = ("        pipe.InitBuffer(inQueueMask, BUFFER_NUM, td.chunkRows * td.rowPitch * sizeof(T));\n"
                 "        pipe.InitBuffer(maskBuf, td.rowPitch * sizeof(float));\n" if m else "")
@@ -463,7 +465,7 @@ public:
         const uint32_t count = core < td.items ? (td.items - core + td.cores - 1) / td.cores : 0;
         const uint32_t steps = count * td.kvBlocks;
         if (steps > 0) {{
-            QueueScores(0);
+{org_shape}            QueueScores(0);
         }}
         for (uint32_t s = 0; s < steps; ++s) {{
             if (s > 0) {{
@@ -532,7 +534,7 @@ private:
         const Item it = ItemAt(s / td.kvBlocks);
         uint32_t c0 = 0;
         const uint32_t cols = KeysAt(s % td.kvBlocks, c0);
-{org_shape}        mmQk.SetTensorA(qGm[it.qOffset * td.d]);
+        mmQk.SetTensorA(qGm[it.qOffset * td.d]);
         mmQk.SetTensorB(kGm[{k_at}], {trans});
         mmQk.SetTail(static_cast<int>(it.rows), static_cast<int>(cols), static_cast<int>(td.d));
         mmQk.template IterateAll<false>(scoresGm[(s % 2) * td.scoreStage], 0, false, true);  // signals when done

@@ -210,11 +210,19 @@ public:
         roundBias_ = true;
     }
     // The full shapes the operands are laid out in (matmul_shape_info.h): A's rows orgKa apart, B's orgKb (a
-    // transposed B) or orgN apart, C's orgKc apart (0: orgN; copy_cube_out_datacopy.h). 910B: a message of its own
-    // (MMFUN_SET_ORG_SHAPE, the vector core does not wait); it stays until the next SetOrgShape.
+    // transposed B) or orgN apart, C's orgKc apart (0: orgN; 910B copy_cube_out_fixpipe.h, 310P
+    // copy_cube_out_datacopy.h). 910B: a message of its own (MMFUN_SET_ORG_SHAPE, the vector core does not wait); it
+    // stays until the next SetOrgShape (CFG_NORM's enableInit: the server applies it at once).
     __aicore__ inline void SetOrgShape(int orgM, int orgN, int orgKa, int orgKb, int orgKc = 0,
                                        asc_emu::Loc loc = ASC_EMU_HERE) {
         Need("SetOrgShape");
+#if __NPU_ARCH__ == 2201
+        // Posting it clears the client's flags: the round's SetTensorA/B, SetBias or SetTail would not reach the cube
+        // (matmul_client.h; SetOrgShape.md: before SetTensorA/B, SetBias, SetSingleShape).
+        if (roundOpen_ || roundBias_ || roundTail_)
+            asc_emu::Fail("Matmul::SetOrgShape at " + loc.Str() + " after SetTensorA/B, SetBias or SetTail of the same "
+                          "round: its message clears them, the cube would compute on the last round's operands");
+#endif
         if (orgM <= 0 || orgN <= 0 || orgKa <= 0 || orgKb <= 0 || orgKc < 0)
             asc_emu::Fail("Matmul::SetOrgShape at " + loc.Str() + ": orgM/orgN/orgKa/orgKb must be positive "
                           "(CheckOrgShape), orgKc not negative");
@@ -456,6 +464,11 @@ private:
                           "the cube core drops the bias of an earlier round");
 #endif
         roundOpen_ = roundBias_ = roundTail_ = false;
+        // ND -> NZ copies into L1 take the row pitch in 16 bits (Nd2NzParams.srcDValue, kernel_struct_data_copy.h).
+        if (tiling_.Ka > 65535 || (transB_ ? tiling_.Kb : tiling_.N) > 65535)
+            asc_emu::Fail("Matmul::Iterate at " + loc.Str() + ": a row pitch of A (Ka " + std::to_string(tiling_.Ka) +
+                          ") or B (" + std::to_string(transB_ ? tiling_.Kb : tiling_.N) + ") over 65535 elements: the "
+                          "ND -> NZ copy's srcDValue is 16 bits and would wrap");
         // Rows laid out closer than the region is wide overlap: the cube would read or write other rows' elements.
         if (static_cast<int64_t>(CPitch()) < tailN_ || tiling_.Ka < tailK_ ||
             (transB_ ? tiling_.Kb < tailK_ : tiling_.N < tailN_))
