@@ -40,7 +40,7 @@ import numpy as np
 import onnx
 import onnx_graphsurgeon as gs
 
-from .graph import FLOAT_TYPES, attrs_of, const_array, graph_output_ids, numel, onnx_dtype, producer
+from .graph import FLOAT_TYPES, attrs_of, const_array, graph_output_ids, numel, onnx_dtype, producer, same_dim
 
 #: Defaults made explicit: op type -> {attribute: default}. Softmax's default axis depends
 #: on the opset and is filled in by :func:`_fill_defaults`.
@@ -310,11 +310,6 @@ def _static_dims(shape_node: gs.Node, idx: np.ndarray | None) -> np.ndarray | No
     return np.array(picked, dtype=np.int64).reshape(idx.shape)
 
 
-def _same_dim(a: object, b: object) -> bool:
-    """Two dims known to be equal: one static size, or one symbol."""
-    return a is not None and a == b and (isinstance(a, (int, np.integer)) or (isinstance(a, str) and a != ""))
-
-
 def _constant_head_repeats(graph: gs.Graph, outputs: set[int]) -> int:
     """Give each head repeat ``Reshape(Expand(Unsqueeze(x [B, Hkv, S, D], 2), [.., Hkv, g, S, D]), [B, H, S, D])``
     with inferred shapes the constant shapes ``[1, 1, g, 1, 1]`` and ``[0, H, -1, D]`` (see the module doc);
@@ -325,7 +320,7 @@ def _constant_head_repeats(graph: gs.Graph, outputs: set[int]) -> int:
     where a batch broadcast the Expand would have done is MatMul's own. One exception to "the same result": at a
     batch of 0 the -1 of ``[0, H, -1, D]`` cannot be inferred (onnxruntime refuses an empty tensor there)."""
     count = 0
-    taken = set(graph.tensors())
+    taken: set[str] | None = None  # tensor names, gathered at the first rewrite (most models have none)
     dropped: list[gs.Tensor] = []
     for rs in list(graph.nodes):
         if rs.op != "Reshape" or len(rs.inputs) != 2 or not rs.outputs or id(rs.outputs[0]) in outputs:
@@ -350,9 +345,11 @@ def _constant_head_repeats(graph: gs.Graph, outputs: set[int]) -> int:
         hkv, d, g, h = xs[1], xs[3], es[2], ys[1]
         if not all(isinstance(v, (int, np.integer)) and v > 0 for v in (hkv, d, g, h)) or h != hkv * g:
             continue
-        if not (_same_dim(es[0], xs[0]) and _same_dim(es[1], hkv) and _same_dim(es[3], xs[2])
-                and _same_dim(es[4], d) and _same_dim(ys[0], xs[0]) and _same_dim(ys[2], xs[2]) and ys[3] == d):
+        if not (same_dim(es[0], xs[0]) and same_dim(es[1], hkv) and same_dim(es[3], xs[2])
+                and same_dim(es[4], d) and same_dim(ys[0], xs[0]) and same_dim(ys[2], xs[2]) and ys[3] == d):
             continue
+        if taken is None:
+            taken = set(graph.tensors())
         dropped.append(ex.inputs[1])
         ex.inputs[1] = gs.Constant(_fresh(f"{ex.outputs[0].name}_shape", taken),
                                    np.array([1, 1, g, 1, 1], dtype=np.int64))

@@ -14,7 +14,7 @@ of the op: K and V come in with their own heads and are never repeated in memory
 from __future__ import annotations
 
 from asc_onnx.checks import broadcasts, dims_match, last_axis
-from asc_onnx.graph import attrs_of, const_array, onnx_dtype
+from asc_onnx.graph import attrs_of, const_array, onnx_dtype, same_dim
 from asc_onnx.pattern import ANY, Const, ConstTensor, op, rule
 
 
@@ -73,11 +73,6 @@ def attention_div_plain(q, k, v, mask):
     return op.MatMul(_probs(op.Div(_scores(q, k), Const("scale")), mask, "plain"), _repeat(v))
 
 
-def _same(a, b) -> bool:
-    """Two dims known equal: one static size or one symbol."""
-    return a is not None and a == b and a != ""
-
-
 def _group(m) -> tuple[int, str | None]:
     """The KV heads' repeat factor g (1 without the repeat), or why the repeat is not a plain one of the heads:
     Unsqueeze at axis 2 of a rank-4 tensor, Expand by [1, 1, g, 1, 1], Reshape (to a constant target) merging the
@@ -103,8 +98,8 @@ def _group(m) -> tuple[int, str | None]:
         if node.op == "Reshape":  # merges the KV heads and g, keeping batch, sequence and head dim
             kv, out = node.inputs[0].shape, node.outputs[0].shape
             if kv is None or out is None or len(kv) != 5 or len(out) != 4 or not isinstance(kv[1], int) \
-                    or out[1] != kv[1] * kv[2] or out[3] != kv[4] or not _same(out[0], kv[0]) \
-                    or not _same(out[2], kv[3]):
+                    or out[1] != kv[1] * kv[2] or out[3] != kv[4] or not same_dim(out[0], kv[0]) \
+                    or not same_dim(out[2], kv[3]):
                 return 1, f"the KV repeat reshapes {kv} to {out} (by {got}), not [batch, heads, seq, head dim]"
     if len(groups) != 1:
         return 1, f"K and V are repeated by different factors {sorted(groups)}"

@@ -133,6 +133,17 @@ def cube_host_head(k, what: str) -> list[str]:
             "{"]
 
 
+def cube_host_tail(k, workspace: str) -> list[str]:
+    """The end of TilingFunc of a kernel with Matmul objects, after its tiling call: the op's parameters, the launch
+    and the workspace (the Matmul API's system workspace, then the kernel's own, described by ``workspace``)."""
+    return [*param_lines(k.num_params),
+            "context->SetBlockDim(tiling->blockDim);",
+            "size_t* workspace = context->GetWorkspaceSizes(1);",
+            f"// The Matmul API's system workspace, then {workspace}.",
+            "workspace[0] = static_cast<size_t>(ascendcPlatform.GetLibApiWorkSpaceSize()) + tiling->userWorkspace;",
+            "return ge::GRAPH_SUCCESS;"]
+
+
 #: The start of the TilingFunc of a kernel with Matmul objects: the PlatformInfo its Matmul tiling reads.
 CUBE_PLATFORM_LINES = (
     "auto ascendcPlatform = platform_ascendc::PlatformAscendC(context->GetPlatformInfo());",

@@ -17,8 +17,8 @@ from ..skeleton import (
     CUBE_PLATFORM_LINES,
     GE_TYPES,
     cube_host_head,
+    cube_host_tail,
     infer_dtype_and_opdef,
-    param_lines,
     struct_name,
     tiling_struct,
 )
@@ -48,13 +48,11 @@ def tiling_header(k: AttentionKernel) -> str:
     fields = [
         "AscendC::tiling::TCubeTiling qkTiling;  // scores = q @ k^T of one Q block and one KV block",
         "AscendC::tiling::TCubeTiling pvTiling;  // o = P @ v of one Q block and one KV block (fp32)",
-        "uint32_t heads;          // heads (the dim before Sq)",
-        "uint32_t kvHeads;        // heads of k and v (grouped-query attention: heads / group)",
+        "uint32_t kvHeads;        // heads of k and v (the dim before Sk; grouped-query attention: q's / group)",
         "uint32_t group;          // query heads per KV head",
         "uint32_t foldHeads;      // decode with grouped KV heads: an item is a KV head's group of query heads",
         "uint32_t itemHeads;      // heads an item walks per batch (heads, or kvHeads when folded)",
         "uint32_t headRows;       // query rows per such head (sq, or group when folded)",
-        "uint32_t sq;             // query rows per head",
         "uint32_t sk;             // key rows per head",
         "uint32_t d;              // head dim of q and k",
         "uint32_t dv;             // head dim of v and y",
@@ -178,10 +176,8 @@ inline int {k.op_type}ComputeTiling(const uint64_t* qDims, uint32_t qRank, uint3
         t->maskHeadStride = dim(2) == 1u ? 0u : dim(1) * sk;
         t->maskBatchStride = lead == 1u ? 0u : dim(2) * dim(1) * sk;
     }}
-    t->heads = static_cast<uint32_t>(heads);
     t->kvHeads = kvHeads;
     t->group = static_cast<uint32_t>(heads / kvHeads);
-    t->sq = static_cast<uint32_t>(sq);
     t->sk = sk;
     t->d = static_cast<uint32_t>(d);
     t->dv = dv;
@@ -500,11 +496,10 @@ public:
 private:
     struct Item {{
         uint32_t batch;
-        uint32_t head;
-        uint64_t head0;    // the head's index over every batch
-        uint64_t kvHead0;  // its KV head's (grouped-query attention: group query heads share one)
+        uint32_t head;     // within the batch (folded: the KV head whose query heads the item takes)
+        uint64_t kvHead0;  // the KV head's index over every batch (group query heads share one)
         uint64_t qOffset;  // the block's first query row over every head
-        uint32_t q0;       // ... within its head
+        uint32_t q0;       // ... within its head (folded: within the group)
         uint32_t rows;
     }};
 
@@ -518,7 +513,7 @@ private:
         const uint32_t batch = static_cast<uint32_t>(head0 / td.itemHeads);
         const uint32_t head = static_cast<uint32_t>(head0 % td.itemHeads);
         const uint64_t kvHead0 = td.foldHeads ? head0 : static_cast<uint64_t>(batch) * td.kvHeads + head / td.group;
-        return {{batch, head, head0, kvHead0, head0 * td.headRows + q0, q0, rows}};
+        return {{batch, head, kvHead0, head0 * td.headRows + q0, q0, rows}};
     }}
 
     // Keys of KV block b: from c0, cols of them.
@@ -888,12 +883,7 @@ def host_source(k: AttentionKernel, compute_units: list[str]) -> str:
             f"if ({call} != 0) {{",
             "    return ge::GRAPH_FAILED;",
             "}",
-            *param_lines(k.num_params),
-            "context->SetBlockDim(tiling->blockDim);",
-            "size_t* workspace = context->GetWorkspaceSizes(1);",
-            "// The Matmul API's system workspace, then each vector core's scores and P of one Q block.",
-            "workspace[0] = static_cast<size_t>(ascendcPlatform.GetLibApiWorkSpaceSize()) + tiling->userWorkspace;",
-            "return ge::GRAPH_SUCCESS;")
+            *cube_host_tail(k, "each vector core's stages of scores, P and P @ v"))
     out("}", "}  // namespace optiling", "", "namespace ge {",
         "static graphStatus InferShape(gert::InferShapeContext* context)", "{")
     with out.indent():

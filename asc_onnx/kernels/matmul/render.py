@@ -32,9 +32,9 @@ from ..skeleton import (
     HELPERS,
     cap,
     cube_host_head,
+    cube_host_tail,
     infer_dtype_and_opdef,
     kernel_entry,
-    param_lines,
     role,
     struct_name,
     tiling_struct,
@@ -620,12 +620,7 @@ def host_source(k: MatmulKernel, compute_units: list[str]) -> str:
                                      "coreNum", "platform", "coupled", "nullptr", "tiling")),
             "    return ge::GRAPH_FAILED;",
             "}",
-            *param_lines(k.num_params),
-            "context->SetBlockDim(tiling->blockDim);",
-            "size_t* workspace = context->GetWorkspaceSizes(1);",
-            "// The Matmul API's system workspace, then each vector core's C stages (per stage, one block per gemm).",
-            "workspace[0] = static_cast<size_t>(ascendcPlatform.GetLibApiWorkSpaceSize()) + tiling->userWorkspace;",
-            "return ge::GRAPH_SUCCESS;")
+            *cube_host_tail(k, "each vector core's C stages (per stage, one block per gemm)"))
     out("}", "}  // namespace optiling", "", "namespace ge {",
         "static graphStatus InferShape(gert::InferShapeContext* context)", "{")
     with out.indent():
