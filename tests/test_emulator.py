@@ -75,8 +75,9 @@ def test_datacopy_rounds_down_to_32_bytes(api):
 
 def test_datacopypad_is_byte_exact_and_pads(api):
     assert api["DataCopyPadIn"][:8] == [3, 4, 5, 6, 7, 9, 9, 9]
+    assert api["DataCopyPadDummy"] == [3, 4, 5, 6, 7, 3, 3, 3]  # no padding: the first element fills, as the chip
     assert api["DataCopyPadOut"] == [-1, 3, 4, 5, -1, -1]
-    assert api["gm_read"] == 32 + 20 and api["gm_write"] == 12
+    assert api["gm_read"] == 32 + 20 + 20 and api["gm_write"] == 12
     assert api["vec_add"] == 2  # one fp32 Add, one fp16 Add
 
 

@@ -105,6 +105,9 @@ int main() {
     WaitFlag<HardEvent::V_MTE2>(0);
     DataCopyPad(d, gi[3], DataCopyExtParams{1, 5 * 4, 0, 0, 0}, DataCopyPadExtParams<float>{true, 0, 2, 9.0f});
     Print("DataCopyPadIn", d, 10); std::cout << ", ";
+    // no padding: the row's 32-byte tail is the block's first element, isPad or not (DataCopyPad.md, dummy fill)
+    DataCopyPad(d, gi[3], DataCopyExtParams{1, 5 * 4, 0, 0, 0}, DataCopyPadExtParams<float>{false, 0, 0, 9.0f});
+    Print("DataCopyPadDummy", d, 8); std::cout << ", ";
     SetFlag<HardEvent::MTE2_MTE3>(0);
     WaitFlag<HardEvent::MTE2_MTE3>(0);
     DataCopyPad(go[1], d, DataCopyExtParams{1, 3 * 4, 0, 0, 0});
