@@ -101,6 +101,9 @@ FACTS: dict[str, dict[str, Fact]] = {
             "mte1_bytes_per_cycle": (256, "bytes/cycle", "L1 -> L0A/L0B", (128, 512)),
             "fix_bytes_per_cycle": (128, "bytes/cycle", "L0C out through the fixpipe, before the GM share", (64, 256)),
         }.items()},
+        "sync_all_us": Fact(1.0, "us", "none published",
+                            note="SyncAll's hard sync (FFTS cross-core flags): the last core's arrival to every "
+                                 "core's release, assumed", assumed=(0.3, 3.0)),
         "mix_launch_us": Fact(3.0, "us", CATLASS_MIX,
                               note="Whenever a MIX kernel is launched, it incurs a deterministic latency of roughly "
                                    "1-5 us: added to the launch of a fused cube+vector kernel", assumed=(1.0, 5.0)),
@@ -169,6 +172,7 @@ def emulator_table(soc: str, overrides: dict[str, float] | None = None) -> dict[
         "flag": v("flag_latency_cycles"), "kfc": 0 if coupled else v("kfc_message_us") * 1e-6 * v("clock"),
         "cube_macs": 16 ** 3, "mte1_bytes": v("mte1_bytes_per_cycle"), "fix_bytes": v("fix_bytes_per_cycle"),
         "cores": cores, "cube_cores": cores if coupled else v("cube_cores"), "coupled": 1 if coupled else 0,
+        "sync_all": 0 if coupled else v("sync_all_us") * 1e-6 * v("clock"),  # (310P: no hard SyncAll)
     }
 
 

@@ -147,24 +147,21 @@ static int Report(const std::string& kind, const std::string& msg) {
     return 2;
 }
 
-// Blocks 0..n-1 one after another (ASC_EMU_CORES=ends: only the blocks of the first two and last two cores, which
-// hold the longest core); a fault becomes the run's one-line JSON error.
+// Blocks 0..n-1 one after another, each up to the next SyncAll (ASC_EMU_CORES=ends: only the blocks of the first
+// two and last two cores, which hold the longest core); a fault becomes the run's one-line JSON error.
 template <typename F>
 static int RunBlocks(uint32_t n, F&& launch) {
     auto& st = asc_emu::St();
     st.blockNum = n;
     const char* only = std::getenv("ASC_EMU_CORES");
     const uint32_t cores = static_cast<uint32_t>(st.tm.cores), used = n < cores ? n : cores;
+    std::vector<uint32_t> blocks;
     for (uint32_t b = 0; b < n; ++b) {
-        if (only != nullptr && b % cores >= 2 && b % cores + 2 < used) continue;
-        st.blockIdx = b;
-        try {
-            launch();
-            asc_emu::EndBlock();
-        } catch (const asc_emu::Fault& e) {
-            return Report("fault", "block " + std::to_string(b) + ": " + e.what());
-        }
+        if (only == nullptr || b % cores < 2 || b % cores + 2 >= used) blocks.push_back(b);
     }
+    std::string fault;
+    const int64_t bad = asc_emu::RunFibers(blocks, [&] { launch(); }, fault);
+    if (bad >= 0) return Report("fault", "block " + std::to_string(bad) + ": " + fault);
     return 0;
 }
 """

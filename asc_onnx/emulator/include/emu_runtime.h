@@ -106,6 +106,7 @@ struct TimingConsts {
     double fixBytes = 128;           // L0C -> GM per cycle through the fixpipe, before the GM share (assumed)
     double cores = 48;               // cores sharing GM: vector cores (910B) or AI Cores (310P)
     double cubeCores = 24;
+    double syncAll = 1800;           // SyncAll: the last block's arrival to every block's release (assumed)
     bool coupled = false;            // 310P: cube and vector in one core, no KFC
     bool values = true;              // ASC_EMU_VALUES=0: timing only, no arithmetic
 };
@@ -151,6 +152,9 @@ struct GmBuffer {
     bool cubeShared = false;         // a workspace the cube core writes and the vector core reads
     std::vector<GmBlock> mte2 = {};  // last MTE2 read per 32-byte block (cube-shared buffers only)
     std::vector<uint32_t> seen = {};  // per 32-byte block: the L2 clock (KiB, + 1) when last touched, 0: never
+    // per 32-byte block, where `writer` is kept: the block that wrote it last and the SyncAll phase it wrote in
+    std::vector<int32_t> lastWriter = {}, lastReader = {};
+    std::vector<uint32_t> writePhase = {}, readPhase = {};
     uint64_t hbm = 0;                 // bytes of it the L2 rule has costed as HBM traffic
 };
 
@@ -228,6 +232,7 @@ struct State {
     uint64_t vecReadHbm = 0, vecReadL2 = 0;    // the vector cores' GM reads by level (a matmul's C ring, say)
     int64_t blockIdx = 0;
     int64_t blockNum = 1;
+    uint32_t syncPhase = 0;  // SyncAll barriers every block has passed
     uint64_t gmReadBytes = 0;
     uint64_t gmWriteBytes = 0;
     std::map<std::string, uint64_t> vecInstr;  // vector instructions by API name
@@ -268,7 +273,7 @@ inline TimingConsts LoadTiming() {
         {"vec_issue", &t.vecIssue}, {"vec_repeat", &t.vecRepeat}, {"vec_slow_repeat", &t.vecSlowRepeat},
         {"scalar_op", &t.scalarOp}, {"dispatch", &t.dispatch}, {"v_to_s", &t.vToS}, {"flag", &t.flag},
         {"kfc", &t.kfc}, {"cube_macs", &t.cubeMacs}, {"mte1_bytes", &t.mte1Bytes}, {"fix_bytes", &t.fixBytes},
-        {"cores", &t.cores}, {"cube_cores", &t.cubeCores}};
+        {"cores", &t.cores}, {"cube_cores", &t.cubeCores}, {"sync_all", &t.syncAll}};
     FILE* f = std::fopen(path, "r");
     if (f == nullptr) throw std::runtime_error(std::string("ASC_EMU_TIMING: cannot read ") + path);
     char name[64];
@@ -653,9 +658,39 @@ inline void NotPending(const void* p, size_t bytes, const char* what) {
     }
 }
 
+// Global memory one block writes and another reads (either first in emulation order) with no SyncAll between:
+// on the chip nothing orders the two cores, so the reader may see the bytes before or after the write. Kept per
+// 32-byte block of the buffers whose writes are tracked (outputs and the workspace).
+inline void TrackBlocks(GmBuffer& b) {
+    if (!b.lastWriter.empty()) return;
+    const size_t n = (b.bytes + 31) / 32;
+    b.lastWriter.assign(n, -1), b.lastReader.assign(n, -1), b.writePhase.assign(n, 0), b.readPhase.assign(n, 0);
+}
+
+inline void CrossCore(GmBuffer& b, const void* p, size_t bytes, const char* what, bool write) {
+    if (b.writer.empty()) return;
+    TrackBlocks(b);
+    const size_t off = static_cast<const uint8_t*>(p) - b.base;
+    const int32_t me = static_cast<int32_t>(St().blockIdx);
+    const uint32_t now = St().syncPhase;
+    for (size_t blk = off / 32; blk <= (off + bytes - 1) / 32; ++blk) {
+        const int32_t w = b.lastWriter[blk], r = b.lastReader[blk];
+        if (w != -1 && w != me && b.writePhase[blk] == now && !write)
+            Fail(std::string(what) + " of block " + std::to_string(me) + " reads bytes of '" + b.name +
+                 "' near offset " + std::to_string(blk * 32) + " that block " + std::to_string(w) +
+                 " wrote with no SyncAll between: nothing orders the two cores");
+        if (r != -1 && r != me && b.readPhase[blk] == now && write)
+            Fail(std::string(what) + " of block " + std::to_string(me) + " writes bytes of '" + b.name +
+                 "' near offset " + std::to_string(blk * 32) + " that block " + std::to_string(r) +
+                 " read with no SyncAll between: nothing orders the two cores, the read may see either");
+        (write ? b.lastWriter : b.lastReader)[blk] = me;
+        (write ? b.writePhase : b.readPhase)[blk] = now;
+    }
+}
+
 inline void GmRead(const void* p, size_t bytes, const char* what) {
     if (bytes == 0) return;
-    FindGm(p, bytes, what);
+    CrossCore(FindGm(p, bytes, what), p, bytes, what, false);
     NoDirtyLines(p, bytes, what);
     NotPending(p, bytes, what);
     St().gmReadBytes += bytes;
@@ -676,6 +711,7 @@ inline void GmWrite(const void* p, size_t bytes, const char* what, int32_t op = 
         }
         b.writer[i] = me;
     }
+    CrossCore(b, p, bytes, what, true);
     if (op >= 0) {
         NoDirtyLines(p, bytes, what);
         auto& ps = St().pipes;

@@ -102,3 +102,5 @@ enum KernelMetaType { KERNEL_TYPE_AIV_ONLY, KERNEL_TYPE_AIC_ONLY, KERNEL_TYPE_MI
 #define GET_TILING_DATA(var, tiling) \
     AscEmuTilingStruct var;          \
     std::memcpy(&var, (tiling), sizeof(AscEmuTilingStruct))
+
+#include "emu_blocks.h"  // the launch's blocks and SyncAll (needs PipeBarrier)

@@ -1,0 +1,195 @@
+// asc-onnx Ascend C CPU emulator: the blocks of a launch, and SyncAll between them.
+//
+// Blocks run one after another, each on a stack of its own (a ucontext fiber), so a block can stop at SyncAll: the
+// scheduler then runs the next block up to the same barrier, and resumes every block in turn once all have reached
+// it. A block's unified buffer and pipe state are put aside while it waits. Time: every block leaves the barrier
+// when the last one arrives, plus the barrier's own cost. What the chip would do wrong is a fault: SyncAll with more
+// blocks than cores (the extra blocks never start, the rest wait forever), a block that ends while others wait, a
+// hard SyncAll on 310P (soft sync only), SetValue bytes still in the data cache at the barrier, and a read of bytes
+// another block wrote since the last barrier (GmRead, by the phase each byte was written in).
+#pragma once
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "emu_runtime.h"
+#include "kernel_tpipe.h"
+
+namespace asc_emu {
+
+// One block of the launch.
+struct Fiber {
+    uint32_t block = 0;
+    ucontext_t ctx{};
+    void* stack = nullptr;
+    bool started = false, done = false, waiting = false;
+    std::string fault;
+    double arrival = 0;  // when it reached the barrier it waits at
+    // What the block had while it waited.
+    PipeState pipes;
+    std::vector<OpRec> ops;
+    uint64_t ubUsed = 0;
+    std::vector<uint8_t> ub;
+    AscendC::TPipe* pipe = nullptr;
+};
+
+struct Scheduler {
+    static constexpr size_t kStack = 16u << 20;  // virtual; pages are mapped as a block touches them
+    ucontext_t main{};
+    std::vector<Fiber> fibers;
+    Fiber* running = nullptr;
+    std::function<void()> launch;
+    double release = 0;  // when the last barrier let every block go
+
+    ~Scheduler() {
+        for (auto& f : fibers)
+            if (f.stack != nullptr) munmap(f.stack, kStack);
+    }
+};
+
+inline Scheduler*& Sched() {
+    static Scheduler* s = nullptr;
+    return s;
+}
+
+inline void FiberEntry() {
+    Scheduler& s = *Sched();
+    Fiber& f = *s.running;
+    try {
+        s.launch();
+        EndBlock();
+    } catch (const Fault& e) {
+        f.fault = e.what();
+    } catch (const std::exception& e) {
+        f.fault = std::string("emulator error: ") + e.what();
+    }
+    f.done = true;
+    swapcontext(&f.ctx, &s.main);
+}
+
+// Put aside / bring back what belongs to the running block (its UB, pipes, operations, TPipe).
+inline void Park(Fiber& f) {
+    f.pipes = St().pipes;
+    f.ops = St().ops;
+    f.ubUsed = St().ubUsed;
+    f.ub.assign(AscendC::emu_ub::arena, AscendC::emu_ub::arena + sizeof(AscendC::emu_ub::arena));
+    f.pipe = AscendC::emu_ub::CurrentPipe();
+}
+
+inline void Unpark(Fiber& f) {
+    St().pipes = std::move(f.pipes);
+    St().ops = std::move(f.ops);
+    St().ubUsed = f.ubUsed;
+    std::memcpy(AscendC::emu_ub::arena, f.ub.data(), f.ub.size());
+    f.ub.clear();
+    f.ub.shrink_to_fit();
+    AscendC::emu_ub::CurrentPipe() = f.pipe;
+    // Nothing after the barrier starts before every block has arrived and the barrier has passed.
+    auto& t = St().pipes.t;
+    for (int p = 0; p < NPIPES; ++p) t.free[p] = std::max(t.free[p], Sched()->release);
+}
+
+// Runs `blocks` (their indices, in order) of `launch`; returns the failing block and its fault, or -1.
+inline int64_t RunFibers(const std::vector<uint32_t>& blocks, std::function<void()> launch, std::string& fault) {
+    Scheduler s;
+    s.launch = std::move(launch);
+    s.fibers.resize(blocks.size());
+    for (size_t i = 0; i < blocks.size(); ++i) s.fibers[i].block = blocks[i];
+    Sched() = &s;
+    struct Reset {
+        ~Reset() { Sched() = nullptr; }
+    } reset;
+    for (;;) {
+        bool anyWaiting = false;
+        for (Fiber& f : s.fibers) {
+            if (f.done) continue;
+            St().blockIdx = f.block;
+            s.running = &f;
+            if (!f.started) {
+                f.stack = mmap(nullptr, Scheduler::kStack, PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+                if (f.stack == MAP_FAILED) throw std::runtime_error("cannot map a block's stack");
+                getcontext(&f.ctx);
+                f.ctx.uc_stack.ss_sp = f.stack;
+                f.ctx.uc_stack.ss_size = Scheduler::kStack;
+                f.ctx.uc_link = nullptr;
+                makecontext(&f.ctx, FiberEntry, 0);
+                f.started = true;
+            } else {
+                Unpark(f);
+                f.waiting = false;
+            }
+            swapcontext(&s.main, &f.ctx);
+            s.running = nullptr;
+            if (!f.fault.empty()) {
+                fault = f.fault;
+                return f.block;
+            }
+            if (f.done) {
+                munmap(f.stack, Scheduler::kStack);
+                f.stack = nullptr;
+            } else {
+                Park(f);
+                anyWaiting = true;
+            }
+        }
+        if (!anyWaiting) return -1;
+        double last = 0;
+        for (const Fiber& f : s.fibers) {
+            if (f.waiting) {
+                last = std::max(last, f.arrival);
+            } else {
+                fault = "SyncAll: block " + std::to_string(f.block) + " ended while other blocks wait at a SyncAll "
+                        "it never reached: they wait forever (every block of the launch calls SyncAll as often)";
+                return f.block;
+            }
+        }
+        s.release = last + St().tm.syncAll;
+        St().syncPhase += 1;
+    }
+}
+
+// The running block reaches a barrier (after its PIPE_ALL barrier): it waits there until every block has.
+inline void Barrier(const char* api) {
+    Scheduler* s = Sched();
+    if (s == nullptr || s->running == nullptr) Fail(std::string(api) + " outside a launch");
+    if (St().blockNum > static_cast<int64_t>(St().tm.cores))
+        Fail(std::string(api) + " with " + std::to_string(St().blockNum) + " blocks on " +
+             std::to_string(static_cast<int64_t>(St().tm.cores)) + " cores: the blocks past the cores start only "
+             "when others end, and the others wait for them forever (launch at most the core count)");
+    for (auto& kv : St().pipes.cache) {
+        if (kv.second.dirty != 0)
+            Fail(Describe(kv.second.op) + " wrote global memory through the data cache and nothing cleaned it "
+                 "(DataCacheCleanAndInvalid) before " + api + ": the other cores do not see the bytes");
+    }
+    Fiber& f = *s->running;
+    const auto& t = St().pipes.t;
+    f.arrival = 0;
+    for (int p = 0; p < NPIPES; ++p) f.arrival = std::max({f.arrival, t.free[p], t.lastDone[p]});
+    f.waiting = true;
+    swapcontext(&f.ctx, &s->main);
+}
+
+}  // namespace asc_emu
+
+namespace AscendC {
+
+// SyncAll (hard sync, basic_api/kernel_operator_block_sync_intf.h): every block of the launch waits until all have
+// reached it; global memory written before it is visible to every core after it. isAIVOnly: the vector cores only
+// (a mixed kernel's cube cores keep serving their Matmul messages). 310P's AI Core has the soft form only.
+template <bool isAIVOnly = true>
+__aicore__ inline void SyncAll(asc_emu::Loc loc = ASC_EMU_HERE) {
+#if __NPU_ARCH__ == 2002
+    asc_emu::Fail(std::string("SyncAll() at ") + loc.Str() + ": 310P's AI Core has no hard SyncAll (SyncAll.md: "
+                  "the soft form with a GM and a UB workspace only)");
+#else
+    PipeBarrier<PIPE_ALL>(loc);
+    asc_emu::Barrier("SyncAll");
+#endif
+}
+
+}  // namespace AscendC

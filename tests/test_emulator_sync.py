@@ -1,0 +1,71 @@
+"""SyncAll between the blocks of a launch (``emu_blocks.h``): a small kernel in ``tests/cpp/emu_sync.cpp`` where
+each block writes its part of a workspace and, after the barrier, reads its neighbour's. The obeying kernel gives
+the right values and every block leaves the barrier together; each way of breaking the rule that the chip would
+turn into a wrong answer or a hang is a fault, on the SoC it concerns."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from asc_onnx.emulator import INCLUDE_DIR
+
+HERE = Path(__file__).resolve().parent / "cpp"
+ARCHES = {"Ascend910B": "2201", "Ascend310P": "2002"}
+
+
+@pytest.fixture(scope="module")
+def sync(tmp_path_factory):
+    d = tmp_path_factory.mktemp("sync")
+    exes = {}
+    for soc, arch in ARCHES.items():
+        exes[soc] = d / f"sync{arch}"
+        subprocess.run(["g++", "-std=c++17", "-O1", "-w", f"-D__NPU_ARCH__={arch}", "-I", str(INCLUDE_DIR),
+                        str(HERE / "emu_sync.cpp"), "-o", str(exes[soc])], check=True, capture_output=True)
+    return lambda soc, scenario, blocks=4: subprocess.run(
+        [str(exes[soc]), scenario, str(blocks)], check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.mark.parametrize("blocks", [2, 4, 48])
+def test_every_block_reads_its_neighbours_part_after_the_barrier(sync, blocks):
+    """Right values, and one release time for every block however late each arrived."""
+    out = sync("Ascend910B", "ok", blocks)
+    assert out.startswith("OK"), out
+    words = out.split()
+    y = np.array([float(w) for w in words[1:1 + 8 * blocks]])
+    x = np.arange(8 * blocks, dtype=np.float64)
+    assert np.array_equal(y, 4 * np.roll(x, -8)), y  # twice the neighbour's doubled part
+    ends = {float(m) for m in re.findall(r"t\d+=([\d.e+]+)", out)}
+    # the blocks did different work before the barrier, the same after it (at GM shares that differ by a hair)
+    assert max(ends) - min(ends) < 1e-3 * max(ends), ends
+    assert "phases=1" in out
+
+
+# scenario -> what the fault says
+FAULTS = {
+    "no_sync": ["no SyncAll between", "nothing orders the two cores"],
+    "missing": ["block 1 ended while other blocks wait", "wait forever"],
+    "dirty": ["SetValue", "DataCacheCleanAndInvalid", "before SyncAll"],
+}
+
+
+@pytest.mark.parametrize("scenario", sorted(FAULTS))
+def test_breaking_the_barrier_is_a_fault(sync, scenario):
+    out = sync("Ascend910B", scenario)
+    assert out.startswith("FAULT"), out
+    for w in FAULTS[scenario]:
+        assert w in out, out
+
+
+def test_more_blocks_than_cores_never_meet(sync):
+    out = sync("Ascend910B", "ok", 49)
+    assert out.startswith("FAULT") and "49 blocks on 48 cores" in out, out
+
+
+def test_310p_has_no_hard_sync(sync):
+    out = sync("Ascend310P", "ok", 4)
+    assert out.startswith("FAULT") and "310P's AI Core has no hard SyncAll" in out, out
