@@ -5,7 +5,10 @@ timing model's timing-only path (every figure an estimate; asc_onnx.estimate say
   target at most 1.1x), beside the workspace ring's own first write: each vector core's two stages of scores, P
   and P @ v live in a ring of a few hundred KB that L2 keeps resident while the kernel runs; the timing model
   charges each ring byte's first write to HBM (the dirty lines' write-back once), which the target leaves out
-  ("the scores never reach HBM beyond an L2-sized ring"), so both columns are printed;
+  ("the scores never reach HBM beyond an L2-sized ring"), so both columns are printed (a split decode's parts,
+  each part's rows of output and their max and sum, live in the same workspace);
+* the parts a decode step's keys are split into over the cores (``parts``; 1: each item on one core), which the
+  host tiling chooses when the items are too few to fill the cores;
 * the estimate of the fused kernel, of the unfused nodes (Transpose, two MatMuls, scale, mask Add, Softmax) and
   of the partial fusion (the MatMuls unfused, ScaleMaskSoftmax between them); speedups over both (targets: at
   least 1.5x over the unfused nodes at S >= 2048 with 8 or more heads, faster than the partial fusion at every
@@ -118,7 +121,9 @@ def targets() -> list[Case]:
     cases = [Case(b, h, s, s, d) for b in (1, 4) for s in (512, 2048, 4096) for h, d in ((32, 64), (8, 128))]
     cases += [Case(1, 32, 2048, 2048, 128, "padding"), Case(1, 32, 2048, 2048, 128, group=4),
               Case(1, 32, 1024, 1024, 128), Case(1, 32, 1, 4096, 128, "padding"),
-              Case(4, 32, 1, 4096, 128, "padding", group=4)]
+              Case(4, 32, 1, 4096, 128, "padding", group=4),
+              # batch 1 decode with grouped KV heads: 8 items for 48 vector cores, the keys split over them
+              Case(1, 32, 1, 4096, 128, "padding", group=4), Case(1, 32, 1, 16384, 128, "padding", group=4)]
     return cases
 
 
@@ -154,8 +159,9 @@ def row(c: Case) -> tuple[str, bool]:
         ok = ok and speedup >= 1.5
     measured = MEASURED.get(c.sq) if c.d == 128 and c.sq == c.sk else None
     hand = f"{measured[0]:>5.1f}% / {measured[1]:>4.1f}%" if measured else f"{'-':>15}"
-    return (f"{c.label:<34} {hbm:>6.2f} {ring / e.compulsory_bytes:>5.2f} {e.fused_us:>9.1f} {e.unfused_us:>9.1f} "
-            f"{partial:>9.1f} {speedup:>6.2f} "
+    parts = (whole.cube or {}).get("splits", 1)
+    return (f"{c.label:<34} {hbm:>6.2f} {ring / e.compulsory_bytes:>5.2f} {parts:>5} {e.fused_us:>9.1f} "
+            f"{e.unfused_us:>9.1f} {partial:>9.1f} {speedup:>6.2f} "
             f"{over_partial:>6.2f} {e.bottleneck:>6} {cube:>6.1%} {hand}  {'yes' if ok else 'NO'}"), ok
 
 
@@ -194,7 +200,8 @@ def fixtures(names: tuple[str, ...] = FIXTURES) -> int:
     return 0
 
 
-HEAD = (f"{'shape':<34} {'HBM/min':>6} {'ring':>5} {'est us':>9} {'est unf':>9} {'partial':>9} {'x unf':>6} "
+HEAD = (f"{'shape':<34} {'HBM/min':>6} {'ring':>5} {'parts':>5} {'est us':>9} {'est unf':>9} {'partial':>9} "
+        f"{'x unf':>6} "
         f"{'x part':>6} {'bound':>6} {'cube':>6} {'hand/torch_npu':>15}  ship")
 
 

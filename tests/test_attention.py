@@ -345,6 +345,28 @@ def test_the_online_softmax_walks_the_keys_in_blocks(dt, sq, sk, trans):
     assert c.ok, (c.error, c.max_abs)
 
 
+@pytest.mark.parametrize("dt,sq,trans", [(F16, 1, True), (F32, 4, True), (F16, 4, False)])
+def test_decode_splits_the_keys_over_cores(dt, sq, trans):
+    """Decode with two items for 48 vector cores: the keys in parts on cores of their own, each part's rows of
+    output and their max and sum into the workspace, combined after SyncAll. Left padding with -inf over whole parts
+    (their weight is exp(lowest - max) = 0), the last keys at the lowest finite value, a row masked everywhere
+    (NaN, as onnxruntime computes it); fp16 and fp32, k given transposed. Emulated against onnxruntime."""
+    from asc_onnx.emulator.harness import run
+    from asc_onnx.soc import SOCS
+    from asc_onnx.verify_kernels import check, reference
+
+    k, (q, kk, v, mask) = _long_rows(dt, sq, 5000, trans=trans)
+    mask[..., 0, :1200] = -np.inf
+    if sq > 1:
+        mask[0, 0, 2, :] = -np.inf
+    ref = reference(k.op, [q, kk, v, mask])[0]
+    assert np.isfinite(ref[0, :, 0]).all() and (sq == 1 or np.isnan(ref[0, :, 2]).all())
+    got = run(k.ir, k.files, f"{k.op.op_type}TilingData", [q, kk, v, mask], SOCS["Ascend910B"])
+    assert got.cube["splits"] > 2 and got.cube["units"] == 2 * got.cube["splits"]
+    c = check(k, [q, kk, v, mask], SOCS["Ascend910B"], "split keys")
+    assert c.ok, (c.error, c.max_abs)
+
+
 def test_a_row_masked_over_its_first_kv_block_is_finite():
     """Left padding with -inf over more keys than one KV block: the first block's running max stays at the lowest
     finite value (exp of the masked keys is 0, not NaN) and the row is the softmax of its other keys; a row masked
@@ -378,12 +400,15 @@ def test_bf16_inputs_over_kv_blocks(form):
     assert c.ok and c.dtype == "bfloat16_t", (c.error, c.max_abs)
 
 
-@pytest.mark.parametrize("mask", [(1, 1, 1, "total"), (1, 8, 1, "total"), (2, 8, 1, "total")],
-                         ids=["mask over heads", "mask per head", "batch 2, mask per batch and head"])
-def test_grouped_decode_folds_a_kv_heads_query_heads_into_one_item(mask):
+@pytest.mark.parametrize("mask,keys", [((1, 1, 1, "total"), 1100), ((1, 8, 1, "total"), 1100),
+                                      ((2, 8, 1, "total"), 1100), ((2, 8, 1, "total"), 6000)],
+                         ids=["mask over heads", "mask per head", "batch 2, mask per batch and head",
+                              "batch 2, split keys"])
+def test_grouped_decode_folds_a_kv_heads_query_heads_into_one_item(mask, keys):
     """A decode step (one query row) with 2 KV heads for 8 query heads: an item is a KV head's 4 query heads (rows
     of q and y that lie together), so the cube reads each KV block once per group; the mask broadcast over heads or
-    one row per head. Emulated against onnxruntime at 1100 keys (two KV blocks)."""
+    one row per head. Emulated against onnxruntime at 1100 keys (two KV blocks), and at 6000 keys, where the four
+    items' keys are split over cores."""
     from asc_onnx.emulator.harness import run
     from asc_onnx.soc import SOCS
     from asc_onnx.verify_kernels import check
@@ -400,12 +425,13 @@ def test_grouped_decode_folds_a_kv_heads_query_heads_into_one_item(mask):
     k = res.kernels[0]
     rng = np.random.default_rng(2)
     q = rng.standard_normal((b, 8, 1, 16)).astype(np.float16)
-    kk, v = (rng.standard_normal((b, 2, 1100, 16)).astype(np.float16) for _ in range(2))
-    mk = np.zeros(tuple(1100 if d == "total" else d for d in mask), np.float16)
+    kk, v = (rng.standard_normal((b, 2, keys, 16)).astype(np.float16) for _ in range(2))
+    mk = np.zeros(tuple(keys if d == "total" else d for d in mask), np.float16)
     mk[..., 1000:] = np.finfo(np.float16).min
     if mask[1] == 8:
         mk[-1, 5, 0, :300] = np.finfo(np.float16).min  # one head's own padding (in the last batch)
     got = run(k.ir, k.files, f"{k.op.op_type}TilingData", [q, kk, v, mk], SOCS["Ascend910B"])
-    assert got.cube["items"] == 2 * b and got.cube["kv_blocks"] == 2  # each KV head of each batch one item
+    assert got.cube["items"] == 2 * b  # each KV head of each batch one item
+    assert (got.cube["kv_blocks"], got.cube["splits"]) == (2, 1) if keys == 1100 else got.cube["splits"] > 1
     c = check(k, [q, kk, v, mk], SOCS["Ascend910B"], "grouped decode")
     assert c.ok, (c.error, c.max_abs)

@@ -82,6 +82,7 @@ int Drive(int argc, char** argv) {{
               << ", \\"b_read\\": " << st.cube.bReadBytes << ", \\"c_bytes\\": " << st.cube.cBytes
               << ", \\"l1_peak\\": " << st.cube.l1Peak << ", \\"mBlock\\": " << tiling.mBlock
               << ", \\"items\\": " << tiling.items
+              << ", \\"splits\\": " << tiling.splits << ", \\"units\\": " << tiling.units
               << ", \\"kv_block\\": " << tiling.kvBlock << ", \\"kv_blocks\\": " << tiling.kvBlocks
               << ", \\"workspace\\": " << tiling.userWorkspace << ", \\"workspace_hbm\\": " << st.gm.back().hbm
               << "}}, \\"vec\\": {{";

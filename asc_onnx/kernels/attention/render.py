@@ -41,6 +41,12 @@ REFUSALS = {
 MAX_BLOCK = 128
 #: Keys per KV block when the sequence is longer (the scores' N): the block's rows are whole 64-float repeats.
 KV_BLOCK = 1024
+#: Decode's split of the keys over cores: parts at most, and the costs (in keys) the choice weighs: a unit's own
+#: overhead, a split's (SyncAll and the combine's start) and each part's in the combine.
+MAX_SPLITS = 32
+UNIT_KEYS = 512
+SPLIT_KEYS = 1024
+PART_KEYS = 64
 
 
 def tiling_header(k: AttentionKernel) -> str:
@@ -59,9 +65,12 @@ def tiling_header(k: AttentionKernel) -> str:
         "uint32_t mBlock;         // Q rows per work item",
         "uint32_t qBlocks;        // Q blocks per head",
         "uint32_t items;          // work items: heads of every batch x qBlocks",
-        "uint32_t cores;          // vector cores that take items",
+        "uint32_t splits;         // parts of the keys per item, on cores of their own (decode), combined after",
+        "uint32_t partKeys;       // keys per part (the last part may have fewer)",
+        "uint32_t units;          // items x splits: what the vector cores take in turn",
+        "uint32_t cores;          // vector cores that take units",
         "uint32_t kvBlock;        // keys per KV block",
-        "uint32_t kvBlocks;       // KV blocks per item",
+        "uint32_t kvBlocks;       // KV blocks per part at most",
         "uint32_t chunkRows;      // score rows the vector core takes into UB at a time",
         "uint32_t rowPitch;       // kvBlock rounded up to 16: 32-byte rows in UB in half and in float",
         "uint32_t partials;       // per row: one max or sum per 64 keys, rounded up to a block of 8",
@@ -72,6 +81,7 @@ def tiling_header(k: AttentionKernel) -> str:
         "uint64_t maskHeadStride;   // ... from one head to the next",
         "uint64_t maskRowStride;    // ... from one query row to the next",
         "uint64_t wsCoreBytes;    // one vector core's workspace: two stages of scores (fp32), of P and of P @ v",
+        "uint64_t partBytes;      // after every core's: each unit's rows of output and their max and sum (fp32)",
         "uint64_t userWorkspace;  // bytes of user workspace: every vector core's",
         "uint32_t blockDim;       // launch: cube cores (two vector cores each)",
     ]
@@ -127,9 +137,10 @@ inline bool {k.op_type}CubeTiling(uint32_t m, uint32_t n, uint32_t k, bool trans
     return tiling.baseM > 0 && tiling.baseN > 0 && tiling.baseK > 0;
 }}
 
-// UB bytes of a vector core with Q blocks of m rows and chunks of `rows` score rows of `pitch` keys.
+// UB bytes of a vector core with Q blocks of m rows and chunks of `rows` score rows of `pitch` keys (split: the
+// keys in parts, each part's rows of output and statistics leave through a queue of their own).
 inline uint64_t {k.op_type}UbBytes(uint64_t m, uint64_t rows, uint64_t pitch, uint64_t partials, uint64_t dv,
-        uint64_t outRows, uint32_t dtypeSize)
+        uint64_t outRows, uint32_t dtypeSize, bool split = false)
 {{
     const uint64_t rows8 = (rows + 7u) / 8u * 8u;
     const uint64_t spread = rows > outRows ? rows8 : (outRows + 7u) / 8u * 8u;
@@ -138,7 +149,8 @@ inline uint64_t {k.op_type}UbBytes(uint64_t m, uint64_t rows, uint64_t pitch, ui
     const uint64_t state = (6u * m + 8u) * 4u;  // running max and sum, two lines of rescales and of 1 / sum
     const uint64_t acc = m * dv * 4u;          // the rows' output in fp32
     const uint64_t outs = 2u * outRows * dv * (4u + dtypeSize);  // P @ v in, y out: two each
-    return tiles + stats + state + acc + outs + {mask_row};  // and a mask row in fp32
+    const uint64_t part = split ? outRows * dv * 4u : 0u;
+    return tiles + stats + state + acc + outs + part + {mask_row};  // and a mask row in fp32
 }}
 
 // Returns 0, or why the shape is refused:
@@ -187,8 +199,8 @@ inline int {k.op_type}ComputeTiling(const uint64_t* qDims, uint32_t qRank, uint3
         return rows < m ? rows : m;
     }};
     uint32_t pitch = 0;
-    auto fits = [&](uint32_t m, uint32_t rows) {{
-        return {k.op_type}UbBytes(m, rows, pitch, t->partials, dv, outRows(m), dtypeSize) <= platform.ubSize;
+    auto fits = [&](uint32_t m, uint32_t rows, bool split = false) {{
+        return {k.op_type}UbBytes(m, rows, pitch, t->partials, dv, outRows(m), dtypeSize, split) <= platform.ubSize;
     }};
     // KV blocks of {KV_BLOCK} keys, or halved until chunks of 8 rows fit UB (fp32 scores of fp32 I/O take more).
     uint32_t kv = {kv_block};
@@ -240,19 +252,47 @@ inline int {k.op_type}ComputeTiling(const uint64_t* qDims, uint32_t qRank, uint3
     const uint64_t items = batch * t->itemHeads * t->qBlocks;
     if (items > 0xFFFFFFFFu) return 1;
     t->items = static_cast<uint32_t>(items);
+    // Decode (an item of at most 16 query rows): the keys in parts on cores of their own when items are too few
+    // to fill the cores, combined after a SyncAll. Parts of whole 64-key repeats; the split with the fewest keys on
+    // the busiest core, each unit counted {UNIT_KEYS} keys more (its products' messages and waits, the pipeline's
+    // fill) and a split {SPLIT_KEYS} more plus {PART_KEYS} a part (the barrier and the combine).
+    t->splits = 1u;
+    t->partKeys = sk;
+    if (t->qBlocks == 1u && headRows <= 16u && fits(mBlock, rows, true)) {{
+        uint64_t bestCost = ~0ull;
+        for (uint32_t want = 1u; want <= {MAX_SPLITS}u; ++want) {{
+            const uint32_t keys = ((sk + want - 1u) / want + 63u) / 64u * 64u;
+            const uint32_t parts = (sk + keys - 1u) / keys;
+            if (parts != want) continue;  // (no empty part)
+            if (2u * parts * 16u > rows * t->rowPitch) break;  // the combine's statistics fit one score tile
+            const uint64_t rounds = (items * parts + coreNum - 1u) / coreNum;
+            const uint64_t combine = parts > 1u ? {SPLIT_KEYS}u + {PART_KEYS}u * parts : 0u;
+            const uint64_t cost = rounds * (keys + {UNIT_KEYS}u) + combine;
+            if (cost < bestCost) {{
+                bestCost = cost;
+                t->splits = parts;
+                t->partKeys = keys;
+            }}
+        }}
+    }}
+    if (t->splits > 1u) t->kvBlocks = (t->partKeys + kv - 1u) / kv;
+    const uint64_t units = items * t->splits;
+    if (units > 0xFFFFFFFFu) return 1;
+    t->units = static_cast<uint32_t>(units);
     using matmul_tiling::DataType;
     const auto in = isFloat ? DataType::DT_FLOAT : (isBf16 ? DataType::DT_BF16 : DataType::DT_FLOAT16);
     if (!{k.op_type}CubeTiling(mBlock, t->kvBlock, static_cast<uint32_t>(d), {'true' if k.trans_k else 'false'}, in,
             DataType::DT_FLOAT, platform, t->qkTiling)) return 2;
     if (!{k.op_type}CubeTiling(mBlock, dv, t->kvBlock, false, in, DataType::DT_FLOAT, platform, t->pvTiling)) return 2;
-    const uint32_t cores = t->items < coreNum ? t->items : coreNum;
+    const uint32_t cores = t->units < coreNum ? t->units : coreNum;
     t->blockDim = (cores + 1u) / 2u;  // a cube core serves two vector cores
     t->cores = 2u * t->blockDim;
     t->scoreStage = mBlock * t->kvBlock;
     t->outStage = mBlock * dv;
     t->wsCoreBytes = (2u * static_cast<uint64_t>(t->scoreStage) * (4u + dtypeSize) +
                       2u * static_cast<uint64_t>(t->outStage) * 4u + 31u) / 32u * 32u;
-    t->userWorkspace = t->cores * t->wsCoreBytes;
+    t->partBytes = t->splits > 1u ? units * mBlock * (dv + 2u) * 4u : 0u;
+    t->userWorkspace = t->cores * t->wsCoreBytes + t->partBytes;
     return 0;
 }}
 """
@@ -437,6 +477,14 @@ public:
         probsGm.SetGlobalBuffer((__gm__ T*)(mine + 2u * td.scoreStage * sizeof(float)), 2u * td.scoreStage);
         outGm.SetGlobalBuffer((__gm__ float*)(mine + 2u * td.scoreStage * (sizeof(float) + sizeof(T))),
                               2u * td.outStage);
+        if (td.splits > 1) {{
+            // After every core's ring: each unit's rows of output (unnormalized), then their max and their sum.
+            GM_ADDR parts = AscendC::GetUserWorkspace(workspace) + td.cores * td.wsCoreBytes;
+            const uint64_t rows = static_cast<uint64_t>(td.units) * td.mBlock;
+            partOutGm.SetGlobalBuffer((__gm__ float*)parts, rows * td.dv);
+            partMaxGm.SetGlobalBuffer((__gm__ float*)(parts + rows * td.dv * sizeof(float)), rows);
+            partSumGm.SetGlobalBuffer((__gm__ float*)(parts + rows * (td.dv + 1u) * sizeof(float)), rows);
+        }}
     }}
 
     // After REGIST_MATMUL_OBJ (the kernel entry): the pipe's buffers.
@@ -451,39 +499,51 @@ public:
         // partials, the tails' blocks, two lines of row statistics, their blocks (score or output rows)
         const uint32_t spread = td.chunkRows > td.outRows ? Rows8() : (td.outRows + 7u) / 8u * 8u;
         pipe.InitBuffer(statBuf, (td.chunkRows * td.partials + Rows8() * 10u + spread * 8u) * sizeof(float));
+        if (td.splits > 1) {{
+            pipe.InitBuffer(outQueuePart, 1, td.outRows * td.dv * sizeof(float));
+        }}
     }}
 
-    // Steps (item, KV block) in turn, two stages of each buffer: the cube computes step s + 1's scores and step
+    // Steps (unit, KV block) in turn, two stages of each buffer: the cube computes step s + 1's scores and step
     // s - 1's P @ v while this core takes the softmax of step s; it then folds step s - 1's P @ v into its rows.
+    // Split keys: every core then waits for all (SyncAll) and combines the parts of its items.
     __aicore__ inline void Process()
     {{
         const uint32_t core = static_cast<uint32_t>(AscendC::GetBlockIdx());
-        const uint32_t count = core < td.items ? (td.items - core + td.cores - 1) / td.cores : 0;
-        const uint32_t steps = count * td.kvBlocks;
-        if (steps > 0) {{
-{org_shape}            QueueScores(0);
+        const uint32_t count = core < td.units ? (td.units - core + td.cores - 1) / td.cores : 0;
+        Step cur{{0, 0, 0}};
+        Step prev{{0, 0, 0}};
+        if (count > 0) {{
+{org_shape}            QueueScores(cur);
         }}
-        for (uint32_t s = 0; s < steps; ++s) {{
-            if (s > 0) {{
+        while (cur.j < count) {{
+            if (cur.s > 0) {{
                 Release();  // step s - 1's reads of its scores and step s - 2's of its P @ v are done
             }}
-            if (s + 1 < steps) {{
-                QueueScores(s + 1);
+            const Step next = Next(cur);
+            if (next.j < count) {{
+                QueueScores(next);
             }}
             mmQk.WaitIterateAll();  // the scores of step s
-            Softmax(s);
+            Softmax(cur);
             // (the message waits for this core's MTE3 writes of P: PostMessage's PipeBarrier<PIPE_MTE3>)
-            QueueProduct(s);
-            if (s > 0) {{
+            QueueProduct(cur);
+            if (cur.s > 0) {{
                 mmPv.WaitIterateAll();  // step s - 1's P @ v (it has read the P stage step s + 1 writes)
-                Accumulate(s - 1);
+                Accumulate(prev);
             }}
+            prev = cur;
+            cur = next;
         }}
-        if (steps > 0) {{  // the last step's P @ v; an idle core has nothing to wait for or end
+        if (count > 0) {{  // the last step's P @ v; an idle core has nothing to wait for or end
             mmPv.WaitIterateAll();
-            Accumulate(steps - 1);
+            Accumulate(prev);
             mmQk.End();
             mmPv.End();
+        }}
+        if (td.splits > 1) {{
+            AscendC::SyncAll();  // every part's rows and statistics are in global memory
+            Combine();
         }}
     }}
 
@@ -494,6 +554,7 @@ public:
     {s} td;
 
 private:
+    // A unit: one part of the keys of one item (the whole of them unless split).
     struct Item {{
         uint32_t batch;
         uint32_t head;     // within the batch (folded: the KV head whose query heads the item takes)
@@ -501,50 +562,76 @@ private:
         uint64_t qOffset;  // the block's first query row over every head
         uint32_t q0;       // ... within its head (folded: within the group)
         uint32_t rows;
+        uint32_t unit;     // over every core
+        uint32_t c0;       // the part's first key
+        uint32_t keys;     // ... and its keys
+        uint32_t blocks;   // ... in KV blocks
     }};
 
-    // This core's j-th item.
-    __aicore__ inline Item ItemAt(uint32_t j) const
+    // One step: this core's j-th unit, its b-th KV block, the s-th step of this core (stage s % 2).
+    struct Step {{
+        uint32_t j;
+        uint32_t b;
+        uint32_t s;
+    }};
+
+    __aicore__ inline Item UnitAt(uint32_t u) const
     {{
-        const uint32_t i = static_cast<uint32_t>(AscendC::GetBlockIdx()) + j * td.cores;
+        const uint32_t i = u / td.splits;
+        const uint32_t part = u % td.splits;
         const uint64_t head0 = i / td.qBlocks;  // a head, or (folded) a KV head's group of query heads
         const uint32_t q0 = i % td.qBlocks * td.mBlock;
         const uint32_t rows = td.headRows - q0 < td.mBlock ? td.headRows - q0 : td.mBlock;
         const uint32_t batch = static_cast<uint32_t>(head0 / td.itemHeads);
         const uint32_t head = static_cast<uint32_t>(head0 % td.itemHeads);
         const uint64_t kvHead0 = td.foldHeads ? head0 : static_cast<uint64_t>(batch) * td.kvHeads + head / td.group;
-        return {{batch, head, kvHead0, head0 * td.headRows + q0, q0, rows}};
+        const uint32_t c0 = part * td.partKeys;
+        const uint32_t keys = td.sk - c0 < td.partKeys ? td.sk - c0 : td.partKeys;
+        return {{batch, head, kvHead0, head0 * td.headRows + q0, q0, rows, u, c0, keys,
+                (keys + td.kvBlock - 1) / td.kvBlock}};
     }}
 
-    // Keys of KV block b: from c0, cols of them.
-    __aicore__ inline uint32_t KeysAt(uint32_t b, uint32_t& c0) const
+    // This core's j-th unit.
+    __aicore__ inline Item ItemAt(uint32_t j) const
     {{
-        c0 = b * td.kvBlock;
-        return td.sk - c0 < td.kvBlock ? td.sk - c0 : td.kvBlock;
+        return UnitAt(static_cast<uint32_t>(AscendC::GetBlockIdx()) + j * td.cores);
     }}
 
-    // Step s's scores onto the cube, into stage s % 2 (rows of kvBlock floats).
-    __aicore__ inline void QueueScores(uint32_t s)
+    __aicore__ inline Step Next(const Step& t) const
     {{
-        const Item it = ItemAt(s / td.kvBlocks);
+        const bool last = t.b + 1 == ItemAt(t.j).blocks;
+        return {{last ? t.j + 1 : t.j, last ? 0u : t.b + 1, t.s + 1}};
+    }}
+
+    // Keys of the unit's KV block b: from c0, cols of them.
+    __aicore__ inline uint32_t KeysAt(const Item& it, uint32_t b, uint32_t& c0) const
+    {{
+        c0 = it.c0 + b * td.kvBlock;
+        return it.c0 + it.keys - c0 < td.kvBlock ? it.c0 + it.keys - c0 : td.kvBlock;
+    }}
+
+    // Step t's scores onto the cube, into stage s % 2 (rows of kvBlock floats).
+    __aicore__ inline void QueueScores(const Step& t)
+    {{
+        const Item it = ItemAt(t.j);
         uint32_t c0 = 0;
-        const uint32_t cols = KeysAt(s % td.kvBlocks, c0);
+        const uint32_t cols = KeysAt(it, t.b, c0);
         mmQk.SetTensorA(qGm[it.qOffset * td.d]);
         mmQk.SetTensorB(kGm[{k_at}], {trans});
         mmQk.SetTail(static_cast<int>(it.rows), static_cast<int>(cols), static_cast<int>(td.d));
-        mmQk.template IterateAll<false>(scoresGm[(s % 2) * td.scoreStage], 0, false, true);  // signals when done
+        mmQk.template IterateAll<false>(scoresGm[(t.s % 2) * td.scoreStage], 0, false, true);  // signals when done
     }}
 
-    // Step s's P @ v onto the cube, into stage s % 2 of the outputs (fp32 rows of dv).
-    __aicore__ inline void QueueProduct(uint32_t s)
+    // Step t's P @ v onto the cube, into stage s % 2 of the outputs (fp32 rows of dv).
+    __aicore__ inline void QueueProduct(const Step& t)
     {{
-        const Item it = ItemAt(s / td.kvBlocks);
+        const Item it = ItemAt(t.j);
         uint32_t c0 = 0;
-        const uint32_t cols = KeysAt(s % td.kvBlocks, c0);
-        mmPv.SetTensorA(probsGm[(s % 2) * td.scoreStage]);
+        const uint32_t cols = KeysAt(it, t.b, c0);
+        mmPv.SetTensorA(probsGm[(t.s % 2) * td.scoreStage]);
         mmPv.SetTensorB(vGm[(it.kvHead0 * td.sk + c0) * td.dv], false);
         mmPv.SetTail(static_cast<int>(it.rows), static_cast<int>(td.dv), static_cast<int>(cols));
-        mmPv.template IterateAll<false>(outGm[(s % 2) * td.outStage], 0, false, true);
+        mmPv.template IterateAll<false>(outGm[(t.s % 2) * td.outStage], 0, false, true);
     }}
 
     // This core's MTE2 reads of its workspace are done: the cube's next write to them is invisible to the
@@ -556,25 +643,24 @@ private:
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_S>(readDone);
     }}
 
-    // Step s: the online softmax of its score rows, chunk by chunk, P into stage s % 2.
-    __aicore__ inline void Softmax(uint32_t s)
+    // Step t: the online softmax of its score rows, chunk by chunk, P into stage s % 2.
+    __aicore__ inline void Softmax(const Step& t)
     {{
-        const Item it = ItemAt(s / td.kvBlocks);
-        const uint32_t b = s % td.kvBlocks;
+        const Item it = ItemAt(t.j);
         uint32_t c0 = 0;
-        const uint32_t cols = KeysAt(b, c0);
+        const uint32_t cols = KeysAt(it, t.b, c0);
         uint32_t r0 = 0;
         uint32_t rows = it.rows < td.chunkRows ? it.rows : td.chunkRows;
-        CopyIn(s, it, c0, cols, r0, rows);
+        CopyIn(t.s, it, c0, cols, r0, rows);
         while (rows > 0) {{
             // The next chunk's loads go out before this one's softmax (the queues hold two).
             const uint32_t next = r0 + rows;
             const uint32_t nextRows = it.rows - next < td.chunkRows ? it.rows - next : td.chunkRows;
             if (nextRows > 0) {{
-                CopyIn(s, it, c0, cols, next, nextRows);
+                CopyIn(t.s, it, c0, cols, next, nextRows);
             }}
-            Compute(s, cols, r0, rows);
-            CopyOut(s, cols, r0, rows);
+            Compute(t, it, cols, r0, rows);
+            CopyOut(t.s, cols, r0, rows);
             r0 = next;
             rows = nextRows;
         }}
@@ -664,11 +750,12 @@ private:
         return blocks;
     }}
 
-    // Scale, mask and the online softmax of rows [r0, r0 + rows) of step s in fp32, in place; P in the I/O type.
-    __aicore__ inline void Compute(uint32_t s, uint32_t cols, uint32_t r0, uint32_t rows)
+    // Scale, mask and the online softmax of rows [r0, r0 + rows) of step t in fp32, in place; P in the I/O type.
+    __aicore__ inline void Compute(const Step& t, const Item& it, uint32_t cols, uint32_t r0, uint32_t rows)
     {{
-        const uint32_t b = s % td.kvBlocks;
-        const uint32_t j = s / td.kvBlocks;
+        const uint32_t b = t.b;
+        const uint32_t s = t.s;
+        const uint32_t j = t.j;
         const uint32_t pitch = (cols + 15u) / 16u * 16u;
         const bool whole = pitch == cols;  // the rows lie end to end: one instruction for the chunk
         AscendC::LocalTensor<float> scoresLocal = inQueueScores.DeQue<float>();
@@ -705,7 +792,9 @@ private:
             AscendC::Mul(rowSum, rowSum, rescale, rows);
             AscendC::Add(rowSum, rowSum, stat, rows);
         }}
-        if (b + 1 == td.kvBlocks) {{
+        if (b + 1 == it.blocks && td.splits > 1) {{
+            StoreStats(it, r0, rows, rowMax, rowSum);  // the part's row max and sum, for the combine
+        }} else if (b + 1 == it.blocks) {{
             // 1 / sum by Div (float Reciprocal is documented as short of 1e-4 relative): a row masked to -inf
             // everywhere has a sum of 0, so y = 0 x (1 / 0 = inf) = NaN, as onnxruntime computes it.
             AscendC::LocalTensor<float> ones = stat[Rows8()];
@@ -741,21 +830,22 @@ private:
         outQueueProbs.FreeTensor(probsLocal);
     }}
 
-    // Step s's P @ v into the rows' fp32 output: acc = acc x rescale + o (the first block: acc = o); after the last
-    // block, y = acc / sum, written once. The next rows' load goes out before this rows' work (the queue holds two).
-    __aicore__ inline void Accumulate(uint32_t s)
+    // Step t's P @ v into the rows' fp32 output: acc = acc x rescale + o (the first block: acc = o); after the last
+    // block, y = acc / sum, written once (split: acc into the part's rows). The next rows' load goes out before this
+    // rows' work (the queue holds two).
+    __aicore__ inline void Accumulate(const Step& t)
     {{
-        const Item it = ItemAt(s / td.kvBlocks);
+        const Item it = ItemAt(t.j);
         uint32_t r0 = 0;
         uint32_t rows = it.rows < td.outRows ? it.rows : td.outRows;
-        LoadOut(s, r0, rows);
+        LoadOut(t.s, r0, rows);
         while (rows > 0) {{
             const uint32_t next = r0 + rows;
             const uint32_t nextRows = it.rows - next < td.outRows ? it.rows - next : td.outRows;
             if (nextRows > 0) {{
-                LoadOut(s, next, nextRows);
+                LoadOut(t.s, next, nextRows);
             }}
-            Fold(s, it, r0, rows);
+            Fold(t, it, r0, rows);
             r0 = next;
             rows = nextRows;
         }}
@@ -769,11 +859,12 @@ private:
         inQueueOut.EnQue(outLocal);
     }}
 
-    __aicore__ inline void Fold(uint32_t s, const Item& it, uint32_t r0, uint32_t rows)
+    __aicore__ inline void Fold(const Step& t, const Item& it, uint32_t r0, uint32_t rows)
     {{
-        const uint32_t b = s % td.kvBlocks;
-        const uint32_t j = s / td.kvBlocks;
-        const bool last = b + 1 == td.kvBlocks;
+        const uint32_t b = t.b;
+        const uint32_t s = t.s;
+        const uint32_t j = t.j;
+        const bool last = b + 1 == it.blocks;
         const uint32_t count = rows * td.dv;
         AscendC::LocalTensor<float> state = stateBuf.Get<float>();
         AscendC::LocalTensor<float> rowsAcc = accBuf.Get<float>()[r0 * td.dv];
@@ -784,7 +875,9 @@ private:
         }} else if (!last) {{
             AscendC::Adds(rowsAcc, outLocal, 0.0f, count);
         }}
-        if (last) {{
+        if (last && td.splits > 1) {{
+            StorePart(it, r0, rows, b > 0 ? rowsAcc : outLocal);
+        }} else if (last) {{
             // y = acc / sum (a single block divides its product in place)
             const AscendC::LocalTensor<float>& done = b > 0 ? rowsAcc : outLocal;
             RowsByStat<true>(done, Spread(state[(4u + j % 2u) * td.mBlock + r0], rows), rows, td.dv, td.dv);
@@ -804,6 +897,127 @@ private:
         inQueueOut.FreeTensor(outLocal);
     }}
 
+    // Rows [r0, r0 + rows) of a part's running max and sum into the workspace (lines of mBlock a unit).
+    __aicore__ inline void StoreStats(const Item& it, uint32_t r0, uint32_t rows,
+                                      const AscendC::LocalTensor<float>& rowMax,
+                                      const AscendC::LocalTensor<float>& rowSum)
+    {{
+        const uint32_t rows8 = (rows + 7u) / 8u * 8u;
+        AscendC::LocalTensor<float> statsLocal = outQueuePart.AllocTensor<float>();
+        AscendC::Adds(statsLocal, rowMax, 0.0f, rows);
+        AscendC::Adds(statsLocal[rows8], rowSum, 0.0f, rows);
+        outQueuePart.EnQue(statsLocal);
+        statsLocal = outQueuePart.DeQue<float>();
+        const uint64_t at = static_cast<uint64_t>(it.unit) * td.mBlock + r0;
+        AscendC::DataCopyExtParams params{{1, rows * static_cast<uint32_t>(sizeof(float)), 0, 0, 0}};
+        AscendC::DataCopyPad(partMaxGm[at], statsLocal, params);
+        AscendC::DataCopyPad(partSumGm[at], statsLocal[rows8], params);
+        outQueuePart.FreeTensor(statsLocal);
+    }}
+
+    // Rows [r0, r0 + rows) of a part's output, unnormalized, into the workspace.
+    __aicore__ inline void StorePart(const Item& it, uint32_t r0, uint32_t rows,
+                                     const AscendC::LocalTensor<float>& acc)
+    {{
+        const uint32_t count = rows * td.dv;
+        AscendC::LocalTensor<float> partLocal = outQueuePart.AllocTensor<float>();
+        AscendC::Adds(partLocal, acc, 0.0f, count);
+        outQueuePart.EnQue(partLocal);
+        partLocal = outQueuePart.DeQue<float>();
+        AscendC::DataCopy(partOutGm[(static_cast<uint64_t>(it.unit) * td.mBlock + r0) * td.dv], partLocal, count);
+        outQueuePart.FreeTensor(partLocal);
+    }}
+
+    // After SyncAll: the items of this core (in turn over the cores), their parts combined by their row maxima,
+    // y = sum_p exp(max_p - max) o_p / sum_p exp(max_p - max) sum_p, written once.
+    __aicore__ inline void Combine()
+    {{
+        for (uint32_t i = static_cast<uint32_t>(AscendC::GetBlockIdx()); i < td.items; i += td.cores) {{
+            const Item it = UnitAt(i * td.splits);
+            for (uint32_t r0 = 0; r0 < it.rows; r0 += td.outRows) {{
+                CombineRows(it, r0, it.rows - r0 < td.outRows ? it.rows - r0 : td.outRows);
+            }}
+        }}
+    }}
+
+    // Rows [r0, r0 + rows) of part p's output into UB.
+    __aicore__ inline void LoadPart(const Item& it, uint32_t p, uint32_t r0, uint32_t rows)
+    {{
+        AscendC::LocalTensor<float> partLocal = inQueueOut.AllocTensor<float>();
+        const uint64_t at = (static_cast<uint64_t>(it.unit + p) * td.mBlock + r0) * td.dv;
+        AscendC::DataCopy(partLocal, partOutGm[at], rows * td.dv);
+        inQueueOut.EnQue(partLocal);
+    }}
+
+    __aicore__ inline void CombineRows(const Item& it, uint32_t r0, uint32_t rows)
+    {{
+        const uint32_t parts = td.splits;
+        const uint32_t rows8 = (rows + 7u) / 8u * 8u;
+        const uint32_t count = rows * td.dv;
+        // Every part's max of these rows in a line of rows8, then every part's sum.
+        AscendC::LocalTensor<float> lse = inQueueScores.AllocTensor<float>();
+        const uint32_t bytes = rows * static_cast<uint32_t>(sizeof(float));
+        const uint32_t gap = (td.mBlock - rows) * static_cast<uint32_t>(sizeof(float));  // to the next part's line
+        AscendC::DataCopyExtParams params{{static_cast<uint16_t>(parts), bytes, gap,
+            (rows8 * 4u - (bytes + 31u) / 32u * 32u) / 32u, 0}};
+        AscendC::DataCopyPadExtParams<float> pad{{false, 0, 0, 0.0f}};
+        const uint64_t at = static_cast<uint64_t>(it.unit) * td.mBlock + r0;
+        AscendC::DataCopyPad(lse, partMaxGm[at], params, pad);
+        AscendC::DataCopyPad(lse[parts * rows8], partSumGm[at], params, pad);
+        inQueueScores.EnQue(lse);
+        lse = inQueueScores.DeQue<float>();
+        LoadPart(it, 0, r0, rows);
+        AscendC::LocalTensor<float> state = stateBuf.Get<float>();
+        AscendC::LocalTensor<float> rowMax = state;
+        AscendC::LocalTensor<float> rowSum = state[td.mBlock];
+        AscendC::LocalTensor<float> invSum = state[2u * td.mBlock];
+        AscendC::Adds(rowMax, lse, 0.0f, rows);
+        for (uint32_t p = 1; p < parts; ++p) {{
+            AscendC::Max(rowMax, rowMax, lse[p * rows8], rows);
+        }}
+        // a part's weight exp(max_p - max); the sum of its weighted sums
+        for (uint32_t p = 0; p < parts; ++p) {{
+            AscendC::Sub(lse[p * rows8], lse[p * rows8], rowMax, rows);
+            AscendC::Exp(lse[p * rows8], lse[p * rows8], rows);
+            AscendC::Mul(lse[(parts + p) * rows8], lse[(parts + p) * rows8], lse[p * rows8], rows);
+        }}
+        AscendC::Adds(rowSum, lse[parts * rows8], 0.0f, rows);
+        for (uint32_t p = 1; p < parts; ++p) {{
+            AscendC::Add(rowSum, rowSum, lse[(parts + p) * rows8], rows);
+        }}
+        // 1 / sum (Div, as above: a row masked everywhere gives 0 x inf = NaN, as onnxruntime computes it)
+        AscendC::LocalTensor<float> ones = invSum[td.mBlock];
+        AscendC::Duplicate(ones, 1.0f, rows);
+        AscendC::Div(invSum, ones, rowSum, rows);
+        AscendC::LocalTensor<float> acc = accBuf.Get<float>();
+        for (uint32_t p = 0; p < parts; ++p) {{
+            if (p + 1 < parts) {{
+                LoadPart(it, p + 1, r0, rows);
+            }}
+            AscendC::LocalTensor<float> partLocal = inQueueOut.DeQue<float>();
+            RowsByStat<true>(partLocal, Spread(lse[p * rows8], rows), rows, td.dv, td.dv);
+            if (p == 0) {{
+                AscendC::Adds(acc, partLocal, 0.0f, count);
+            }} else {{
+                AscendC::Add(acc, acc, partLocal, count);
+            }}
+            inQueueOut.FreeTensor(partLocal);
+        }}
+        inQueueScores.FreeTensor(lse);
+        RowsByStat<true>(acc, Spread(invSum, rows), rows, td.dv, td.dv);
+        AscendC::LocalTensor<T> yLocal = outQueueY.AllocTensor<T>();
+        ToOutput(yLocal, acc, count);
+        outQueueY.EnQue(yLocal);
+        yLocal = outQueueY.DeQue<T>();
+        const uint32_t yBytes = count * static_cast<uint32_t>(sizeof(T));
+        AscendC::DataCopyExtParams yParams{{1, yBytes, 0, 0, 0}};
+        AscendC::DataCopyPad(yGm[(it.qOffset + r0) * td.dv], yLocal, yParams);
+        if (yBytes % 32u != 0) {{
+            AscendC::PipeBarrier<PIPE_MTE3>();  // the next rows may share this write's last 32-byte block
+        }}
+        outQueueY.FreeTensor(yLocal);
+    }}
+
     AscendC::TQue<AscendC::QuePosition::VECIN, BUFFER_NUM> inQueueScores;
     AscendC::TQue<AscendC::QuePosition::VECOUT, BUFFER_NUM> outQueueProbs;
 {members_mask}    AscendC::TQue<AscendC::QuePosition::VECIN, BUFFER_NUM> inQueueOut;
@@ -818,6 +1032,10 @@ private:
     AscendC::GlobalTensor<float> scoresGm;  // this core's two stages of scores of one Q block and KV block
     AscendC::GlobalTensor<T> probsGm;       // ... of their exponentials (P, unnormalized)
     AscendC::GlobalTensor<float> outGm;     // ... of P @ v
+    AscendC::TQue<AscendC::QuePosition::VECOUT, 1> outQueuePart;  // split keys: a part's rows and statistics out
+    AscendC::GlobalTensor<float> partOutGm;  // every unit's rows of output (split keys)
+    AscendC::GlobalTensor<float> partMaxGm;  // ... their max
+    AscendC::GlobalTensor<float> partSumGm;  // ... their sum
 }};
 }}  // namespace
 
