@@ -345,12 +345,15 @@ def _constant_head_repeats(graph: gs.Graph, outputs: set[int]) -> int:
         hkv, d, g, h = xs[1], xs[3], es[2], ys[1]
         if not all(isinstance(v, (int, np.integer)) and v > 0 for v in (hkv, d, g, h)) or h != hkv * g:
             continue
-        if not (same_dim(es[0], xs[0]) and same_dim(es[1], hkv) and same_dim(es[3], xs[2])
+        if not (same_dim(es[0], xs[0]) and same_dim(es[1], hkv) and _same_length(es[3], x, 2)
                 and same_dim(es[4], d) and same_dim(ys[0], xs[0]) and same_dim(ys[2], xs[2]) and ys[3] == d):
             continue
         if taken is None:
             taken = set(graph.tensors())
         dropped.append(ex.inputs[1])
+        ex.outputs[0].shape = [*es[:3], xs[2], *es[4:]]  # (one name for the length shown equal: _same_length)
+        for r in [r for r in rs.outputs[0].outputs if r.op == "Shape"]:  # the length and head dim: x's
+            r.inputs[0] = x
         ex.inputs[1] = gs.Constant(_fresh(f"{ex.outputs[0].name}_shape", taken),
                                    np.array([1, 1, g, 1, 1], dtype=np.int64))
         if target is None:  # (a constant target already holds at every binding the model runs at)
@@ -362,16 +365,64 @@ def _constant_head_repeats(graph: gs.Graph, outputs: set[int]) -> int:
     return count
 
 
+def _dim_sum(d: object) -> tuple[tuple[str, ...], int] | None:
+    """A dim as a sum of symbols and a constant (``"past + 1"``, the form symbolic inference writes), or None where
+    it is anything else."""
+    if isinstance(d, (int, np.integer)):
+        return (), int(d)
+    if not isinstance(d, str) or not d:
+        return None
+    names, const = [], 0
+    for term in d.split("+"):
+        term = term.strip()
+        if term.isdigit():
+            const += int(term)
+        elif term.isidentifier():
+            names.append(term)
+        else:
+            return None
+    return tuple(sorted(names)), const
+
+
+def _same_length(dim: object, x: gs.Tensor, axis: int) -> bool:
+    """``dim`` is known equal to ``x``'s dim ``axis``: one size or symbol, or, where ``x`` is a Concat along that
+    axis (a KV cache: past and new keys), the sum of its inputs' dims, which symbolic inference may write for the
+    same length under another name (``past + 1`` against the cache output's declared ``total``)."""
+    if same_dim(dim, x.shape[axis]):
+        return True
+    cat = producer(x)
+    rank = len(x.shape)
+    if cat is None or cat.op != "Concat" or int(cat.attrs.get("axis", 0)) % rank != axis:
+        return False
+    parts = [_dim_sum(t.shape[axis]) if t.shape is not None and len(t.shape) == rank else None for t in cat.inputs]
+    want = _dim_sum(dim)
+    if want is None or any(p is None for p in parts):
+        return False
+    return want == (tuple(sorted(n for p in parts for n in p[0])), sum(p[1] for p in parts))
+
+
 def _read_by_matmul(t: gs.Tensor, depth: int = 0) -> bool:
     """Every reader of ``t`` is a MatMul, or a Transpose or a Mul by a scalar constant (SDPA's scale of k^T) whose
-    readers are, in turn."""
+    readers are, in turn; or a Shape of which only the length or the head dim is read (LLaMA's key length for
+    slicing its causal mask), which the rewrite points at the repeat's input (the same dims there)."""
     if not t.outputs or depth > 2:
         return False
     for r in t.outputs:
-        if r.op == "MatMul":
+        if r.op == "MatMul" or (r.op == "Shape" and depth == 0 and _reads_length(r)):
             continue
         scalar = r.op == "Mul" and any(const_array(x, limit=1) is not None for x in r.inputs)
         if not ((r.op == "Transpose" or scalar) and _read_by_matmul(r.outputs[0], depth + 1)):
+            return False
+    return True
+
+
+def _reads_length(shape: gs.Node) -> bool:
+    """A whole Shape of a rank-4 tensor read only by Gathers of its dim 2 or 3 (a constant index)."""
+    if shape.attrs.get("start", 0) != 0 or "end" in shape.attrs or not shape.outputs[0].outputs:
+        return False
+    for g in shape.outputs[0].outputs:
+        index = const_array(g.inputs[1], limit=1) if g.op == "Gather" and len(g.inputs) == 2 else None
+        if index is None or index.size != 1 or g.attrs.get("axis", 0) != 0 or int(index.reshape(-1)[0]) % 4 < 2:
             return False
     return True
 

@@ -178,6 +178,22 @@ def test_grouped_query_attention_reads_each_kv_head_once(computed):
     assert res.validation.ok and res.deployed.ok
 
 
+@pytest.mark.parametrize("dim", [2, 1], ids=["key length", "heads"])
+def test_a_repeat_whose_length_is_read_is_still_taken_in(dim):
+    """LLaMA's legacy export reads the repeated K's length (``key_states.shape[-2]``, to slice its causal mask):
+    the Shape then reads the KV heads' K, whose length is the same, and the repeat is taken into the op. A read of
+    the repeated head count keeps the repeat outside."""
+    m = _gqa_model(True)
+    g = m.graph
+    g.initializer.append(const("which", [dim], np.int64))
+    g.node.extend([helper.make_node("Shape", ["kr"], ["krs"]), helper.make_node("Gather", ["krs", "which"], ["n"])])
+    g.output.append(helper.make_tensor_value_info("n", helper.TensorProto.INT64, [1]))
+    res = fuse(m)
+    assert rules_of(res) == {"Attention": 1}, res.near_misses
+    assert res.kernels[0].ir.kv_repeat == (dim == 2)
+    assert all(c.ok for c in res.kernel_checks) and res.validation.ok and res.deployed.ok
+
+
 def test_a_repeat_of_k_alone_stays_outside():
     """K repeated in the graph but V handed over with every head already: the op takes both as they reach the
     attention (the variant without the repeat), and K's repeat stays a node of the model."""

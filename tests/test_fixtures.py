@@ -111,6 +111,17 @@ def test_fixture_fuses_and_validates(name, tmp_path):
     for op in att_ops:
         labels = {c.inputs for c in res.kernel_checks if c.op_type == op.op_type and c.ok}
         assert {"random", "captured"} <= labels, [c for c in res.kernel_checks if c.op_type == op.op_type]
+    # Grouped-query attention reads each KV head once: no repeat of K or V (Expand, then Reshape) is left for an
+    # attention op to read, in any fixture (the decode step's KV cache and LLaMA's read of the key length included).
+    made = {o: n for n in atc.graph.node for o in n.output}
+    for n in (n for n in asc_nodes if n.op_type.startswith("AscAttention")):
+        for t in n.input[1:3]:
+            src = made.get(t)
+            while src is not None and src.op_type == "Transpose":
+                src = made.get(src.input[0])
+            repeat = src is not None and src.op_type == "Reshape" and getattr(made.get(src.input[0]), "op_type",
+                                                                                 None) == "Expand"
+            assert not repeat, (n.name, t)
     original = onnx.load(MODELS / f"{name}.onnx")
     mm_types = ("MatMul", "Gemm")
     absorbed = sum(1 for op in mm_ops + att_ops for inst in op.instances for n in op.function.node
