@@ -24,6 +24,12 @@
   the Reshape's target is computed) ``[0, H, -1, D]``, where shape inference shows the repeat and MatMul reads it:
   the same elements at any sequence and non-empty batch, so the Attention rule can take it into the op, which then
   reads each KV head once.
+* Scores masked by a boolean before a Softmax, ``Where(mask, s, fill)`` (GPT-2's and GPT-J's eager attention),
+  become ``s + Where(mask, 0, fill)``, the additive form every other exporter writes (SDPA's ``Where(mask, 0,
+  -inf)``), where the sum is the fill: a fill of -inf, or of at most -2^120 in float32 (``finfo.min``), to which
+  a finite score under 2^96 in magnitude adds nothing. The exception: an infinite or NaN score at a masked place
+  gives NaN where the Where gave the fill. The Attention rule then takes the mask as its input. A float16 fill
+  (-65504) is left alone: a score there moves the sum off the fill, and a row masked everywhere would differ.
 * Default attributes that the patterns read are made explicit (``keepdims``, Softmax
   ``axis``, Gemm ``alpha``/``beta``/``transA``/``transB``, LeakyRelu ``alpha`` ...).
 
@@ -40,7 +46,17 @@ import numpy as np
 import onnx
 import onnx_graphsurgeon as gs
 
-from .graph import FLOAT_TYPES, attrs_of, const_array, graph_output_ids, numel, onnx_dtype, producer, same_dim
+from .graph import (
+    FLOAT_TYPES,
+    attrs_of,
+    const_array,
+    graph_output_ids,
+    masked_scores,
+    numel,
+    onnx_dtype,
+    producer,
+    same_dim,
+)
 
 #: Defaults made explicit: op type -> {attribute: default}. Softmax's default axis depends
 #: on the opset and is filled in by :func:`_fill_defaults`.
@@ -130,6 +146,7 @@ def canonicalize(graph: gs.Graph, opset: int) -> CanonStats:
             units += _drop_unit(graph, node, outputs)
     folded = _fold_constants(graph, outputs)
     repeats = _constant_head_repeats(graph, outputs) if opset >= 13 and not has_subgraphs else 0
+    repeats += 0 if has_subgraphs else _additive_masks(graph)
     splits = 0 if has_subgraphs else _halves_to_split(graph, opset, outputs)
     sunk = 0 if has_subgraphs else _sink_unflatten(graph, outputs)
     if ids or casts or units or folded or splits or sunk or repeats:  # bypassed, folded, dead nodes: no outputs left
@@ -399,6 +416,38 @@ def _same_length(dim: object, x: gs.Tensor, axis: int) -> bool:
     if want is None or any(p is None for p in parts):
         return False
     return want == (tuple(sorted(n for p in parts for n in p[0])), sum(p[1] for p in parts))
+
+
+#: The largest float32 fill whose sum with any finite score under 2^96 in magnitude rounds to the fill itself.
+_FILL_FLOOR = -(2.0 ** 120)
+
+
+def _additive_masks(graph: gs.Graph) -> int:
+    """``Where(mask, s, fill)`` before a Softmax to ``s + Where(mask, 0, fill)`` where the sum is the fill (see the
+    module doc); returns how many."""
+    count = 0
+    taken: set[str] | None = None
+    for node in list(graph.nodes):
+        found = masked_scores(node)
+        if found is None:
+            continue
+        mask, s, fill = found
+        if not (fill == -np.inf or (onnx_dtype(s) == onnx.TensorProto.FLOAT and fill <= _FILL_FLOOR)):
+            continue
+        if taken is None:
+            taken = set(graph.tensors())
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(onnx_dtype(s))
+        name = _fresh(f"{node.outputs[0].name}_mask", taken)
+        zero = gs.Constant(_fresh(f"{name}_zero", taken), np.zeros((), dtype))
+        fill_t = node.inputs[2]
+        wide = fill_t.shape is None or mask.shape is None or len(fill_t.shape) > len(mask.shape)
+        additive = gs.Variable(name, dtype=dtype, shape=None if wide else mask.shape)
+        graph.nodes.insert(graph.nodes.index(node), gs.Node("Where", name=_fresh(f"{node.name}_mask", taken),
+                                                             inputs=[mask, zero, fill_t], outputs=[additive]))
+        node.op = "Add"
+        _set_inputs(node, [s, additive])
+        count += 1
+    return count
 
 
 def _read_by_matmul(t: gs.Tensor, depth: int = 0) -> bool:

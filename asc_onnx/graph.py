@@ -195,6 +195,23 @@ def same_dim(a: object, b: object) -> bool:
     return a is not None and a == b and (isinstance(a, (int, np.integer)) or (isinstance(a, str) and a != ""))
 
 
+def masked_scores(node: gs.Node) -> tuple[gs.Tensor, gs.Tensor, float] | None:
+    """``Where(mask, s, fill)`` of a boolean mask, float scores s of the output's shape and a scalar constant fill,
+    read by Softmax alone: (mask, s, fill), else None."""
+    if node.op != "Where" or len(node.inputs) != 3 or not node.outputs:
+        return None
+    mask, s, fill = node.inputs
+    value = const_array(fill, limit=1)
+    out = node.outputs[0]
+    if value is None or value.size != 1 or onnx_dtype(mask) != onnx.TensorProto.BOOL \
+            or onnx_dtype(s) not in FLOAT_TYPES or s.shape is None or out.shape is None \
+            or len(s.shape) != len(out.shape) or not all(same_dim(a, b) for a, b in zip(s.shape, out.shape)):
+        return None
+    if not out.outputs or any(r.op != "Softmax" for r in out.outputs):
+        return None
+    return mask, s, float(value.reshape(-1)[0])
+
+
 def numel(tensor: gs.Tensor) -> int | None:
     """Element count when every dim is known."""
     shape = tensor.shape

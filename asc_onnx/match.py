@@ -18,7 +18,17 @@ import onnx
 import onnx_graphsurgeon as gs
 
 from .fusion import Fusion
-from .graph import COMMUTATIVE, FLOAT_TYPES, attrs_of, const_array, data_inputs, graph_output_ids, onnx_dtype, producer
+from .graph import (
+    COMMUTATIVE,
+    FLOAT_TYPES,
+    attrs_of,
+    const_array,
+    data_inputs,
+    graph_output_ids,
+    masked_scores,
+    onnx_dtype,
+    producer,
+)
 from .kernels import of
 from .pattern import ANY, Pattern, PConst, POut, PTensor, PValue, PVar, Rule
 
@@ -383,6 +393,7 @@ def match(graph: gs.Graph, rules: Sequence[Rule], generic: Rule | Sequence[Rule]
     fusions.sort(key=lambda f: order[id(f.nodes[-1])])
     near.extend(_strided_softmax(graph, claimed))
     near.extend(_attention_ops(graph))
+    near.extend(_masked_by_where(graph))
     return MatchResult(tuple(fusions), tuple(near))
 
 
@@ -406,6 +417,23 @@ def _attention_ops(graph: gs.Graph) -> list[NearMiss]:
                                 "ATC has no parser for com.microsoft ops; convert the model as exported, before "
                                 "onnxruntime's transformer optimizer fuses it (its MatMul/Softmax form fuses into one "
                                 "attention op)"))
+    return out
+
+
+def _masked_by_where(graph: gs.Graph) -> list[NearMiss]:
+    """Scores masked by ``Where(mask, scores, fill)`` that canonicalization could not make additive (a float16 fill):
+    why the attention around them is not one op."""
+    out = []
+    for n in graph.nodes:
+        found = masked_scores(n)
+        src = producer(found[1]) if found is not None else None
+        if src is None or src.op not in ("MatMul", "Mul", "Div"):
+            continue
+        out.append(NearMiss("Attention", n.name, f"the scores are masked by Where(mask, scores, {found[2]:g}) in "
+                            f"{onnx.helper.tensor_dtype_to_np_dtype(onnx_dtype(found[1])).name}: the attention op adds "
+                            "a mask, and a score added to this fill is not the fill (a row masked everywhere would "
+                            "differ), so the region keeps its smaller fusions; a fill of -inf, or float32's lowest, "
+                            "is taken as an additive mask and fuses"))
     return out
 
 

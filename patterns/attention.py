@@ -5,7 +5,9 @@ transposed; the scale as ``Mul`` or ``Div`` on the scores, on q and k (SDPA's de
 additive mask broadcast over the scores or none; ``Softmax`` as an op or decomposed (``exp(s - max) / sum`` or
 ``exp(s) / sum`` over the last axis); the legacy exporters' fp32 round trip of the probabilities (``Cast`` to
 float and back). A causal mask built in the graph (``Trilu``, ``Range``/``Less``
-chains, ``Where`` to an additive mask) is computed outside and is an input of the op; so are K and V after a
+chains, ``Where`` to an additive mask) is computed outside and is an input of the op; a boolean mask applied to
+the scores by ``Where(mask, scores, fill)`` (GPT-2's eager form) reaches the rule additive, where canonicalization
+could make it so exactly (a fill of -inf or float32's lowest; see asc_onnx.canonicalize); so are K and V after a
 KV-cache ``Concat`` (Sq may differ from Sk) and GPT-2's ``Split`` of one QKV projection. Grouped-query attention's
 repeat of the KV heads (``Unsqueeze``, ``Expand``, ``Reshape``, given constant shapes by canonicalization) is part
 of the op: K and V come in with their own heads and are never repeated in memory.

@@ -213,6 +213,30 @@ def test_a_repeat_of_k_alone_stays_outside():
     assert all(c.ok for c in res.kernel_checks) and res.validation.ok
 
 
+@pytest.mark.parametrize("dt,fill", [(F32, float(np.finfo(np.float32).min)), (F16, -np.inf),
+                                     (F16, float(np.finfo(np.float16).min))],
+                         ids=["fp32 lowest", "-inf", "fp16 lowest"])
+def test_a_boolean_mask_through_where_on_the_scores(dt, fill):
+    """GPT-2's eager form, Softmax(Where(causal, scores, fill)): canonicalization makes the mask additive where that
+    is exact (a fill of -inf or float32's lowest) and the op takes Where(causal, 0, fill) as its mask, emulated and
+    deployed; a float16 fill of -65504 keeps the smaller fusions, and a near miss says why."""
+    from onnx import TensorProto
+
+    nodes = [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+             helper.make_node("MatMul", ["q", "kt"], ["s"]), helper.make_node("Div", ["s", "c"], ["ss"]),
+             helper.make_node("Where", ["causal", "ss", "fill"], ["sm"]),
+             helper.make_node("Softmax", ["sm"], ["p"], axis=-1), helper.make_node("MatMul", ["p", "v"], ["o"])]
+    m = model(nodes, [("q", dt, [1, 4, "s", 32]), ("k", dt, [1, 4, "s", 32]), ("v", dt, [1, 4, "s", 32]),
+                      ("causal", TensorProto.BOOL, [1, 1, "s", "s"])], [("o", dt, [1, 4, "s", 32])],
+              [const("c", 32 ** 0.5, NP[dt]), const("fill", fill, NP[dt])])
+    res = fuse(m)
+    assert res.validation.ok and res.deployed.ok and all(c.ok for c in res.kernel_checks)
+    exact = fill == -np.inf or dt == F32
+    assert ("Attention" in rules_of(res)) == exact
+    said = [n.reason for n in res.near_misses if n.rule == "Attention"]
+    assert bool(said) != exact and all("-65504" in r for r in said), said
+
+
 def test_310p_keeps_the_smaller_fusions():
     """310P has no attention kernel: the region is matched again and keeps ScaleMaskSoftmax, not its nodes, and
     the report says why."""

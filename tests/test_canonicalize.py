@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from conftest import F16, F32, const, model
 from onnx import helper
 
@@ -141,3 +142,39 @@ def test_unflatten_stops_where_a_tensor_would_broadcast_differently():
     after_model.opset_import[0].version = 17
     assert np.array_equal(ort.InferenceSession(m.SerializeToString()).run(None, {"x": x})[0],
                           ort.InferenceSession(after_model.SerializeToString()).run(None, {"x": x})[0])
+
+
+def _masked_attention(dt, fill):
+    """GPT-2's eager masking: Softmax(Where(causal, q @ k^T / 8, fill))."""
+    npd = np.float32 if dt == F32 else np.float16
+    nodes = [NODE("MatMul", ["q", "kt"], ["s"]), NODE("Div", ["s", "c"], ["ss"]),
+             NODE("Where", ["causal", "ss", "fill"], ["sm"]), NODE("Softmax", ["sm"], ["y"], axis=-1)]
+    return model(nodes, [("q", dt, [1, 2, 6, 8]), ("kt", dt, [1, 2, 8, 6]), ("causal", helper.TensorProto.BOOL,
+                                                                          [1, 1, 6, 6])],
+                 [("y", dt, [1, 2, 6, 6])], [const("c", 8.0, npd), const("fill", fill, npd)])
+
+
+@pytest.mark.parametrize("dt,fill,rewritten", [(F32, float(np.finfo(np.float32).min), True), (F32, -np.inf, True),
+                                               (F16, -np.inf, True), (F16, float(np.finfo(np.float16).min), False)])
+def test_scores_masked_by_where_become_additive_where_the_sum_is_the_fill(dt, fill, rewritten):
+    """Where(mask, s, fill) before a Softmax becomes s + Where(mask, 0, fill) for a fill of -inf or float32's
+    lowest: bit for bit the same, a row masked everywhere included (uniform at the lowest fill, NaN at -inf); a
+    float16 fill of -65504 stays, since s - 65504 rounds off it."""
+    import onnx_graphsurgeon as gs
+    import onnxruntime as ort
+
+    m = _masked_attention(dt, fill)
+    g, _ = _canon(m)
+    assert [n.op for n in g.nodes].count("Add") == int(rewritten)
+    rng = np.random.default_rng(0)
+    npd = np.float32 if dt == F32 else np.float16
+    feeds = {"q": (4 * rng.standard_normal((1, 2, 6, 8))).astype(npd),
+             "kt": (4 * rng.standard_normal((1, 2, 8, 6))).astype(npd),
+             "causal": np.tril(np.ones((6, 6), bool))[None, None].copy()}
+    feeds["causal"][0, 0, 3] = False  # a row masked everywhere
+    out = gs.export_onnx(g)
+    out.opset_import[0].version = m.opset_import[0].version
+    got, want = (ort.InferenceSession(x.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+                 for x in (out, m))
+    assert np.array_equal(got, want, equal_nan=True)
+    assert np.isnan(want[0, :, 3]).all() == (fill == -np.inf)
