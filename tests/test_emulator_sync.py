@@ -45,11 +45,20 @@ def test_every_block_reads_its_neighbours_part_after_the_barrier(sync, blocks):
     assert "phases=1" in out
 
 
+def test_another_blocks_bytes_may_be_written_after_the_barrier(sync):
+    """Each block overwrites its neighbour's part once all have passed the barrier: ordered, no fault."""
+    assert sync("Ascend910B", "rewrite").startswith("OK")
+
+
 # scenario -> what the fault says
 FAULTS = {
     "no_sync": ["no SyncAll between", "nothing orders the two cores"],
+    "own_read": ["writes bytes", "that block 0 (mod 64) read with no SyncAll"],  # a reader besides the writer
+    "getvalue": ["GlobalTensor::GetValue", "wrote with no SyncAll between"],
     "missing": ["block 1 ended while other blocks wait", "wait forever"],
     "dirty": ["SetValue", "DataCacheCleanAndInvalid", "before SyncAll"],
+    "aiv_false": ["SyncAll<false>()", "wait forever"],
+    "aiv_only": ["KERNEL_TYPE_AIV_ONLY", "MIX kernel type"],
 }
 
 

@@ -23,6 +23,21 @@ static void Kernel(const std::string& s) {
     xGm.SetGlobalBuffer(gIn.data(), 8 * n);
     workGm.SetGlobalBuffer(gWork.data(), 8 * n);
     yGm.SetGlobalBuffer(gOut.data(), 8 * n);
+#if __NPU_ARCH__ != 2002
+    if (s == "aiv_only") {
+        KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);  // hard sync needs a MIX type
+    }
+#endif
+    if (s == "own_read") {  // read the neighbour's part and this block's own before writing it
+        for (uint32_t part : {(me + 1) % n, me}) {  // block 1 reads its own part after block 0 read it
+            LocalTensor<float> t = inQueue.AllocTensor<float>();
+            DataCopy(t, workGm[part * 8], 8);
+            inQueue.EnQue(t);
+            t = inQueue.DeQue<float>();
+            inQueue.FreeTensor(t);
+        }
+    }
+    if (s == "getvalue" && me > 0) (void)workGm.GetValue((me - 1) * 8);  // block me - 1 wrote it, no barrier
     LocalTensor<float> x = inQueue.AllocTensor<float>();
     DataCopy(x, xGm[me * 8], 8);
     inQueue.EnQue(x);
@@ -40,7 +55,11 @@ static void Kernel(const std::string& s) {
         return;
     }
     if (s == "dirty") workGm.SetValue(me * 8, 1.0f);  // a scalar write left in the data cache
-    if (s != "no_sync") SyncAll();
+    if (s == "aiv_false") {
+        SyncAll<false>();
+    } else if (s != "no_sync" && s != "getvalue") {
+        SyncAll();
+    }
     inQueue.FreeTensor(x);
     LocalTensor<float> other = inQueue.AllocTensor<float>();
     DataCopy(other, workGm[(me + 1) % n * 8], 8);
@@ -52,6 +71,7 @@ static void Kernel(const std::string& s) {
     outQueue.EnQue(y);
     y = outQueue.DeQue<float>();
     DataCopy(yGm[me * 8], y, 8);
+    if (s == "rewrite") DataCopy(workGm[(me + 1) % n * 8], y, 8);  // over the neighbour's part, after the barrier
     outQueue.FreeTensor(y);
     inQueue.FreeTensor(other);
 }

@@ -5,8 +5,10 @@
 // it. A block's unified buffer and pipe state are put aside while it waits. Time: every block leaves the barrier
 // when the last one arrives, plus the barrier's own cost. What the chip would do wrong is a fault: SyncAll with more
 // blocks than cores (the extra blocks never start, the rest wait forever), a block that ends while others wait, a
-// hard SyncAll on 310P (soft sync only), SetValue bytes still in the data cache at the barrier, and a read of bytes
-// another block wrote since the last barrier (GmRead, by the phase each byte was written in).
+// hard SyncAll on 310P (soft sync only) or in a kernel not of a MIX type, SyncAll<false> (the cube cores of the
+// kernels asc-onnx emulates serve Matmul messages and never reach it), SetValue bytes still in the data cache at the
+// barrier, and global memory one core reads or writes over that another wrote or read since the last barrier
+// (CrossCore, per 32-byte block; a data-cache line cleaned over another core's bytes).
 #pragma once
 #include <sys/mman.h>
 #include <ucontext.h>
@@ -39,6 +41,7 @@ struct Fiber {
 
 struct Scheduler {
     static constexpr size_t kStack = 16u << 20;  // virtual; pages are mapped as a block touches them
+    static constexpr size_t kGuard = 64u << 10;  // unmapped below it: an overflow faults instead of corrupting
     ucontext_t main{};
     std::vector<Fiber> fibers;
     Fiber* running = nullptr;
@@ -73,8 +76,10 @@ inline void FiberEntry() {
 
 // Put aside / bring back what belongs to the running block (its UB, pipes, operations, TPipe).
 inline void Park(Fiber& f) {
-    f.pipes = St().pipes;
-    f.ops = St().ops;
+    f.pipes = std::move(St().pipes);
+    St().pipes = PipeState{};
+    f.ops = std::move(St().ops);
+    St().ops.clear();
     f.ubUsed = St().ubUsed;
     f.ub.assign(AscendC::emu_ub::arena, AscendC::emu_ub::arena + sizeof(AscendC::emu_ub::arena));
     f.pipe = AscendC::emu_ub::CurrentPipe();
@@ -113,9 +118,10 @@ inline int64_t RunFibers(const std::vector<uint32_t>& blocks, std::function<void
                 f.stack = mmap(nullptr, Scheduler::kStack, PROT_READ | PROT_WRITE,
                                MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
                 if (f.stack == MAP_FAILED) throw std::runtime_error("cannot map a block's stack");
+                mprotect(f.stack, Scheduler::kGuard, PROT_NONE);  // the stack grows down onto it
                 getcontext(&f.ctx);
-                f.ctx.uc_stack.ss_sp = f.stack;
-                f.ctx.uc_stack.ss_size = Scheduler::kStack;
+                f.ctx.uc_stack.ss_sp = static_cast<uint8_t*>(f.stack) + Scheduler::kGuard;
+                f.ctx.uc_stack.ss_size = Scheduler::kStack - Scheduler::kGuard;
                 f.ctx.uc_link = nullptr;
                 makecontext(&f.ctx, FiberEntry, 0);
                 f.started = true;
@@ -187,6 +193,14 @@ __aicore__ inline void SyncAll(asc_emu::Loc loc = ASC_EMU_HERE) {
     asc_emu::Fail(std::string("SyncAll() at ") + loc.Str() + ": 310P's AI Core has no hard SyncAll (SyncAll.md: "
                   "the soft form with a GM and a UB workspace only)");
 #else
+    const int type = asc_emu::St().kernelType;
+    if (type == KERNEL_TYPE_AIV_ONLY || type == KERNEL_TYPE_AIC_ONLY)
+        asc_emu::Fail(std::string("SyncAll() at ") + loc.Str() + " in a kernel of KERNEL_TYPE_AIV_ONLY or AIC_ONLY: "
+                      "hard sync needs a MIX kernel type (SyncAll.md: __mix__(0, 1) for a pure vector kernel)");
+    if constexpr (!isAIVOnly)
+        asc_emu::Fail(std::string("SyncAll<false>() at ") + loc.Str() + ": the cube cores take part, but a mixed "
+                      "kernel's cube core serves the Matmul messages and returns (REGIST_MATMUL_OBJ), and a pure "
+                      "vector kernel has none: the vector cores wait forever (use SyncAll<true>)");
     PipeBarrier<PIPE_ALL>(loc);
     asc_emu::Barrier("SyncAll");
 #endif

@@ -139,6 +139,7 @@ struct GmBlock {
     int32_t op = -1;
     uint64_t seq = 0;
     uint32_t mask = 0;
+    int64_t block = -1;  // whose op (op ids and sequence numbers are a block's own)
 };
 
 // One global-memory allocation the harness registered.
@@ -152,9 +153,10 @@ struct GmBuffer {
     bool cubeShared = false;         // a workspace the cube core writes and the vector core reads
     std::vector<GmBlock> mte2 = {};  // last MTE2 read per 32-byte block (cube-shared buffers only)
     std::vector<uint32_t> seen = {};  // per 32-byte block: the L2 clock (KiB, + 1) when last touched, 0: never
-    // per 32-byte block, where `writer` is kept: the block that wrote it last and the SyncAll phase it wrote in
-    std::vector<int32_t> lastWriter = {}, lastReader = {};
-    std::vector<uint32_t> writePhase = {}, readPhase = {};
+    // per 32-byte block, where `writer` is kept: the cores (block mod 64) that read and wrote it in its phase, the
+    // SyncAll phase it was last touched in
+    std::vector<uint64_t> readers = {}, writers = {};
+    std::vector<uint32_t> phase = {};
     uint64_t hbm = 0;                 // bytes of it the L2 rule has costed as HBM traffic
 };
 
@@ -233,6 +235,7 @@ struct State {
     int64_t blockIdx = 0;
     int64_t blockNum = 1;
     uint32_t syncPhase = 0;  // SyncAll barriers every block has passed
+    int kernelType = -1;     // KERNEL_TASK_TYPE_DEFAULT's, where the kernel states it
     uint64_t gmReadBytes = 0;
     uint64_t gmWriteBytes = 0;
     std::map<std::string, uint64_t> vecInstr;  // vector instructions by API name
@@ -658,33 +661,48 @@ inline void NotPending(const void* p, size_t bytes, const char* what) {
     }
 }
 
-// Global memory one block writes and another reads (either first in emulation order) with no SyncAll between:
-// on the chip nothing orders the two cores, so the reader may see the bytes before or after the write. Kept per
-// 32-byte block of the buffers whose writes are tracked (outputs and the workspace).
+// Global memory one block writes and another reads or writes over (either first in emulation order) with no
+// SyncAll between: on the chip nothing orders the two cores, so the reader may see the bytes before or after the
+// write. Kept per 32-byte block of the buffers whose writes are tracked (outputs and the workspace), as the sets
+// of cores (block mod 64) that read and wrote it since the last barrier. Two cores writing bytes of one block is
+// no race for DMA (the per-byte check of GmWrite catches the same byte).
 inline void TrackBlocks(GmBuffer& b) {
-    if (!b.lastWriter.empty()) return;
+    if (!b.phase.empty()) return;
     const size_t n = (b.bytes + 31) / 32;
-    b.lastWriter.assign(n, -1), b.lastReader.assign(n, -1), b.writePhase.assign(n, 0), b.readPhase.assign(n, 0);
+    b.readers.assign(n, 0), b.writers.assign(n, 0), b.phase.assign(n, 0);
+}
+
+inline uint64_t CoreBit() { return 1ull << (static_cast<uint64_t>(St().blockIdx) % 64); }
+
+inline int64_t AnyCore(uint64_t set) {
+    for (int64_t i = 0; i < 64; ++i)
+        if (set >> i & 1u) return i;
+    return -1;
+}
+
+// The 32-byte block `blk` was written this phase by another core.
+inline bool OthersWroteNow(const GmBuffer& b, size_t blk) {
+    return !b.phase.empty() && b.phase[blk] == St().syncPhase && (b.writers[blk] & ~CoreBit()) != 0;
 }
 
 inline void CrossCore(GmBuffer& b, const void* p, size_t bytes, const char* what, bool write) {
     if (b.writer.empty()) return;
     TrackBlocks(b);
     const size_t off = static_cast<const uint8_t*>(p) - b.base;
-    const int32_t me = static_cast<int32_t>(St().blockIdx);
+    const uint64_t me = CoreBit();
     const uint32_t now = St().syncPhase;
     for (size_t blk = off / 32; blk <= (off + bytes - 1) / 32; ++blk) {
-        const int32_t w = b.lastWriter[blk], r = b.lastReader[blk];
-        if (w != -1 && w != me && b.writePhase[blk] == now && !write)
-            Fail(std::string(what) + " of block " + std::to_string(me) + " reads bytes of '" + b.name +
-                 "' near offset " + std::to_string(blk * 32) + " that block " + std::to_string(w) +
-                 " wrote with no SyncAll between: nothing orders the two cores");
-        if (r != -1 && r != me && b.readPhase[blk] == now && write)
-            Fail(std::string(what) + " of block " + std::to_string(me) + " writes bytes of '" + b.name +
-                 "' near offset " + std::to_string(blk * 32) + " that block " + std::to_string(r) +
-                 " read with no SyncAll between: nothing orders the two cores, the read may see either");
-        (write ? b.lastWriter : b.lastReader)[blk] = me;
-        (write ? b.writePhase : b.readPhase)[blk] = now;
+        if (b.phase[blk] != now) b.readers[blk] = b.writers[blk] = 0, b.phase[blk] = now;
+        const uint64_t wrote = b.writers[blk] & ~me, read = b.readers[blk] & ~me;
+        if (!write && wrote != 0)
+            Fail(std::string(what) + " of block " + std::to_string(St().blockIdx) + " reads bytes of '" + b.name +
+                 "' near offset " + std::to_string(blk * 32) + " that block " + std::to_string(AnyCore(wrote)) +
+                 " (mod 64) wrote with no SyncAll between: nothing orders the two cores");
+        if (write && read != 0)
+            Fail(std::string(what) + " of block " + std::to_string(St().blockIdx) + " writes bytes of '" + b.name +
+                 "' near offset " + std::to_string(blk * 32) + " that block " + std::to_string(AnyCore(read)) +
+                 " (mod 64) read with no SyncAll between: nothing orders the two cores, the read may see either");
+        (write ? b.writers : b.readers)[blk] |= me;
     }
 }
 
@@ -705,7 +723,8 @@ inline void GmWrite(const void* p, size_t bytes, const char* what, int32_t op = 
     size_t off = static_cast<const uint8_t*>(p) - b.base;
     int32_t me = static_cast<int32_t>(St().blockIdx);
     for (size_t i = off; i < (b.writer.empty() ? off : off + bytes); ++i) {  // (timing only: no byte map)
-        if (b.writer[i] != -1 && b.writer[i] != me) {
+        // (after a SyncAll another block may write it again)
+        if (b.writer[i] != -1 && b.writer[i] != me && (St().syncPhase == 0 || OthersWroteNow(b, i / 32))) {
             Fail(std::string(what) + ": blocks " + std::to_string(b.writer[i]) + " and " + std::to_string(me) +
                  " both write byte " + std::to_string(i) + " of output '" + b.name + "'");
         }
@@ -722,11 +741,13 @@ inline void GmWrite(const void* p, size_t bytes, const char* what, int32_t op = 
             uint32_t mask = 0;
             for (size_t i = lo; i < hi; ++i) mask |= 1u << (i - blk * 32);
             GmBlock& g = b.mte3[blk];
+            if (g.block != St().blockIdx) g = GmBlock{};  // another block's write: its own pipes ordered it
             if (g.op >= 0 && (g.mask & mask) != 0 && ps.known[PMTE3].c[PMTE3] < g.seq)
                 Fail(std::string("overlapping global-memory writes: ") + Describe(op) + " and " + Describe(g.op) +
                      " both write bytes of '" + b.name + "' near offset " + std::to_string(lo) +
                      " with no PipeBarrier<PIPE_MTE3> between them");
-            g = GmBlock{op, ps.seq[PMTE3], (g.op >= 0 && ps.known[PMTE3].c[PMTE3] < g.seq ? g.mask : 0) | mask};
+            g = GmBlock{op, ps.seq[PMTE3], (g.op >= 0 && ps.known[PMTE3].c[PMTE3] < g.seq ? g.mask : 0) | mask,
+                        St().blockIdx};
         }
     }
     St().gmWriteBytes += bytes;
@@ -739,7 +760,8 @@ inline void Mte2Read(int32_t op, const void* p, size_t bytes) {
     if (!b.cubeShared) return;
     if (b.mte2.size() != (b.bytes + 31) / 32) b.mte2.assign((b.bytes + 31) / 32, GmBlock{});
     const size_t off = static_cast<const uint8_t*>(p) - b.base;
-    for (size_t blk = off / 32; blk <= (off + bytes - 1) / 32; ++blk) b.mte2[blk] = GmBlock{op, St().pipes.seq[PMTE2], 0};
+    for (size_t blk = off / 32; blk <= (off + bytes - 1) / 32; ++blk)
+        b.mte2[blk] = GmBlock{op, St().pipes.seq[PMTE2], 0, St().blockIdx};
 }
 
 // The cube core is told (by a message the scalar unit sends) to overwrite [p, p + bytes) of a workspace the
@@ -752,7 +774,7 @@ inline void CubeOverwrite(const void* p, size_t bytes, const char* what, const L
     const size_t off = static_cast<const uint8_t*>(p) - b.base;
     for (size_t blk = off / 32; blk <= (off + bytes - 1) / 32; ++blk) {
         const GmBlock& r = b.mte2[blk];
-        if (r.op >= 0 && St().pipes.sExplicit.c[PMTE2] < r.seq)
+        if (r.op >= 0 && r.block == St().blockIdx && St().pipes.sExplicit.c[PMTE2] < r.seq)
             Fail(std::string("pipe race (cube write after MTE2 read) on '") + b.name + "' offset " +
                  std::to_string(blk * 32) + ": " + what + " at " + loc.Str() + " lets the cube overwrite bytes " +
                  Describe(r.op) + " may still be reading; wait for MTE2 first (SetFlag/WaitFlag<HardEvent::MTE2_S>)");

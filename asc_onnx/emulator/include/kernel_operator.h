@@ -57,6 +57,17 @@ void Clean(const GlobalTensor<T>& dst, bool single) {
         }
         uint8_t* base = reinterpret_cast<uint8_t*>(it->first * 64);
         const int from = single ? static_cast<int>(addr % 64) : 0;
+        if (it->second.dirty != 0) {
+            // The line goes back whole (SetValue.md): bytes another core wrote into it since the barrier are lost.
+            asc_emu::GmBuffer& b = asc_emu::FindGm(base + from, 1, "DataCacheCleanAndInvalid");
+            const size_t lo = base >= b.base ? static_cast<size_t>(base - b.base) : 0;
+            const size_t hi = std::min(static_cast<size_t>(base + 64 - b.base), b.bytes);
+            for (size_t blk = lo / 32; blk < (hi + 31) / 32; ++blk)
+                if (asc_emu::OthersWroteNow(b, blk))
+                    asc_emu::Fail("DataCacheCleanAndInvalid writes back a whole 64-byte line of '" + b.name +
+                                  "' near offset " + std::to_string(blk * 32) + " that another core wrote since the "
+                                  "last SyncAll: its bytes are overwritten with this core's stale copy");
+        }
         for (int k = from; k < 64; ++k) {
             if (it->second.dirty >> k & 1u) {
                 asc_emu::GmWrite(base + k, 1, "DataCacheCleanAndInvalid");
@@ -90,13 +101,15 @@ enum KernelMetaType { KERNEL_TYPE_AIV_ONLY, KERNEL_TYPE_AIC_ONLY, KERNEL_TYPE_MI
 #if __NPU_ARCH__ == 2002
 #define KERNEL_TASK_TYPE_DEFAULT(type)                                                                \
     static_assert((type) == KERNEL_TYPE_AICORE || (type) == KERNEL_TYPE_MIX_VECTOR_CORE,              \
-                  "310P kernels are KERNEL_TYPE_AICORE or KERNEL_TYPE_MIX_VECTOR_CORE (设置Kernel类型.md)")
+                  "310P kernels are KERNEL_TYPE_AICORE or KERNEL_TYPE_MIX_VECTOR_CORE (设置Kernel类型.md)"); \
+    asc_emu::St().kernelType = (type)
 #else
 #define KERNEL_TASK_TYPE_DEFAULT(type)                                                                     \
     static_assert((type) == KERNEL_TYPE_AIV_ONLY || (type) == KERNEL_TYPE_AIC_ONLY ||                      \
                       (type) == KERNEL_TYPE_MIX_AIV_1_0 || (type) == KERNEL_TYPE_MIX_AIC_1_0 ||            \
                       (type) == KERNEL_TYPE_MIX_AIC_1_1 || (type) == KERNEL_TYPE_MIX_AIC_1_2,              \
-                  "A2/A3 kernels are AIV_ONLY, AIC_ONLY or a MIX type (设置Kernel类型.md)")
+                  "A2/A3 kernels are AIV_ONLY, AIC_ONLY or a MIX type (设置Kernel类型.md)");                \
+    asc_emu::St().kernelType = (type)
 #endif
 #define REGISTER_TILING_DEFAULT(Struct) using AscEmuTilingStruct = Struct
 #define GET_TILING_DATA(var, tiling) \

@@ -36,7 +36,8 @@ public:
     // SetValue reaches GM only when DataCacheCleanAndInvalid cleans its line (docs: GlobalTensor/SetValue.md).
     __aicore__ inline T GetValue(uint64_t i, asc_emu::Loc loc = ASC_EMU_HERE) const {
         asc_emu::Issue(asc_emu::PS, "GlobalTensor::GetValue", loc);
-        asc_emu::FindGm(ptr_ + i, sizeof(T), "GlobalTensor::GetValue");
+        asc_emu::CrossCore(asc_emu::FindGm(ptr_ + i, sizeof(T), "GlobalTensor::GetValue"), ptr_ + i, sizeof(T),
+                           "GlobalTensor::GetValue", false);
         asc_emu::St().scalarInstr += 1;
         T v;
         std::memcpy(&v, ptr_ + i, sizeof(T));

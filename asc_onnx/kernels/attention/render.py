@@ -1101,7 +1101,11 @@ def host_source(k: AttentionKernel, compute_units: list[str]) -> str:
             f"if ({call} != 0) {{",
             "    return ge::GRAPH_FAILED;",
             "}",
-            *cube_host_tail(k, "each vector core's stages of scores, P and P @ v"))
+            "if (tiling->splits > 1) {",
+            "    // SyncAll: the op takes all its cores at once (batch mode), else concurrent streams can deadlock",
+            "    context->SetScheduleMode(1);",
+            "}",
+            *cube_host_tail(k, "each vector core's stages of scores, P and P @ v, and a split decode's parts"))
     out("}", "}  // namespace optiling", "", "namespace ge {",
         "static graphStatus InferShape(gert::InferShapeContext* context)", "{")
     with out.indent():
