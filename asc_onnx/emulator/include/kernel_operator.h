@@ -57,9 +57,11 @@ void Clean(const GlobalTensor<T>& dst, bool single) {
         }
         uint8_t* base = reinterpret_cast<uint8_t*>(it->first * 64);
         const int from = single ? static_cast<int>(addr % 64) : 0;
-        if (it->second.dirty != 0) {
+        if (it->second.dirty >> from != 0) {
             // The line goes back whole (SetValue.md): bytes another core wrote into it since the barrier are lost.
-            asc_emu::GmBuffer& b = asc_emu::FindGm(base + from, 1, "DataCacheCleanAndInvalid");
+            int first = from;
+            while (!(it->second.dirty >> first & 1u)) ++first;
+            asc_emu::GmBuffer& b = asc_emu::FindGm(base + first, 1, "DataCacheCleanAndInvalid");
             const size_t lo = base >= b.base ? static_cast<size_t>(base - b.base) : 0;
             const size_t hi = std::min(static_cast<size_t>(base + 64 - b.base), b.bytes);
             for (size_t blk = lo / 32; blk < (hi + 31) / 32; ++blk)
