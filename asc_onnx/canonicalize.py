@@ -19,6 +19,8 @@
   Reshape(back)``) moves below the elementwise chain that reads it (the GELU), when every other operand of the
   chain is a constant that broadcasts over the last axis alone: the same elements meet the same operations, only
   viewed 2-D, so ``GELU(Gemm(x2, W, b))`` is matched as Linear+GELU and the Reshapes stay outside it as views.
+* ``Tile`` by a constant that repeats only axes of size 1 becomes ``Expand`` to the same shape (the same elements):
+  ``repeat_interleave`` of the KV heads exports as ``Tile(Unsqueeze(x, 2), [1, 1, g, 1, 1])``.
 * A head repeat as LLaMA's ``repeat_kv`` exports it (``Unsqueeze`` at axis 2, ``Expand`` by g, ``Reshape`` merging
   the KV heads and g) with its shapes computed from ``Shape`` gets constant shapes, ``[1, 1, g, 1, 1]`` and (where
   the Reshape's target is computed) ``[0, H, -1, D]``, where shape inference shows the repeat and MatMul reads it:
@@ -145,6 +147,7 @@ def canonicalize(graph: gs.Graph, opset: int) -> CanonStats:
         elif node.op == "Mul" and len(node.inputs) == 2 and not has_subgraphs:
             units += _drop_unit(graph, node, outputs)
     folded = _fold_constants(graph, outputs)
+    _tiles_of_ones(graph)  # (no node goes: Expand keeps its inputs)
     repeats = _constant_head_repeats(graph, outputs) if opset >= 13 and not has_subgraphs else 0
     repeats += 0 if has_subgraphs else _additive_masks(graph)
     splits = 0 if has_subgraphs else _halves_to_split(graph, opset, outputs)
@@ -348,7 +351,9 @@ def _constant_head_repeats(graph: gs.Graph, outputs: set[int]) -> int:
         if target is None and rs.attrs.get("allowzero", 0) != 0:  # a 0 in [0, H, -1, D] would be a size
             continue
         ex = producer(rs.inputs[0])
-        if ex is None or ex.op != "Expand" or len(ex.inputs) != 2 or len(ex.outputs[0].outputs) != 1:
+        # (a Shape of the Expand may compute the Reshape's target, which the constant one replaces)
+        if ex is None or ex.op != "Expand" or len(ex.inputs) != 2 \
+                or any(r is not rs and (r.op != "Shape" or target is not None) for r in ex.outputs[0].outputs):
             continue
         un = producer(ex.inputs[0])
         if un is None or un.op != "Unsqueeze" or len(un.outputs[0].outputs) != 1:
@@ -379,6 +384,23 @@ def _constant_head_repeats(graph: gs.Graph, outputs: set[int]) -> int:
                                        np.array([0, h, -1, d], dtype=np.int64))
         count += 1
     _drop_dead(dropped, outputs)
+    return count
+
+
+def _tiles_of_ones(graph: gs.Graph) -> int:
+    """``Tile(x, r)`` with a constant r whose repeats above 1 fall on axes where x is 1: ``Expand(x, r)``, the same
+    elements; returns how many."""
+    count = 0
+    for node in graph.nodes:
+        if node.op != "Tile" or len(node.inputs) != 2 or node.inputs[0].shape is None:
+            continue
+        reps = const_array(node.inputs[1], limit=8)
+        shape = node.inputs[0].shape
+        if reps is None or reps.ndim != 1 or len(reps) != len(shape) or (reps < 1).any():
+            continue
+        if all(int(r) == 1 or d == 1 for r, d in zip(reps, shape)) and (reps > 1).any():
+            node.op = "Expand"
+            count += 1
     return count
 
 

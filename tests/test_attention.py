@@ -178,6 +178,33 @@ def test_grouped_query_attention_reads_each_kv_head_once(computed):
     assert res.validation.ok and res.deployed.ok
 
 
+def test_repeat_interleave_by_tile_reads_each_kv_head_once():
+    """torch's legacy export of ``repeat_interleave(g, dim=1)``: Unsqueeze, Tile by [1, 1, g, 1, 1] and a Reshape to
+    a target computed from the Tile's Shape. Canonicalization makes the Tile an Expand (it repeats an axis of 1)
+    and the repeat is taken into the op, as LLaMA's repeat_kv is."""
+    inits = [const("ax2", [2], np.int64), const("reps", [1, 1, 4, 1, 1], np.int64), const("c", 0.25, np.float32),
+             const("s0", [0], np.int64), const("s1", [1], np.int64), const("s3", [3], np.int64),
+             const("s5", [5], np.int64), const("m1", [-1], np.int64)]
+    nodes = []
+    for x in ("k", "v"):
+        nodes += [helper.make_node("Unsqueeze", [x, "ax2"], [f"{x}5"]),
+                  helper.make_node("Tile", [f"{x}5", "reps"], [f"{x}e"]),
+                  helper.make_node("Shape", [f"{x}e"], [f"{x}s"]),
+                  helper.make_node("Slice", [f"{x}s", "s0", "s1", "s0"], [f"{x}b"]),
+                  helper.make_node("Slice", [f"{x}s", "s3", "s5", "s0"], [f"{x}sd"]),
+                  helper.make_node("Concat", [f"{x}b", "m1", f"{x}sd"], [f"{x}shape"], axis=0),
+                  helper.make_node("Reshape", [f"{x}e", f"{x}shape"], [f"{x}r"])]
+    nodes += [helper.make_node("Transpose", ["kr"], ["kt"], perm=[0, 1, 3, 2]),
+              helper.make_node("MatMul", ["q", "kt"], ["s"]), helper.make_node("Mul", ["s", "c"], ["ss"]),
+              helper.make_node("Softmax", ["ss"], ["p"], axis=-1), helper.make_node("MatMul", ["p", "vr"], ["o"])]
+    m = model(nodes, [("q", F32, ["b", 8, "s", 16]), ("k", F32, ["b", 2, "s", 16]), ("v", F32, ["b", 2, "s", 16])],
+              [("o", F32, ["b", 8, "s", 16])], inits)
+    res = fuse(m)
+    assert rules_of(res) == {"Attention": 1} and res.kernels[0].ir.kv_repeat, res.near_misses
+    assert [n.op_type for n in res.asc_model.graph.node] == ["AscAttention"]
+    assert all(c.ok for c in res.kernel_checks) and res.validation.ok and res.deployed.ok
+
+
 @pytest.mark.parametrize("dim", [2, 1], ids=["key length", "heads"])
 def test_a_repeat_whose_length_is_read_is_still_taken_in(dim):
     """LLaMA's legacy export reads the repeated K's length (``key_states.shape[-2]``, to slice its causal mask):

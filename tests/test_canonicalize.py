@@ -178,3 +178,13 @@ def test_scores_masked_by_where_become_additive_where_the_sum_is_the_fill(dt, fi
                  for x in (out, m))
     assert np.array_equal(got, want, equal_nan=True)
     assert np.isnan(want[0, :, 3]).all() == (fill == -np.inf)
+
+
+@pytest.mark.parametrize("reps,expand", [([1, 3, 1], True), ([2, 3, 1], False), ([1, 1, 1], False)])
+def test_tile_of_axes_of_one_becomes_expand(reps, expand):
+    """Tile repeating only axes of size 1 is Expand to the same shape (the same elements); a Tile that repeats a
+    longer axis, or nothing, stays."""
+    m = model([NODE("Tile", ["x", "r"], ["y"])], [("x", F32, [2, 1, 4])], [("y", F32, [2 * reps[0], reps[1], 4])],
+              [const("r", reps, np.int64)])
+    g, _ = _canon(m)
+    assert g.nodes[0].op == ("Expand" if expand else "Tile")
