@@ -21,6 +21,10 @@
   viewed 2-D, so ``GELU(Gemm(x2, W, b))`` is matched as Linear+GELU and the Reshapes stay outside it as views.
 * ``Tile`` by a constant that repeats only axes of size 1 becomes ``Expand`` to the same shape (the same elements):
   ``repeat_interleave`` of the KV heads exports as ``Tile(Unsqueeze(x, 2), [1, 1, g, 1, 1])``.
+* ``Expand`` by ones of at most the input's rank is bypassed (the input unchanged); a repeat of the heads by ``Tile``
+  (``k.repeat(1, g, 1, 1)``: head h reads KV head h mod Hkv) read by MatMul becomes the same repeat written as
+  ``Unsqueeze`` at axis 1, ``Expand`` by ``[1, g, 1, 1, 1]`` and ``Reshape`` to ``[0, H, -1, D]``, which the
+  Attention rule takes into the op like ``repeat_kv`` (whose Unsqueeze is at axis 2).
 * A head repeat as LLaMA's ``repeat_kv`` exports it (``Unsqueeze`` at axis 2, ``Expand`` by g, ``Reshape`` merging
   the KV heads and g) with its shapes computed from ``Shape`` gets constant shapes, ``[1, 1, g, 1, 1]`` and (where
   the Reshape's target is computed) ``[0, H, -1, D]``, where shape inference shows the repeat and MatMul reads it:
@@ -148,11 +152,13 @@ def canonicalize(graph: gs.Graph, opset: int) -> CanonStats:
             units += _drop_unit(graph, node, outputs)
     folded = _fold_constants(graph, outputs)
     _tiles_of_ones(graph)  # (no node goes: Expand keeps its inputs)
+    ones = 0 if has_subgraphs else _expands_of_ones(graph, outputs)
+    tiled = _tiled_heads(graph, outputs) if opset >= 13 and not has_subgraphs else 0
     repeats = _constant_head_repeats(graph, outputs) if opset >= 13 and not has_subgraphs else 0
     repeats += 0 if has_subgraphs else _additive_masks(graph)
     splits = 0 if has_subgraphs else _halves_to_split(graph, opset, outputs)
     sunk = 0 if has_subgraphs else _sink_unflatten(graph, outputs)
-    if ids or casts or units or folded or splits or sunk or repeats:  # bypassed, folded, dead nodes: no outputs left
+    if ids or casts or units or folded or splits or sunk or repeats or ones or tiled:  # (nodes left without outputs)
         graph.nodes = [n for n in graph.nodes if n.outputs]
     if folded:
         _propagate_shapes(graph)
@@ -401,6 +407,58 @@ def _tiles_of_ones(graph: gs.Graph) -> int:
         if all(int(r) == 1 or d == 1 for r, d in zip(reps, shape)) and (reps > 1).any():
             node.op = "Expand"
             count += 1
+    return count
+
+
+def _expands_of_ones(graph: gs.Graph, outputs: set[int]) -> int:
+    """Bypass ``Expand(x, [1, .., 1])`` of at most x's rank (x as it is); returns how many."""
+    count = 0
+    for node in list(graph.nodes):
+        if node.op != "Expand" or len(node.inputs) != 2 or node.inputs[0].shape is None:
+            continue
+        shape = const_array(node.inputs[1], limit=8)
+        if shape is None or shape.ndim != 1 or len(shape) > len(node.inputs[0].shape) or (shape != 1).any():
+            continue
+        _set_inputs(node, [node.inputs[0]])
+        count += _bypass(graph, node, outputs)
+    return count
+
+
+def _tiled_heads(graph: gs.Graph, outputs: set[int]) -> int:
+    """``Tile(x [B, Hkv, S, D], [1, g, 1, 1])`` read by MatMul: ``Reshape(Expand(Unsqueeze(x, 1), [1, g, 1, 1, 1]),
+    [0, g * Hkv, -1, D])``, the same elements (head h is KV head h mod Hkv); returns how many."""
+    count = 0
+    taken: set[str] | None = None
+    for node in list(graph.nodes):
+        if node.op != "Tile" or len(node.inputs) != 2 or id(node.outputs[0]) in outputs:
+            continue
+        x, reps = node.inputs[0], const_array(node.inputs[1], limit=8)
+        xs = x.shape
+        if reps is None or reps.ndim != 1 or len(reps) != 4 or xs is None or len(xs) != 4:
+            continue
+        g, hkv, d = int(reps[1]), xs[1], xs[3]
+        if reps[0] != 1 or reps[2] != 1 or reps[3] != 1 or g < 2 or not isinstance(hkv, (int, np.integer)) \
+                or not isinstance(d, (int, np.integer)) or not _read_by_matmul(node.outputs[0]):
+            continue
+        if taken is None:
+            taken = set(graph.tensors())
+        base = node.outputs[0].name
+        dtype = x.dtype
+        unsq = gs.Variable(_fresh(f"{base}_heads", taken), dtype=dtype, shape=[xs[0], 1, hkv, xs[2], d])
+        wide = gs.Variable(_fresh(f"{base}_tiled", taken), dtype=dtype, shape=[xs[0], g, hkv, xs[2], d])
+        at = graph.nodes.index(node)
+        graph.nodes.insert(at, gs.Node("Unsqueeze", name=_fresh(f"{node.name}_unsqueeze", taken),
+                                       inputs=[x, gs.Constant(_fresh(f"{base}_axis", taken),
+                                                              np.array([1], np.int64))], outputs=[unsq]))
+        graph.nodes.insert(at + 1, gs.Node("Expand", name=_fresh(f"{node.name}_expand", taken),
+                                           inputs=[unsq, gs.Constant(_fresh(f"{base}_reps", taken),
+                                                                     np.array([1, g, 1, 1, 1], np.int64))],
+                                           outputs=[wide]))
+        node.op = "Reshape"
+        node.attrs.clear()
+        _set_inputs(node, [wide, gs.Constant(_fresh(f"{base}_shape", taken),
+                                             np.array([0, g * int(hkv), -1, int(d)], np.int64))])
+        count += 1
     return count
 
 

@@ -77,11 +77,12 @@ def attention_div_plain(q, k, v, mask):
 
 def _group(m) -> tuple[int, str | None]:
     """The KV heads' repeat factor g (1 without the repeat), or why the repeat is not a plain one of the heads:
-    Unsqueeze at axis 2 of a rank-4 tensor, Expand by [1, 1, g, 1, 1], Reshape (to a constant target) merging the
-    KV heads and g."""
+    Unsqueeze at axis 2 of a rank-4 tensor, Expand by [1, 1, g, 1, 1] (repeat_kv: head h reads KV head h / g), or
+    at axis 1 and by [1, g, 1, 1, 1] (a Tile of the heads: KV head h mod Hkv), the same for K and V; Reshape (to a
+    constant target) merging the KV heads and g."""
     if not m.has_node("Expand"):
         return 1, None
-    groups = set()
+    groups, axes = set(), set()
     for node in m.nodes:
         if node.op not in ("Unsqueeze", "Expand", "Reshape"):
             continue
@@ -91,12 +92,15 @@ def _group(m) -> tuple[int, str | None]:
             value = const_array(node.inputs[1], limit=64)
             got = [] if value is None else value.reshape(-1).tolist()
         src = node.inputs[0].shape
-        if node.op == "Unsqueeze" and (got not in ([2], [-3]) or src is None or len(src) != 4):
-            return 1, f"the Unsqueeze before the KV repeat is at axes {got}, not 2 of a rank-4 tensor"
+        if node.op == "Unsqueeze":
+            if got not in ([2], [-3], [1], [-4]) or src is None or len(src) != 4:
+                return 1, f"the Unsqueeze before the KV repeat is at axes {got}, not 1 or 2 of a rank-4 tensor"
+            axes.add(got[0] % 5)
         if node.op == "Expand":
-            if len(got) != 5 or got[:2] != [1, 1] or got[3:] != [1, 1] or got[2] < 1:
-                return 1, f"the KV repeat expands to {got}, not [1, 1, g, 1, 1] (a plain repeat of the heads)"
-            groups.add(got[2])
+            if len(got) != 5 or got[0] != 1 or got[3:] != [1, 1] or min(got[1:3]) != 1 or max(got[1:3]) < 1:
+                return 1, f"the KV repeat expands to {got}, not [1, 1, g, 1, 1] or [1, g, 1, 1, 1] (of the heads)"
+            groups.add(max(got[1:3]))
+            axes.add(1 if got[1] > 1 else 2)
         if node.op == "Reshape":  # merges the KV heads and g, keeping batch, sequence and head dim
             kv, out = node.inputs[0].shape, node.outputs[0].shape
             if kv is None or out is None or len(kv) != 5 or len(out) != 4 or not isinstance(kv[1], int) \
@@ -105,6 +109,8 @@ def _group(m) -> tuple[int, str | None]:
                 return 1, f"the KV repeat reshapes {kv} to {out} (by {got}), not [batch, heads, seq, head dim]"
     if len(groups) != 1:
         return 1, f"K and V are repeated by different factors {sorted(groups)}"
+    if len(axes) != 1:
+        return 1, "K and V are repeated in different orders of the heads (repeat_kv's and a Tile's)"
     return groups.pop(), None
 
 

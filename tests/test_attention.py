@@ -205,6 +205,40 @@ def test_repeat_interleave_by_tile_reads_each_kv_head_once():
     assert all(c.ok for c in res.kernel_checks) and res.validation.ok and res.deployed.ok
 
 
+@pytest.mark.parametrize("sq,keys", [(8, 8), (1, 6000)], ids=["prefill", "decode, split keys"])
+def test_a_tile_of_the_heads_reads_each_kv_head_once(sq, keys):
+    """``k.repeat(1, g, 1, 1)`` as torch's legacy export writes it (an Expand by ones, then Tile by [1, g, 1, 1]):
+    query head h reads KV head h mod Hkv. Canonicalization writes the Tile as an Unsqueeze at axis 1, an Expand and
+    a Reshape, the op takes it in, and its kernel maps the heads so: emulated against onnxruntime, prefill and a
+    decode step whose keys split over cores (no fold of a KV head's query heads, which lie Hkv apart)."""
+    from asc_onnx.emulator.harness import run
+    from asc_onnx.soc import SOCS
+    from asc_onnx.verify_kernels import check
+
+    inits = [const("ones", [1, 1, 1, 1], np.int64), const("reps", [1, 4, 1, 1], np.int64),
+             const("c", 0.25, np.float16)]
+    nodes = []
+    for x in ("k", "v"):
+        nodes += [helper.make_node("Expand", [x, "ones"], [f"{x}1"]),
+                  helper.make_node("Tile", [f"{x}1", "reps"], [f"{x}r"])]
+    nodes += [helper.make_node("Transpose", ["kr"], ["kt"], perm=[0, 1, 3, 2]),
+              helper.make_node("MatMul", ["q", "kt"], ["s"]), helper.make_node("Mul", ["s", "c"], ["ss"]),
+              helper.make_node("Softmax", ["ss"], ["p"], axis=-1), helper.make_node("MatMul", ["p", "vr"], ["o"])]
+    m = model(nodes, [("q", F16, [1, 8, "sq", 16]), ("k", F16, [1, 2, "sk", 16]), ("v", F16, [1, 2, "sk", 16])],
+              [("o", F16, [1, 8, "sq", 16])], inits)
+    res = fuse(m, emulate=False)
+    k = res.kernels[0]
+    assert rules_of(res) == {"Attention": 1} and k.ir.kv_repeat and k.ir.kv_tiled
+    assert [n.op_type for n in res.asc_model.graph.node] == ["AscAttention"]
+    rng = np.random.default_rng(3)
+    q = rng.standard_normal((1, 8, sq, 16)).astype(np.float16)
+    kk, v = (rng.standard_normal((1, 2, keys, 16)).astype(np.float16) for _ in range(2))
+    got = run(k.ir, k.files, f"{k.op.op_type}TilingData", [q, kk, v], SOCS["Ascend910B"])
+    assert (got.cube["splits"] > 1) == (sq == 1)
+    c = check(k, [q, kk, v], SOCS["Ascend910B"], "tiled heads")
+    assert c.ok, (c.error, c.max_abs)
+
+
 @pytest.mark.parametrize("dim", [2, 1], ids=["key length", "heads"])
 def test_a_repeat_whose_length_is_read_is_still_taken_in(dim):
     """LLaMA's legacy export reads the repeated K's length (``key_states.shape[-2]``, to slice its causal mask):

@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from onnx import helper, numpy_helper
+
 from ...fusion import FusedOp
 from ..ir import IO_TYPES, IRBase, LoweringError, snake_case
 from ..vector import scalar
@@ -37,6 +39,7 @@ class AttentionKernel(IRBase):
         trans_k: k is ``[.., Sk, D]`` (a Transpose in the body); else the op takes kT ``[.., D, Sk]``.
         has_mask: an additive mask broadcast over the scores is the fourth input.
         kv_repeat: the body repeats K's and V's heads (grouped-query attention): k and v have heads / g heads.
+        kv_tiled: ... as a Tile of the heads does: query head h reads KV head h mod Hkv (else h / g).
         scale: the factors whose product scales the scores.
         dtypes: the one I/O element type.
     """
@@ -51,6 +54,7 @@ class AttentionKernel(IRBase):
     dtypes: tuple[int, ...]
     params: tuple[float, ...] = ()
     kv_repeat: bool = False
+    kv_tiled: bool = False
 
     @property
     def input_names(self) -> tuple[str, ...]:
@@ -111,8 +115,15 @@ def lower_attention(op: FusedOp, symbolic=None, kinds=None) -> AttentionKernel:
     if tuple(op.input_names) != expected:
         raise LoweringError(f"inputs {op.input_names}: the kernel takes {expected}")
     kv_repeat = any(n.op_type == "Expand" for n in op.function.node)
+    consts = {n.output[0]: n.attribute[0].t for n in op.function.node if n.op_type == "Constant"
+              and n.attribute[0].HasField("t")}
+    axes = [numpy_helper.to_array(consts[n.input[1]]).reshape(-1).tolist() if len(n.input) > 1 and n.input[1] in consts
+            else [int(v) for a in n.attribute if a.name == "axes" for v in helper.get_attribute_value(a)]
+            for n in op.function.node if n.op_type == "Unsqueeze"]
+    kv_tiled = any(a in ([1], [-4]) for a in axes)  # (the pattern checked K and V repeat alike)
     return AttentionKernel(op.op_type, snake_case(op.op_type), tuple(op.input_names), tuple(op.output_names),
-                           trans_k, has_mask, tuple(scale), (cols[0][0],), tuple(float(v) for v in first), kv_repeat)
+                           trans_k, has_mask, tuple(scale), (cols[0][0],), tuple(float(v) for v in first), kv_repeat,
+                           kv_tiled)
 
 
 __all__ = ["AttentionKernel", "ScaleTerm", "lower_attention"]
