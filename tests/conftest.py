@@ -64,3 +64,22 @@ def wait_for_staging(proc, stage: Path, seconds: float = 120.0) -> None:
     end = time.monotonic() + seconds
     while time.monotonic() < end and not stage.exists() and proc.poll() is None:
         time.sleep(0.01)
+
+
+#: The two SoCs' __NPU_ARCH__, for the emulator's hand-written C++ tests.
+ARCHES = {"Ascend910B": "2201", "Ascend310P": "2002"}
+
+
+def build_cpp_tests(folder: Path, name: str) -> dict[str, Path]:
+    """``tests/cpp/<name>.cpp`` compiled against the emulator's headers for each SoC: SoC -> program."""
+    import subprocess
+
+    from asc_onnx.emulator import INCLUDE_DIR
+
+    exes = {}
+    for soc, arch in ARCHES.items():
+        exes[soc] = folder / f"{name}{arch}"
+        subprocess.run(["g++", "-std=c++17", "-O1", "-w", f"-D__NPU_ARCH__={arch}", "-I", str(INCLUDE_DIR),
+                        str(Path(__file__).resolve().parent / "cpp" / f"{name}.cpp"), "-o", str(exes[soc])],
+                       check=True, capture_output=True)
+    return exes

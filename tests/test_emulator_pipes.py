@@ -10,21 +10,16 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import ARCHES, build_cpp_tests
 
 from asc_onnx.emulator import INCLUDE_DIR
 
 HERE = Path(__file__).resolve().parent / "cpp"
-ARCHES = {"Ascend910B": "2201", "Ascend310P": "2002"}
 
 
 @pytest.fixture(scope="module")
 def pipes(tmp_path_factory):
-    d = tmp_path_factory.mktemp("pipes")
-    exes = {}
-    for soc, arch in ARCHES.items():
-        exes[soc] = d / f"pipes{arch}"
-        subprocess.run(["g++", "-std=c++17", "-O1", "-w", f"-D__NPU_ARCH__={arch}", "-I", str(INCLUDE_DIR),
-                        str(HERE / "emu_pipes.cpp"), "-o", str(exes[soc])], check=True, capture_output=True)
+    exes = build_cpp_tests(tmp_path_factory.mktemp("pipes"), "emu_pipes")
     return lambda soc, s: subprocess.run([str(exes[soc]), s], check=True, capture_output=True,
                                          text=True).stdout.strip()
 

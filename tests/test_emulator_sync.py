@@ -7,25 +7,15 @@ from __future__ import annotations
 
 import re
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
-
-from asc_onnx.emulator import INCLUDE_DIR
-
-HERE = Path(__file__).resolve().parent / "cpp"
-ARCHES = {"Ascend910B": "2201", "Ascend310P": "2002"}
+from conftest import build_cpp_tests
 
 
 @pytest.fixture(scope="module")
 def sync(tmp_path_factory):
-    d = tmp_path_factory.mktemp("sync")
-    exes = {}
-    for soc, arch in ARCHES.items():
-        exes[soc] = d / f"sync{arch}"
-        subprocess.run(["g++", "-std=c++17", "-O1", "-w", f"-D__NPU_ARCH__={arch}", "-I", str(INCLUDE_DIR),
-                        str(HERE / "emu_sync.cpp"), "-o", str(exes[soc])], check=True, capture_output=True)
+    exes = build_cpp_tests(tmp_path_factory.mktemp("sync"), "emu_sync")
     return lambda soc, scenario, blocks=4: subprocess.run(
         [str(exes[soc]), scenario, str(blocks)], check=True, capture_output=True, text=True).stdout.strip()
 

@@ -17,26 +17,18 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import ARCHES, build_cpp_tests
 
-from asc_onnx.emulator import INCLUDE_DIR
 from asc_onnx.hardware import emulator_table
-
-HERE = Path(__file__).resolve().parent / "cpp"
-ARCHES = {"Ascend910B": "2201", "Ascend310P": "2002"}
 
 
 @pytest.fixture(scope="module")
 def calib(tmp_path_factory):
     d = tmp_path_factory.mktemp("timing")
-    exes = {}
-    for soc, arch in ARCHES.items():
-        exes[soc] = d / f"timing{arch}"
-        subprocess.run(["g++", "-std=c++17", "-O1", "-w", f"-D__NPU_ARCH__={arch}", "-I", str(INCLUDE_DIR),
-                        str(HERE / "emu_timing.cpp"), "-o", str(exes[soc])], check=True, capture_output=True)
+    exes = build_cpp_tests(d, "emu_timing")
 
     def run(soc: str, scenario: str, *args: str, **overrides: float) -> dict:
         table = emulator_table(soc)

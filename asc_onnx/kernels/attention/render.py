@@ -881,21 +881,8 @@ private:
         if (last && td.splits > 1) {{
             StorePart(it, r0, rows, b > 0 ? rowsAcc : outLocal);
         }} else if (last) {{
-            // y = acc / sum (a single block divides its product in place)
-            const AscendC::LocalTensor<float>& done = b > 0 ? rowsAcc : outLocal;
-            RowsByStat<true>(done, Spread(state[(4u + j % 2u) * td.mBlock + r0], rows), rows, td.dv, td.dv);
-            AscendC::LocalTensor<T> yLocal = outQueueY.AllocTensor<T>();
-            ToOutput(yLocal, done, count);
-            outQueueY.EnQue(yLocal);
-            yLocal = outQueueY.DeQue<T>();
-            const uint32_t bytes = count * static_cast<uint32_t>(sizeof(T));
-            AscendC::DataCopyExtParams params{{1, bytes, 0, 0, 0}};
-            AscendC::DataCopyPad(yGm[(it.qOffset + r0) * td.dv], yLocal, params);
-            if (bytes % 32u != 0) {{
-                // The next rows' first bytes may share this write's last 32-byte block in global memory.
-                AscendC::PipeBarrier<PIPE_MTE3>();
-            }}
-            outQueueY.FreeTensor(yLocal);
+            // (a single block divides its product in place)
+            StoreY(it, r0, rows, b > 0 ? rowsAcc : outLocal, state[(4u + j % 2u) * td.mBlock + r0]);
         }}
         inQueueOut.FreeTensor(outLocal);
     }}
@@ -1007,16 +994,25 @@ private:
             inQueueOut.FreeTensor(partLocal);
         }}
         inQueueScores.FreeTensor(lse);
-        RowsByStat<true>(acc, Spread(invSum, rows), rows, td.dv, td.dv);
+        StoreY(it, r0, rows, acc, invSum);
+    }}
+
+    // y rows [r0, r0 + rows) = the rows' fp32 output x 1 / sum (invSum: a float a row), written once.
+    __aicore__ inline void StoreY(const Item& it, uint32_t r0, uint32_t rows, const AscendC::LocalTensor<float>& out,
+                                  const AscendC::LocalTensor<float>& invSum)
+    {{
+        const uint32_t count = rows * td.dv;
+        RowsByStat<true>(out, Spread(invSum, rows), rows, td.dv, td.dv);
         AscendC::LocalTensor<T> yLocal = outQueueY.AllocTensor<T>();
-        ToOutput(yLocal, acc, count);
+        ToOutput(yLocal, out, count);
         outQueueY.EnQue(yLocal);
         yLocal = outQueueY.DeQue<T>();
-        const uint32_t yBytes = count * static_cast<uint32_t>(sizeof(T));
-        AscendC::DataCopyExtParams yParams{{1, yBytes, 0, 0, 0}};
-        AscendC::DataCopyPad(yGm[(it.qOffset + r0) * td.dv], yLocal, yParams);
-        if (yBytes % 32u != 0) {{
-            AscendC::PipeBarrier<PIPE_MTE3>();  // the next rows may share this write's last 32-byte block
+        const uint32_t bytes = count * static_cast<uint32_t>(sizeof(T));
+        AscendC::DataCopyExtParams params{{1, bytes, 0, 0, 0}};
+        AscendC::DataCopyPad(yGm[(it.qOffset + r0) * td.dv], yLocal, params);
+        if (bytes % 32u != 0) {{
+            // The next rows' first bytes may share this write's last 32-byte block in global memory.
+            AscendC::PipeBarrier<PIPE_MTE3>();
         }}
         outQueueY.FreeTensor(yLocal);
     }}
