@@ -22,7 +22,8 @@ timing model's timing-only path (every figure an estimate; asc_onnx.estimate say
 ``--smoke`` (what the tests run): one small shape, emulated with values against onnxruntime as well, and the first
 fixture of ``--fixtures``.
 ``--fixtures``: the LLaMA, Qwen2, BERT, ViT and GPT-2 fixtures fused with the guard on: Attention ops per model,
-whether they ship, and the whole model's estimate fused against unfused at each judged binding.
+whether they ship, and the whole model's estimate fused against unfused at each judged binding; then again with
+every layer's attention fused (``--keep-slower``), the same estimates.
 """
 
 from __future__ import annotations
@@ -187,16 +188,20 @@ def fixtures(names: tuple[str, ...] = FIXTURES) -> int:
     from asc_onnx.estimate import label
 
     for name in names:
-        res = asc_onnx.fuse(ROOT / "models" / f"{name}.onnx", None, options=FuseOptions(emulate=False, soc=SOC),
-                            validate=False)
-        est = res.report.get("estimates") or {}
-        shipped = sum(len(k.op.instances) for k in res.kernels if k.op.rule == "Attention")
-        declined = [n.reason for n in res.near_misses if n.rule == "Attention"]
-        print(f"{name}: {shipped + len(declined)} attention regions, {shipped} shipped"
-              + (f"; not shipped: {declined[0]}" if declined else ""))
-        for m in est.get("model", []):
-            print(f"    model at {label(m['binding'])}: est. {m['fused_us']:.1f} us fused against "
-                  f"{m['unfused_us']:.1f} us unfused ({m['unfused_us'] / max(m['fused_us'], 1e-9):.2f}x)")
+        for keep in (False, True):  # the guard's choice, then attention fused in every layer whatever it estimates
+            res = asc_onnx.fuse(ROOT / "models" / f"{name}.onnx", None,
+                                options=FuseOptions(emulate=False, soc=SOC, keep_slower=keep), validate=False)
+            est = res.report.get("estimates") or {}
+            shipped = sum(len(k.op.instances) for k in res.kernels if k.op.rule == "Attention")
+            declined = [n.reason for n in res.near_misses if n.rule == "Attention"]
+            if keep:
+                print(f"    every layer's attention fused ({shipped} ops, --keep-slower):")
+            else:
+                print(f"{name}: {shipped + len(declined)} attention regions, {shipped} shipped"
+                      + (f"; not shipped: {declined[0]}" if declined else ""))
+            for m in est.get("model", []):
+                print(f"    model at {label(m['binding'])}: est. {m['fused_us']:.1f} us fused against "
+                      f"{m['unfused_us']:.1f} us unfused ({m['unfused_us'] / max(m['fused_us'], 1e-9):.2f}x)")
     return 0
 
 
