@@ -24,7 +24,8 @@
 * ``Expand`` by ones of at most the input's rank is bypassed (the input unchanged); a repeat of the heads by ``Tile``
   (``k.repeat(1, g, 1, 1)``: head h reads KV head h mod Hkv) read by MatMul becomes the same repeat written as
   ``Unsqueeze`` at axis 1, ``Expand`` by ``[1, g, 1, 1, 1]`` and ``Reshape`` to ``[0, H, -1, D]``, which the
-  Attention rule takes into the op like ``repeat_kv`` (whose Unsqueeze is at axis 2).
+  Attention rule takes into the op like ``repeat_kv`` (whose Unsqueeze is at axis 2); a Shape of it read for its
+  length or head dim reads the Tile's input instead. As for ``repeat_kv``, the -1 cannot be inferred at a batch of 0.
 * A head repeat as LLaMA's ``repeat_kv`` exports it (``Unsqueeze`` at axis 2, ``Expand`` by g, ``Reshape`` merging
   the KV heads and g) with its shapes computed from ``Shape`` gets constant shapes, ``[1, 1, g, 1, 1]`` and (where
   the Reshape's target is computed) ``[0, H, -1, D]``, where shape inference shows the repeat and MatMul reads it:
@@ -32,7 +33,7 @@
   reads each KV head once.
 * Scores masked by a boolean before a Softmax, ``Where(mask, s, fill)`` (GPT-2's and GPT-J's eager attention),
   become ``s + Where(mask, 0, fill)``, the additive form every other exporter writes (SDPA's ``Where(mask, 0,
-  -inf)``), where the sum is the fill: a fill of -inf, or of at most -2^120 in float32 (``finfo.min``), to which
+  -inf)``), where the sum is the fill: a fill of -inf, or below -2^120 in float32 (``finfo.min``), to which
   a finite score under 2^96 in magnitude adds nothing. The exception: an infinite or NaN score at a masked place
   gives NaN where the Where gave the fill. The Attention rule then takes the mask as its input. A float16 fill
   (-65504) is left alone: a score there moves the sum off the fill, and a row masked everywhere would differ.
@@ -90,6 +91,8 @@ class CanonStats:
     squares: int
     folded: int = 0
     unit_products: int = 0
+    head_repeats: int = 0  # KV-head repeats given constant shapes, Tiles made Expands, Tiles of the heads rewritten
+    additive_masks: int = 0  # Where(mask, s, fill) before a Softmax made s + Where(mask, 0, fill)
 
 
 def _bypass(graph: gs.Graph, node: gs.Node, outputs: set[int]) -> bool:
@@ -151,18 +154,18 @@ def canonicalize(graph: gs.Graph, opset: int) -> CanonStats:
         elif node.op == "Mul" and len(node.inputs) == 2 and not has_subgraphs:
             units += _drop_unit(graph, node, outputs)
     folded = _fold_constants(graph, outputs)
-    _tiles_of_ones(graph)  # (no node goes: Expand keeps its inputs)
+    tiles = _tiles_of_ones(graph) if opset >= 8 else 0  # (Expand is opset 8's)
     ones = 0 if has_subgraphs else _expands_of_ones(graph, outputs)
     tiled = _tiled_heads(graph, outputs) if opset >= 13 and not has_subgraphs else 0
     repeats = _constant_head_repeats(graph, outputs) if opset >= 13 and not has_subgraphs else 0
-    repeats += 0 if has_subgraphs else _additive_masks(graph)
+    masks = 0 if has_subgraphs else _additive_masks(graph)
     splits = 0 if has_subgraphs else _halves_to_split(graph, opset, outputs)
     sunk = 0 if has_subgraphs else _sink_unflatten(graph, outputs)
-    if ids or casts or units or folded or splits or sunk or repeats or ones or tiled:  # (nodes left without outputs)
+    if any((ids, casts, units, folded, splits, sunk, repeats, masks, ones, tiled)):  # (nodes left without outputs)
         graph.nodes = [n for n in graph.nodes if n.outputs]
     if folded:
         _propagate_shapes(graph)
-    return CanonStats(ids, casts, recips, squares, folded, units)
+    return CanonStats(ids, casts, recips, squares, folded, units, repeats + tiles + tiled, masks)
 
 
 def _drop_unit(graph: gs.Graph, node: gs.Node, outputs: set[int]) -> bool:
@@ -419,8 +422,7 @@ def _expands_of_ones(graph: gs.Graph, outputs: set[int]) -> int:
         shape = const_array(node.inputs[1], limit=8)
         if shape is None or shape.ndim != 1 or len(shape) > len(node.inputs[0].shape) or (shape != 1).any():
             continue
-        _set_inputs(node, [node.inputs[0]])
-        count += _bypass(graph, node, outputs)
+        count += _bypass(graph, node, outputs)  # (a graph output keeps its node, both inputs)
     return count
 
 
@@ -438,8 +440,10 @@ def _tiled_heads(graph: gs.Graph, outputs: set[int]) -> int:
             continue
         g, hkv, d = int(reps[1]), xs[1], xs[3]
         if reps[0] != 1 or reps[2] != 1 or reps[3] != 1 or g < 2 or not isinstance(hkv, (int, np.integer)) \
-                or not isinstance(d, (int, np.integer)) or not _read_by_matmul(node.outputs[0]):
+                or not isinstance(d, (int, np.integer)) or hkv <= 0 or d <= 0 or not _read_by_matmul(node.outputs[0]):
             continue
+        for r in [r for r in node.outputs[0].outputs if r.op == "Shape"]:  # the length and head dim: x's
+            r.inputs[0] = x
         if taken is None:
             taken = set(graph.tensors())
         base = node.outputs[0].name
@@ -498,7 +502,8 @@ def _same_length(dim: object, x: gs.Tensor, axis: int) -> bool:
     return want == (tuple(sorted(n for p in parts for n in p[0])), sum(p[1] for p in parts))
 
 
-#: The largest float32 fill whose sum with any finite score under 2^96 in magnitude rounds to the fill itself.
+#: Float32 fills below this one (their step is 2^97 or more) take any finite score under 2^96 in magnitude back to
+#: the fill itself; -2^120 itself is a power of two, whose step upwards is only 2^96.
 _FILL_FLOOR = -(2.0 ** 120)
 
 
@@ -512,7 +517,7 @@ def _additive_masks(graph: gs.Graph) -> int:
         if found is None:
             continue
         mask, s, fill = found
-        if not (fill == -np.inf or (onnx_dtype(s) == onnx.TensorProto.FLOAT and fill <= _FILL_FLOOR)):
+        if not (fill == -np.inf or (onnx_dtype(s) == onnx.TensorProto.FLOAT and fill < _FILL_FLOOR)):
             continue
         if taken is None:
             taken = set(graph.tensors())

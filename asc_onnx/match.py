@@ -422,8 +422,10 @@ def _attention_ops(graph: gs.Graph) -> list[NearMiss]:
 
 def _masked_by_where(graph: gs.Graph) -> list[NearMiss]:
     """Scores masked by ``Where(mask, scores, fill)`` that canonicalization could not make additive (a float16 fill):
-    why the attention around them is not one op."""
+    why the attention around them is not one op. (A graph with subgraphs is not canonicalized: none is said.)"""
     out = []
+    if any(n.op in ("If", "Loop", "Scan") for n in graph.nodes):
+        return out
     for n in graph.nodes:
         found = masked_scores(n)
         src = producer(found[1]) if found is not None else None

@@ -188,3 +188,55 @@ def test_tile_of_axes_of_one_becomes_expand(reps, expand):
               [const("r", reps, np.int64)])
     g, _ = _canon(m)
     assert g.nodes[0].op == ("Expand" if expand else "Tile")
+
+
+def _same_on_ort(m, g, feeds):
+    """The canonicalized graph ``g`` of ``m`` gives ``m``'s outputs bit for bit (NaN where they are NaN)."""
+    import onnx_graphsurgeon as gs
+    import onnxruntime as ort
+
+    out = gs.export_onnx(g)
+    out.opset_import[0].version = m.opset_import[0].version
+    got, want = (ort.InferenceSession(x.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+                 for x in (out, m))
+    assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(got, want))
+
+
+def test_an_expand_of_ones_that_writes_a_graph_output_stays_whole():
+    """Expand by ones is bypassed, except where it writes a graph output: then it keeps both inputs (a review found
+    it cut to one input, which onnxruntime refuses)."""
+    m = model([NODE("Expand", ["x", "ones"], ["y"]), NODE("Expand", ["y", "ones"], ["z"]), NODE("Relu", ["z"], ["w"])],
+              [("x", F32, [2, 3])], [("y", F32, [2, 3]), ("w", F32, [2, 3])], [const("ones", [1, 1], np.int64)])
+    g, _ = _canon(m)
+    assert [n.op for n in g.nodes] == ["Expand", "Relu"] and len(g.nodes[0].inputs) == 2
+    _same_on_ort(m, g, {"x": np.arange(6, dtype=np.float32).reshape(2, 3)})
+
+
+def test_a_fill_of_exactly_minus_2_to_120_is_not_made_additive():
+    """-2^120 is a power of two: the float32 step above it is 2^96, so a score over 2^95 moves the sum off the
+    fill, and a fully masked row would differ (a review's counterexample). Only fills below it are rewritten."""
+    g, _ = _canon(_masked_attention(F32, -(2.0 ** 120)))
+    assert "Add" not in [n.op for n in g.nodes]
+
+
+def test_tile_stays_a_tile_before_opset_8():
+    m = model([NODE("Tile", ["x", "r"], ["y"])], [("x", F32, [2, 1, 4])], [("y", F32, [2, 3, 4])],
+              [const("r", [1, 3, 1], np.int64)], opset=7)
+    g, _ = _canon(m, 7)
+    assert g.nodes[0].op == "Tile"
+
+
+def test_a_tile_of_the_heads_read_for_its_length_still_becomes_the_repeat():
+    """k.repeat(1, g, 1, 1) whose length LLaMA-style code reads (Shape, Gather 2): the Tile becomes the repeat and
+    the Shape reads the Tile's input (the same length), bit for bit."""
+    nodes = [NODE("Tile", ["k", "reps"], ["kr"]), NODE("Transpose", ["kr"], ["kt"], perm=[0, 1, 3, 2]),
+             NODE("MatMul", ["q", "kt"], ["s"]), NODE("Shape", ["kr"], ["ks"]), NODE("Gather", ["ks", "two"], ["n"])]
+    m = model(nodes, [("q", F32, [1, 4, "t", 8]), ("k", F32, [1, 2, "s", 8])],
+              [("s", F32, [1, 4, "t", "s"]), ("n", helper.TensorProto.INT64, [])],
+              [const("reps", [1, 2, 1, 1], np.int64), const("two", 2, np.int64)])
+    g, _ = _canon(m)
+    shape = next(n for n in g.nodes if n.op == "Shape")
+    assert shape.inputs[0].name == "k" and "Tile" not in [n.op for n in g.nodes]
+    rng = np.random.default_rng(0)
+    _same_on_ort(m, g, {"q": rng.standard_normal((1, 4, 3, 8)).astype(np.float32),
+                        "k": rng.standard_normal((1, 2, 5, 8)).astype(np.float32)})
