@@ -60,6 +60,12 @@ def test_breaking_the_barrier_is_a_fault(sync, scenario):
         assert w in out, out
 
 
+def test_a_mixed_kernels_block_num_counts_ai_cores(sync):
+    """GetBlockNum is the logical AI Cores (blockDim): half the vector blocks of a MIX_AIC_1_2 launch."""
+    out = sync("Ascend910B", "blocknum", 8)
+    assert out.startswith("GetBlockNum=4 OK"), out
+
+
 def test_more_blocks_than_cores_never_meet(sync):
     out = sync("Ascend910B", "ok", 49)
     assert out.startswith("FAULT") and "49 blocks on 48 cores" in out, out

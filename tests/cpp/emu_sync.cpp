@@ -27,6 +27,11 @@ static void Kernel(const std::string& s) {
     if (s == "aiv_only") {
         KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);  // hard sync needs a MIX type
     }
+    if (s == "blocknum") {  // a mixed kernel's GetBlockNum counts AI Cores, two vector blocks each
+        KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);
+        if (me == 0) std::cout << "GetBlockNum=" << GetBlockNum() << " ";
+        return;
+    }
 #endif
     if (s == "own_read") {  // read the neighbour's part and this block's own before writing it
         for (uint32_t part : {(me + 1) % n, me}) {  // block 1 reads its own part after block 0 read it

@@ -184,6 +184,13 @@ inline void Barrier(const char* api) {
 
 namespace AscendC {
 
+// The logical AI Cores of the launch (GetBlockNum.md): blockDim. A MIX_AIC_1_2 kernel's vector cores are two per
+// AI Core, so its vector blocks (GetBlockIdx) number twice as many.
+__aicore__ inline int64_t GetBlockNum() {
+    const auto& st = asc_emu::St();
+    return st.kernelType == KERNEL_TYPE_MIX_AIC_1_2 ? (st.blockNum + 1) / 2 : st.blockNum;
+}
+
 // SyncAll (hard sync, basic_api/kernel_operator_block_sync_intf.h): every block of the launch waits until all have
 // reached it; global memory written before it is visible to every core after it. isAIVOnly: the vector cores only
 // (a mixed kernel's cube cores keep serving their Matmul messages). 310P's AI Core has the soft form only.

@@ -17,7 +17,7 @@ enum pipe_t { PIPE_S, PIPE_V, PIPE_MTE2, PIPE_MTE3, PIPE_ALL };
 
 namespace AscendC {
 __aicore__ inline int64_t GetBlockIdx() { return asc_emu::St().blockIdx; }
-__aicore__ inline int64_t GetBlockNum() { return asc_emu::St().blockNum; }
+__aicore__ inline int64_t GetBlockNum();  // (after the kernel types: emu_blocks.h)
 
 // PipeBarrier<P>: every operation issued on P so far completes before the next one on P starts. V needs
 // none (the compiler inserts it); MTE2/MTE3 need one where two copies touch overlapping addresses.
