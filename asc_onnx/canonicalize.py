@@ -34,9 +34,11 @@
 * Scores masked by a boolean before a Softmax, ``Where(mask, s, fill)`` (GPT-2's and GPT-J's eager attention),
   become ``s + Where(mask, 0, fill)``, the additive form every other exporter writes (SDPA's ``Where(mask, 0,
   -inf)``), where the sum is the fill: a fill of -inf, or below -2^120 in float32 (``finfo.min``), to which
-  a finite score under 2^96 in magnitude adds nothing. The exception: an infinite or NaN score at a masked place
-  gives NaN where the Where gave the fill. The Attention rule then takes the mask as its input. A float16 fill
-  (-65504) is left alone: a score there moves the sum off the fill, and a row masked everywhere would differ.
+  a finite score under 2^96 in magnitude adds nothing. Any other finite fill (float16's -65504, where a score
+  would move the sum off the fill) becomes ``s x Cast(mask) + Where(mask, 0, fill)``: s x 1 + 0 is s and
+  s x 0 + fill is the fill (a -0 score becomes +0, the same to the Softmax that alone reads it). The exception in
+  both: an infinite or NaN score at a masked place gives NaN where the Where gave the fill. The Attention rule
+  then takes the masks as its inputs.
 * Default attributes that the patterns read are made explicit (``keepdims``, Softmax
   ``axis``, Gemm ``alpha``/``beta``/``transA``/``transB``, LeakyRelu ``alpha`` ...).
 
@@ -517,7 +519,8 @@ def _additive_masks(graph: gs.Graph) -> int:
         if found is None:
             continue
         mask, s, fill = found
-        if not (fill == -np.inf or (onnx_dtype(s) == onnx.TensorProto.FLOAT and fill < _FILL_FLOOR)):
+        exact = fill == -np.inf or (onnx_dtype(s) == onnx.TensorProto.FLOAT and fill < _FILL_FLOOR)
+        if not exact and not np.isfinite(fill):
             continue
         if taken is None:
             taken = set(graph.tensors())
@@ -527,8 +530,17 @@ def _additive_masks(graph: gs.Graph) -> int:
         fill_t = node.inputs[2]
         wide = fill_t.shape is None or mask.shape is None or len(fill_t.shape) > len(mask.shape)
         additive = gs.Variable(name, dtype=dtype, shape=None if wide else mask.shape)
-        graph.nodes.insert(graph.nodes.index(node), gs.Node("Where", name=_fresh(f"{node.name}_mask", taken),
-                                                             inputs=[mask, zero, fill_t], outputs=[additive]))
+        at = graph.nodes.index(node)
+        graph.nodes.insert(at, gs.Node("Where", name=_fresh(f"{node.name}_mask", taken),
+                                       inputs=[mask, zero, fill_t], outputs=[additive]))
+        if not exact:  # s x keep + additive: s x 0 + fill is the fill itself
+            keep = gs.Variable(_fresh(f"{name}_keep", taken), dtype=dtype, shape=mask.shape)
+            kept = gs.Variable(_fresh(f"{name}_kept", taken), dtype=dtype, shape=s.shape)
+            graph.nodes.insert(at, gs.Node("Cast", name=_fresh(f"{node.name}_keep", taken), inputs=[mask],
+                                           outputs=[keep], attrs={"to": int(onnx_dtype(s))}))
+            graph.nodes.insert(at + 2, gs.Node("Mul", name=_fresh(f"{node.name}_kept", taken), inputs=[s, keep],
+                                               outputs=[kept]))
+            s = kept
         node.op = "Add"
         _set_inputs(node, [s, additive])
         count += 1

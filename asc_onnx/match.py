@@ -421,8 +421,8 @@ def _attention_ops(graph: gs.Graph) -> list[NearMiss]:
 
 
 def _masked_by_where(graph: gs.Graph) -> list[NearMiss]:
-    """Scores masked by ``Where(mask, scores, fill)`` that canonicalization could not make additive (a float16 fill):
-    why the attention around them is not one op. (A graph with subgraphs is not canonicalized: none is said.)"""
+    """Scores masked by ``Where(mask, scores, fill)`` that canonicalization could not make additive (a fill of +inf
+    or NaN): why the attention around them is not one op. (A graph with subgraphs is not canonicalized: no line.)"""
     out = []
     if any(n.op in ("If", "Loop", "Scan") for n in graph.nodes):
         return out
@@ -431,11 +431,9 @@ def _masked_by_where(graph: gs.Graph) -> list[NearMiss]:
         src = producer(found[1]) if found is not None else None
         if src is None or src.op not in ("MatMul", "Mul", "Div"):
             continue
-        out.append(NearMiss("Attention", n.name, f"the scores are masked by Where(mask, scores, {found[2]:g}) in "
-                            f"{onnx.helper.tensor_dtype_to_np_dtype(onnx_dtype(found[1])).name}: the attention op adds "
-                            "a mask, and a score added to this fill is not the fill (a row masked everywhere would "
-                            "differ), so the region keeps its smaller fusions; a fill of -inf, or float32's lowest, "
-                            "is taken as an additive mask and fuses"))
+        out.append(NearMiss("Attention", n.name, f"the scores are masked by Where(mask, scores, {found[2]:g}): a fill "
+                            "that is neither finite nor -inf has no additive form (a score plus it is NaN), so the "
+                            "region keeps its smaller fusions"))
     return out
 
 

@@ -15,6 +15,8 @@ of the op: K and V come in with their own heads and are never repeated in memory
 
 from __future__ import annotations
 
+import onnx_graphsurgeon as gs
+
 from asc_onnx.checks import broadcasts, dims_match, last_axis
 from asc_onnx.graph import attrs_of, const_array, onnx_dtype, same_dim
 from asc_onnx.pattern import ANY, Const, ConstTensor, op, rule
@@ -27,8 +29,9 @@ def _swap_last(perm) -> bool:
                                                                                         len(perm) - 2]
 
 
-def _probs(scores, mask, softmax: str = "op"):
-    s = op.Add(scores, mask, _optional="mask")
+def _probs(scores, keep, mask, softmax: str = "op"):
+    # (keep: Where(mask, s, fill)'s multiplicative half where its sum with s would move off the fill)
+    s = op.Add(op.Mul(scores, keep, _optional="keep"), mask, _optional="mask")
     if softmax == "op":
         p = op.Softmax(s, axis=ANY)
     else:  # decomposed: exp(s - max) / sum, or exp(s) / sum
@@ -51,28 +54,30 @@ def _scores(q, k):
     return op.MatMul(q, kt)
 
 
-def attention_mul(q, k, v, mask):
-    return op.MatMul(_probs(op.Mul(_scores(q, k), Const("scale"), _optional="scale"), mask), _repeat(v))
+def attention_mul(q, k, v, keep, mask):
+    return op.MatMul(_probs(op.Mul(_scores(q, k), Const("scale"), _optional="scale"), keep, mask), _repeat(v))
 
 
-def attention_div(q, k, v, mask):
-    return op.MatMul(_probs(op.Div(_scores(q, k), Const("scale")), mask), _repeat(v))
+def attention_div(q, k, v, keep, mask):
+    return op.MatMul(_probs(op.Div(_scores(q, k), Const("scale")), keep, mask), _repeat(v))
 
 
-def attention_mul_stable(q, k, v, mask):
-    return op.MatMul(_probs(op.Mul(_scores(q, k), Const("scale"), _optional="scale"), mask, "stable"), _repeat(v))
+def attention_mul_stable(q, k, v, keep, mask):
+    scores = op.Mul(_scores(q, k), Const("scale"), _optional="scale")
+    return op.MatMul(_probs(scores, keep, mask, "stable"), _repeat(v))
 
 
-def attention_div_stable(q, k, v, mask):
-    return op.MatMul(_probs(op.Div(_scores(q, k), Const("scale")), mask, "stable"), _repeat(v))
+def attention_div_stable(q, k, v, keep, mask):
+    return op.MatMul(_probs(op.Div(_scores(q, k), Const("scale")), keep, mask, "stable"), _repeat(v))
 
 
-def attention_mul_plain(q, k, v, mask):
-    return op.MatMul(_probs(op.Mul(_scores(q, k), Const("scale"), _optional="scale"), mask, "plain"), _repeat(v))
+def attention_mul_plain(q, k, v, keep, mask):
+    scores = op.Mul(_scores(q, k), Const("scale"), _optional="scale")
+    return op.MatMul(_probs(scores, keep, mask, "plain"), _repeat(v))
 
 
-def attention_div_plain(q, k, v, mask):
-    return op.MatMul(_probs(op.Div(_scores(q, k), Const("scale")), mask, "plain"), _repeat(v))
+def attention_div_plain(q, k, v, keep, mask):
+    return op.MatMul(_probs(op.Div(_scores(q, k), Const("scale")), keep, mask, "plain"), _repeat(v))
 
 
 def _group(m) -> tuple[int, str | None]:
@@ -146,6 +151,10 @@ def _check(m) -> str | None:
         return f"the head dims ({d}, {dv}) are not known: the kernel's tiling needs them"
     if not dims_match(kt[-2], d) or not dims_match(kt[-1], v[-2]):
         return f"q {list(q)}, k^T {list(kt)} and v {list(v)} do not chain as q @ k^T @ v"
+    if m.has("keep"):  # Where's multiplicative half (canonicalization): beside the additive mask, of its shape
+        if not m.has("mask") or m.dtype("keep") != m.dtype("q") or m.shape("keep") is None \
+                or list(m.shape("keep")) != list(m.shape("mask")) or isinstance(m.tensor("keep"), gs.Constant):
+            return "a Mul of the scores before the mask is not a keep mask of the additive mask's shape"
     if m.has("mask"):
         ms = m.shape("mask")
         out = [*q[:-1], kt[-1]]

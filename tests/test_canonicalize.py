@@ -154,18 +154,20 @@ def _masked_attention(dt, fill):
                  [("y", dt, [1, 2, 6, 6])], [const("c", 8.0, npd), const("fill", fill, npd)])
 
 
-@pytest.mark.parametrize("dt,fill,rewritten", [(F32, float(np.finfo(np.float32).min), True), (F32, -np.inf, True),
-                                               (F16, -np.inf, True), (F16, float(np.finfo(np.float16).min), False)])
-def test_scores_masked_by_where_become_additive_where_the_sum_is_the_fill(dt, fill, rewritten):
+@pytest.mark.parametrize("dt,fill,keep", [(F32, float(np.finfo(np.float32).min), False), (F32, -np.inf, False),
+                                          (F16, -np.inf, False), (F16, float(np.finfo(np.float16).min), True),
+                                          (F32, -1e4, True)])
+def test_scores_masked_by_where_become_additive_where_the_sum_is_the_fill(dt, fill, keep):
     """Where(mask, s, fill) before a Softmax becomes s + Where(mask, 0, fill) for a fill of -inf or float32's
-    lowest: bit for bit the same, a row masked everywhere included (uniform at the lowest fill, NaN at -inf); a
-    float16 fill of -65504 stays, since s - 65504 rounds off it."""
+    lowest, and s x Cast(mask) + Where(mask, 0, fill) for a fill a score would move the sum off (float16's -65504,
+    HF's -1e4): bit for bit the same, a row masked everywhere included (uniform at a finite fill, NaN at -inf)."""
     import onnx_graphsurgeon as gs
     import onnxruntime as ort
 
     m = _masked_attention(dt, fill)
     g, _ = _canon(m)
-    assert [n.op for n in g.nodes].count("Add") == int(rewritten)
+    ops = [n.op for n in g.nodes]
+    assert ops.count("Add") == 1 and ops.count("Mul") == int(keep) and "Where" in ops
     rng = np.random.default_rng(0)
     npd = np.float32 if dt == F32 else np.float16
     feeds = {"q": (4 * rng.standard_normal((1, 2, 6, 8))).astype(npd),

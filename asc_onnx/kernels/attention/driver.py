@@ -32,9 +32,12 @@ def main_source(k: AttentionKernel, struct: str, prefix: str = "") -> str:
                        "maskRank", "dtypeSize", 'dtypeName == "float"', 'dtypeName == "bfloat16_t"', "coreNum",
                        "platform", "coupled", "&tiling")
     parse = " ".join(f'if (key == "{f}") c.{f} = v;' for f in CUBE_FIELDS)
-    mask = ("for (size_t i = 0; i < shapes[3].size(); ++i) maskDims[i] = shapes[3][i];\n"
-            "    const uint32_t maskRank = static_cast<uint32_t>(shapes[3].size());" if k.has_mask
+    at = 4 if k.has_keep else 3  # (the keep mask before it, of its shape)
+    mask = (f"for (size_t i = 0; i < shapes[{at}].size(); ++i) maskDims[i] = shapes[{at}][i];\n"
+            f"    const uint32_t maskRank = static_cast<uint32_t>(shapes[{at}].size());" if k.has_mask
             else "const uint32_t maskRank = 0;")
+    if k.has_keep:
+        mask += ('\n    if (shapes[3] != shapes[4]) return Report("tiling", "tiling refused the shape, reason 9");')
     return f"""// asc-onnx emulator driver for {k.op_type} (attention).
 #include <cstring>
 #include <fstream>
@@ -96,7 +99,7 @@ def tiling_case(k: AttentionKernel, shapes: Sequence[Sequence[int]]) -> list[int
     """The case of ``cann/attention_tiling_main.cpp`` for inputs of ``shapes``: q's rank and dims, Sk, the KV
     heads, Dv, the mask's rank and dims."""
     q, kk, v = shapes[0], shapes[1], shapes[2]
-    mask = list(shapes[3]) if k.has_mask else []
+    mask = list(shapes[-1]) if k.has_mask else []
     return [len(q), *q, kk[-2] if k.trans_k else kk[-1], kk[-3], v[-1], len(mask), *mask]
 
 
@@ -135,12 +138,14 @@ def inputs_at(k: AttentionKernel, inst: Any, np_dtype: type, lead: Sequence[int]
     out = [q, kk, v]
     if k.has_mask:
         full = lead[:-1] + (sq, sk)
-        given = list(inst.input_shapes[3] or full)
+        given = list(inst.input_shapes[-1] or full)
         given = [1] * (len(full) - len(given)) + given
         # A dim of 1 broadcasts; any other (a number or a symbol) is the scores'.
         shape = [1 if d == 1 else f for d, f in zip(given, full)]
         mask = np.zeros(shape)
         mask[..., (3 * sk) // 4 + 1:] = -1e4
+        if k.has_keep:  # Where's halves: keep 1 where the mask is 0, 0 (and the fill) past it
+            out.append((mask == 0).astype(np.float64))
         out.append(mask)
     return [a.astype(np.float32).astype(np_dtype) for a in out]
 

@@ -40,6 +40,8 @@ class AttentionKernel(IRBase):
         has_mask: an additive mask broadcast over the scores is the fourth input.
         kv_repeat: the body repeats K's and V's heads (grouped-query attention): k and v have heads / g heads.
         kv_tiled: ... as a Tile of the heads does: query head h reads KV head h mod Hkv (else h / g).
+        has_keep: the scores are multiplied by a keep mask (0 or 1, the additive mask's shape) before the mask is
+            added: ``Where(mask, s, fill)`` with a fill a score would move off (canonicalization).
         scale: the factors whose product scales the scores.
         dtypes: the one I/O element type.
     """
@@ -55,6 +57,7 @@ class AttentionKernel(IRBase):
     params: tuple[float, ...] = ()
     kv_repeat: bool = False
     kv_tiled: bool = False
+    has_keep: bool = False
 
     @property
     def input_names(self) -> tuple[str, ...]:
@@ -102,6 +105,8 @@ def lower_attention(op: FusedOp, symbolic=None, kinds=None) -> AttentionKernel:
             continue  # (a decomposed softmax is the kernel's online softmax; the KV repeat, its head walk)
         if t == "Div" and node.input[1] in sums:
             continue
+        if t == "Mul" and "keep" in node.input:  # Where's multiplicative half: the kernel's keep input
+            continue
         if t == "Transpose":
             trans_k = True
         elif t == "Mul":
@@ -111,7 +116,8 @@ def lower_attention(op: FusedOp, symbolic=None, kinds=None) -> AttentionKernel:
         else:
             raise LoweringError(f"{t} in an attention body is not served")
     has_mask = "mask" in formal
-    expected = ("q", "k", "v", "mask") if has_mask else ("q", "k", "v")
+    has_keep = "keep" in formal
+    expected = ("q", "k", "v") + (("keep",) if has_keep else ()) + (("mask",) if has_mask else ())
     if tuple(op.input_names) != expected:
         raise LoweringError(f"inputs {op.input_names}: the kernel takes {expected}")
     kv_repeat = any(n.op_type == "Expand" for n in op.function.node)
@@ -123,7 +129,7 @@ def lower_attention(op: FusedOp, symbolic=None, kinds=None) -> AttentionKernel:
     kv_tiled = any(a in ([1], [-4]) for a in axes)  # (the pattern checked K and V repeat alike)
     return AttentionKernel(op.op_type, snake_case(op.op_type), tuple(op.input_names), tuple(op.output_names),
                            trans_k, has_mask, tuple(scale), (cols[0][0],), tuple(float(v) for v in first), kv_repeat,
-                           kv_tiled)
+                           kv_tiled, has_keep)
 
 
 __all__ = ["AttentionKernel", "ScaleTerm", "lower_attention"]
