@@ -214,11 +214,18 @@ def test_an_expand_of_ones_that_writes_a_graph_output_stays_whole():
     _same_on_ort(m, g, {"x": np.arange(6, dtype=np.float32).reshape(2, 3)})
 
 
-def test_a_fill_of_exactly_minus_2_to_120_is_not_made_additive():
-    """-2^120 is a power of two: the float32 step above it is 2^96, so a score over 2^95 moves the sum off the
-    fill, and a fully masked row would differ (a review's counterexample). Only fills below it are rewritten."""
-    g, _ = _canon(_masked_attention(F32, -(2.0 ** 120)))
-    assert "Add" not in [n.op for n in g.nodes]
+def test_a_fill_of_exactly_minus_2_to_120_takes_the_keep_form():
+    """-2^120 is a power of two: the float32 step above it is 2^96, so a score over 2^95 would move s + fill off the
+    fill (a review's counterexample). It takes the keep form, s x Cast(mask) + Where(mask, 0, fill), bit for bit the
+    same with scores near 2^96 and a row masked everywhere."""
+    m = _masked_attention(F32, -(2.0 ** 120))
+    g, _ = _canon(m)
+    assert [n.op for n in g.nodes].count("Mul") == 1
+    rng = np.random.default_rng(1)
+    causal = np.tril(np.ones((6, 6), bool))[None, None].copy()
+    causal[0, 0, 2] = False
+    _same_on_ort(m, g, {"q": (2.0 ** 48 * rng.standard_normal((1, 2, 6, 8))).astype(np.float32),
+                        "kt": (2.0 ** 48 * rng.standard_normal((1, 2, 8, 6))).astype(np.float32), "causal": causal})
 
 
 def test_tile_stays_a_tile_before_opset_8():
