@@ -534,7 +534,7 @@ def _additive_masks(graph: gs.Graph) -> int:
         graph.nodes.insert(at, gs.Node("Where", name=_fresh(f"{node.name}_mask", taken),
                                        inputs=[mask, zero, fill_t], outputs=[additive]))
         if not exact:  # s x keep + additive: s x 0 + fill is the fill itself
-            keep = gs.Variable(_fresh(f"{name}_keep", taken), dtype=dtype, shape=mask.shape)
+            keep = gs.Variable(_fresh(f"{name}_keep", taken), dtype=dtype, shape=additive.shape)
             kept = gs.Variable(_fresh(f"{name}_kept", taken), dtype=dtype, shape=s.shape)
             graph.nodes.insert(at, gs.Node("Cast", name=_fresh(f"{node.name}_keep", taken), inputs=[mask],
                                            outputs=[keep], attrs={"to": int(onnx_dtype(s))}))

@@ -152,7 +152,7 @@ def _check(m) -> str | None:
     if not dims_match(kt[-2], d) or not dims_match(kt[-1], v[-2]):
         return f"q {list(q)}, k^T {list(kt)} and v {list(v)} do not chain as q @ k^T @ v"
     if m.has("keep"):  # Where's multiplicative half (canonicalization): beside the additive mask, of its shape
-        if not m.has("mask") or m.dtype("keep") != m.dtype("q") or m.shape("keep") is None \
+        if not m.has("mask") or m.dtype("keep") != m.dtype("q") or m.shape("keep") is None or m.shape("mask") is None \
                 or list(m.shape("keep")) != list(m.shape("mask")) or isinstance(m.tensor("keep"), gs.Constant):
             return "a Mul of the scores before the mask is not a keep mask of the additive mask's shape"
     if m.has("mask"):

@@ -564,3 +564,18 @@ def test_a_where_fill_with_no_additive_form_gets_a_near_miss():
     res = fuse(m, emulate=False)
     assert "Attention" not in rules_of(res)
     assert any(n.rule == "Attention" and "no additive form" in n.reason for n in res.near_misses), res.near_misses
+
+
+def test_a_where_fill_wider_than_its_mask_falls_back_cleanly():
+    """A finite fill of shape [1, 1, 1, 1] against a [S, S] mask: the additive mask's shape is left unknown and the
+    keep form does not match (a review found the check crashing the whole fuse); the region keeps its smaller
+    fusions and the model validates."""
+    from onnx import TensorProto
+
+    nodes = [helper.make_node("MatMul", ["q", "kt"], ["s"]), helper.make_node("Where", ["causal", "s", "fill"], ["sm"]),
+             helper.make_node("Softmax", ["sm"], ["p"], axis=-1), helper.make_node("MatMul", ["p", "v"], ["o"])]
+    m = model(nodes, [("q", F16, [1, 4, "s", 16]), ("kt", F16, [1, 4, 16, "s"]), ("v", F16, [1, 4, "s", 16]),
+                      ("causal", TensorProto.BOOL, ["s", "s"])], [("o", F16, [1, 4, "s", 16])],
+              [const("fill", np.full((1, 1, 1, 1), np.finfo(np.float16).min), np.float16)])
+    res = fuse(m)
+    assert "Attention" not in rules_of(res) and res.validation.ok

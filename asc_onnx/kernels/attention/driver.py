@@ -123,7 +123,7 @@ def inputs_at(k: AttentionKernel, inst: Any, np_dtype: type, lead: Sequence[int]
               k_dim: int | None = None, n_dim: int | None = None) -> list[np.ndarray]:
     """q, k, v and the mask for output leading dims ``lead`` (``[.., heads, Sq]``): unit-variance q, k and v with
     Sk = Sq (a self-attention step), and a mask of its instance shape with HF's large negative in its last
-    quarter of keys (rows never fully masked)."""
+    quarter of keys (rows never fully masked), after the keep mask where the op has one (1 where the mask is 0)."""
     lead = tuple(lead)
     d = concrete(inst.input_shapes[0], 1)[-1]
     dv = concrete(inst.input_shapes[2], 1)[-1]

@@ -35,9 +35,9 @@ class AttentionKernel(IRBase):
 
     Attributes:
         op_type / snake: OpDef type and kernel entry name.
-        inputs / outputs: formal names in kernel argument order (q, k, v[, mask]; y).
+        inputs / outputs: formal names in kernel argument order (q, k, v[, keep][, mask]; y).
         trans_k: k is ``[.., Sk, D]`` (a Transpose in the body); else the op takes kT ``[.., D, Sk]``.
-        has_mask: an additive mask broadcast over the scores is the fourth input.
+        has_mask: an additive mask broadcast over the scores is the last input.
         kv_repeat: the body repeats K's and V's heads (grouped-query attention): k and v have heads / g heads.
         kv_tiled: ... as a Tile of the heads does: query head h reads KV head h mod Hkv (else h / g).
         has_keep: the scores are multiplied by a keep mask (0 or 1, the additive mask's shape) before the mask is
