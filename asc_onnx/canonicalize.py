@@ -60,6 +60,7 @@ from .graph import (
     attrs_of,
     const_array,
     graph_output_ids,
+    has_subgraphs,
     masked_scores,
     numel,
     onnx_dtype,
@@ -121,15 +122,15 @@ def _fill_defaults(node: gs.Node, opset: int) -> None:
 def canonicalize(graph: gs.Graph, opset: int) -> CanonStats:
     """Rewrite ``graph`` in place into canonical form (see module doc); returns counts."""
     outputs = graph_output_ids(graph)
-    has_subgraphs = any(n.op in ("If", "Loop", "Scan") for n in graph.nodes)
+    subgraphs = has_subgraphs(graph)
     ids = casts = recips = squares = units = 0
     for node in list(graph.nodes):
         if (node.domain or "") not in ("", "ai.onnx"):
             continue
         _fill_defaults(node, opset)
-        if node.op == "Identity" and not has_subgraphs and len(node.inputs) == 1:
+        if node.op == "Identity" and not subgraphs and len(node.inputs) == 1:
             ids += _bypass(graph, node, outputs)
-        elif node.op == "Cast" and not has_subgraphs and len(node.inputs) == 1:
+        elif node.op == "Cast" and not subgraphs and len(node.inputs) == 1:
             src = node.inputs[0]
             if onnx_dtype(src) is not None and onnx_dtype(src) == node.attrs.get("to"):
                 casts += _bypass(graph, node, outputs)
@@ -141,7 +142,7 @@ def canonicalize(graph: gs.Graph, opset: int) -> CanonStats:
                 node.op = "Reciprocal"
                 _set_inputs(node, [node.inputs[1]])
                 recips += 1
-            elif not has_subgraphs:
+            elif not subgraphs:
                 units += _drop_unit(graph, node, outputs)
         elif node.op == "Pow" and len(node.inputs) == 2:
             two = const_array(node.inputs[1], limit=1)
@@ -153,16 +154,16 @@ def canonicalize(graph: gs.Graph, opset: int) -> CanonStats:
                 squares += 1
         elif node.op == "Sum" and len(node.inputs) == 2:
             node.op = "Add"
-        elif node.op == "Mul" and len(node.inputs) == 2 and not has_subgraphs:
+        elif node.op == "Mul" and len(node.inputs) == 2 and not subgraphs:
             units += _drop_unit(graph, node, outputs)
     folded = _fold_constants(graph, outputs)
     tiles = _tiles_of_ones(graph) if opset >= 8 else 0  # (Expand is opset 8's)
-    ones = 0 if has_subgraphs else _expands_of_ones(graph, outputs)
-    tiled = _tiled_heads(graph, outputs) if opset >= 13 and not has_subgraphs else 0
-    repeats = _constant_head_repeats(graph, outputs) if opset >= 13 and not has_subgraphs else 0
-    masks = 0 if has_subgraphs else _additive_masks(graph)
-    splits = 0 if has_subgraphs else _halves_to_split(graph, opset, outputs)
-    sunk = 0 if has_subgraphs else _sink_unflatten(graph, outputs)
+    ones = 0 if subgraphs else _expands_of_ones(graph, outputs)
+    tiled = _tiled_heads(graph, outputs) if opset >= 13 and not subgraphs else 0
+    repeats = _constant_head_repeats(graph, outputs) if opset >= 13 and not subgraphs else 0
+    masks = 0 if subgraphs else _additive_masks(graph)
+    splits = 0 if subgraphs else _halves_to_split(graph, opset, outputs)
+    sunk = 0 if subgraphs else _sink_unflatten(graph, outputs)
     if any((ids, casts, units, folded, splits, sunk, repeats, masks, ones, tiled)):  # (nodes left without outputs)
         graph.nodes = [n for n in graph.nodes if n.outputs]
     if folded:
@@ -385,8 +386,7 @@ def _constant_head_repeats(graph: gs.Graph, outputs: set[int]) -> int:
             taken = set(graph.tensors())
         dropped.append(ex.inputs[1])
         ex.outputs[0].shape = [*es[:3], xs[2], *es[4:]]  # (one name for the length shown equal: _same_length)
-        for r in [r for r in rs.outputs[0].outputs if r.op == "Shape"]:  # the length and head dim: x's
-            r.inputs[0] = x
+        _shapes_read_from(rs.outputs[0], x)
         ex.inputs[1] = gs.Constant(_fresh(f"{ex.outputs[0].name}_shape", taken),
                                    np.array([1, 1, g, 1, 1], dtype=np.int64))
         if target is None:  # (a constant target already holds at every binding the model runs at)
@@ -444,8 +444,7 @@ def _tiled_heads(graph: gs.Graph, outputs: set[int]) -> int:
         if reps[0] != 1 or reps[2] != 1 or reps[3] != 1 or g < 2 or not isinstance(hkv, (int, np.integer)) \
                 or not isinstance(d, (int, np.integer)) or hkv <= 0 or d <= 0 or not _read_by_matmul(node.outputs[0]):
             continue
-        for r in [r for r in node.outputs[0].outputs if r.op == "Shape"]:  # the length and head dim: x's
-            r.inputs[0] = x
+        _shapes_read_from(node.outputs[0], x)
         if taken is None:
             taken = set(graph.tensors())
         base = node.outputs[0].name
@@ -560,6 +559,13 @@ def _read_by_matmul(t: gs.Tensor, depth: int = 0) -> bool:
         if not ((r.op == "Transpose" or scalar) and _read_by_matmul(r.outputs[0], depth + 1)):
             return False
     return True
+
+
+def _shapes_read_from(repeat: gs.Tensor, x: gs.Tensor) -> None:
+    """The Shapes of a head repeat (read for its length or head dim alone: ``_reads_length``) read ``x``, the
+    repeat's input, whose length and head dim are the same."""
+    for r in [r for r in repeat.outputs if r.op == "Shape"]:
+        r.inputs[0] = x
 
 
 def _reads_length(shape: gs.Node) -> bool:

@@ -190,6 +190,11 @@ def is_const(tensor: gs.Tensor) -> bool:
     return node is not None and node.op == "Constant"
 
 
+def has_subgraphs(graph: gs.Graph) -> bool:
+    """The graph has control flow (If, Loop, Scan), whose bodies canonicalization leaves alone."""
+    return any(n.op in ("If", "Loop", "Scan") for n in graph.nodes)
+
+
 def same_dim(a: object, b: object) -> bool:
     """Two dims known to be equal: one static size, or one symbol (where ``dims_match`` is "may be equal")."""
     return a is not None and a == b and (isinstance(a, (int, np.integer)) or (isinstance(a, str) and a != ""))

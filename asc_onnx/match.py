@@ -25,6 +25,7 @@ from .graph import (
     const_array,
     data_inputs,
     graph_output_ids,
+    has_subgraphs,
     masked_scores,
     onnx_dtype,
     producer,
@@ -424,7 +425,7 @@ def _masked_by_where(graph: gs.Graph) -> list[NearMiss]:
     """Scores masked by ``Where(mask, scores, fill)`` that canonicalization could not make additive (a fill of +inf
     or NaN): why the attention around them is not one op. (A graph with subgraphs is not canonicalized: no line.)"""
     out = []
-    if any(n.op in ("If", "Loop", "Scan") for n in graph.nodes):
+    if has_subgraphs(graph):
         return out
     for n in graph.nodes:
         found = masked_scores(n)

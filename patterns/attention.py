@@ -6,8 +6,9 @@ additive mask broadcast over the scores or none; ``Softmax`` as an op or decompo
 ``exp(s) / sum`` over the last axis); the legacy exporters' fp32 round trip of the probabilities (``Cast`` to
 float and back). A causal mask built in the graph (``Trilu``, ``Range``/``Less``
 chains, ``Where`` to an additive mask) is computed outside and is an input of the op; a boolean mask applied to
-the scores by ``Where(mask, scores, fill)`` (GPT-2's eager form) reaches the rule additive, where canonicalization
-could make it so exactly (a fill of -inf or float32's lowest; see asc_onnx.canonicalize); so are K and V after a
+the scores by ``Where(mask, scores, fill)`` (GPT-2's eager form) reaches the rule as canonicalization writes it:
+additive, and for a finite fill a score would move off, with a keep mask the scores are multiplied by first (see
+asc_onnx.canonicalize); so are K and V after a
 KV-cache ``Concat`` (Sq may differ from Sk) and GPT-2's ``Split`` of one QKV projection. Grouped-query attention's
 repeat of the KV heads (``Unsqueeze``, ``Expand``, ``Reshape``, given constant shapes by canonicalization) is part
 of the op: K and V come in with their own heads and are never repeated in memory.
@@ -15,10 +16,8 @@ of the op: K and V come in with their own heads and are never repeated in memory
 
 from __future__ import annotations
 
-import onnx_graphsurgeon as gs
-
 from asc_onnx.checks import broadcasts, dims_match, last_axis
-from asc_onnx.graph import attrs_of, const_array, onnx_dtype, same_dim
+from asc_onnx.graph import attrs_of, const_array, is_const, onnx_dtype, same_dim
 from asc_onnx.pattern import ANY, Const, ConstTensor, op, rule
 
 
@@ -153,7 +152,7 @@ def _check(m) -> str | None:
         return f"q {list(q)}, k^T {list(kt)} and v {list(v)} do not chain as q @ k^T @ v"
     if m.has("keep"):  # Where's multiplicative half (canonicalization): beside the additive mask, of its shape
         if not m.has("mask") or m.dtype("keep") != m.dtype("q") or m.shape("keep") is None or m.shape("mask") is None \
-                or list(m.shape("keep")) != list(m.shape("mask")) or isinstance(m.tensor("keep"), gs.Constant):
+                or list(m.shape("keep")) != list(m.shape("mask")) or is_const(m.tensor("keep")):
             return "a Mul of the scores before the mask is not a keep mask of the additive mask's shape"
     if m.has("mask"):
         ms = m.shape("mask")
