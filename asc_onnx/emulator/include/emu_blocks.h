@@ -167,15 +167,9 @@ inline void Barrier(const char* api) {
         Fail(std::string(api) + " with " + std::to_string(St().blockNum) + " blocks on " +
              std::to_string(static_cast<int64_t>(St().tm.cores)) + " cores: the blocks past the cores start only "
              "when others end, and the others wait for them forever (launch at most the core count)");
-    for (auto& kv : St().pipes.cache) {
-        if (kv.second.dirty != 0)
-            Fail(Describe(kv.second.op) + " wrote global memory through the data cache and nothing cleaned it "
-                 "(DataCacheCleanAndInvalid) before " + api + ": the other cores do not see the bytes");
-    }
+    NoDirtyCache(std::string(" before ") + api + ": the other cores do not see the bytes");
     Fiber& f = *s->running;
-    const auto& t = St().pipes.t;
-    f.arrival = 0;
-    for (int p = 0; p < NPIPES; ++p) f.arrival = std::max({f.arrival, t.free[p], t.lastDone[p]});
+    f.arrival = BlockClock();
     f.waiting = true;
     swapcontext(&f.ctx, &s->main);
 }

@@ -787,20 +787,31 @@ inline void CountVec(const char* api, uint64_t elems) {
 }
 
 // End of a block: SetValue bytes still in the data cache never reach global memory.
+// When everything the running block has issued is complete.
+inline double BlockClock() {
+    const auto& t = St().pipes.t;
+    double at = 0;
+    for (int p = 0; p < NPIPES; ++p) at = std::max({at, t.free[p], t.lastDone[p]});
+    return at;
+}
+
+// A SetValue byte still in the running block's data cache is a fault; `tail` says what happens to it then.
+inline void NoDirtyCache(const std::string& tail) {
+    for (auto& kv : St().pipes.cache) {
+        if (kv.second.dirty != 0)
+            Fail(Describe(kv.second.op) + " wrote global memory through the data cache and nothing cleaned it "
+                 "(DataCacheCleanAndInvalid)" + tail);
+    }
+}
+
 inline void EndBlock() {
     const auto& t = St().pipes.t;
     BlockTime bt;
     bt.block = St().blockIdx;
-    for (int p = 0; p < NPIPES; ++p) {
-        bt.cycles = std::max({bt.cycles, t.free[p], t.lastDone[p]});
-        bt.busy[p] = t.busy[p];
-    }
+    bt.cycles = BlockClock();
+    for (int p = 0; p < NPIPES; ++p) bt.busy[p] = t.busy[p];
     St().blockTimes.push_back(bt);
-    for (auto& kv : St().pipes.cache) {
-        if (kv.second.dirty != 0)
-            Fail(Describe(kv.second.op) + " wrote global memory through the data cache and nothing cleaned it "
-                 "(DataCacheCleanAndInvalid): the bytes are lost when the kernel ends");
-    }
+    NoDirtyCache(": the bytes are lost when the kernel ends");
 }
 
 // The cube core serving the running block: 910B pairs vector cores 2c and 2c+1 with cube core c; 310P's AI Core

@@ -291,7 +291,7 @@ public:
         asc_emu::Issue(asc_emu::PMTE3, "Matmul::GetTensorC", loc);
         ps.known[asc_emu::PMTE3].c[asc_emu::PMTE3] = ps.seq[asc_emu::PMTE3];
         asc_emu::Join(asc_emu::PV, asc_emu::Snapshot(asc_emu::PMTE3));
-        const uint64_t stride = enSequentialWrite ? blockW_ : CPitch();
+        const uint64_t stride = RowStride(enSequentialWrite);
         const CT* p = gm.GetPhyAddr() + (enSequentialWrite ? 0 : BlockOffset());
         ps.pending.push_back({reinterpret_cast<const uint8_t*>(p), ((blockH_ - 1) * stride + blockW_) * sizeof(CT),
                               "Matmul::GetTensorC at " + loc.Str(), ps.seq[asc_emu::PMTE3]});
@@ -367,7 +367,7 @@ public:
             cubeDone = Compute(blk, at, &gm, enSequentialWrite);
             haveC_ = false;
             auto* p = reinterpret_cast<const uint8_t*>(gm.GetPhyAddr() + (enSequentialWrite ? 0 : BlockOffset()));
-            const uint64_t stride = enSequentialWrite ? blockW_ : CPitch();
+            const uint64_t stride = RowStride(enSequentialWrite);
             auto* e = p + ((blockH_ - 1) * stride + blockW_) * sizeof(CT);
             lo = lo == nullptr || p < lo ? p : lo;
             hi = hi == nullptr || e > hi ? e : hi;
@@ -612,7 +612,7 @@ private:
         if (dst != nullptr) {
             cHbm = 0;
             CT* out = dst->GetPhyAddr() + (sequential ? 0 : BlockOffset());
-            const uint64_t stride = sequential ? blockW_ : CPitch();
+            const uint64_t stride = RowStride(sequential);
             for (int32_t i = 0; i < blockH_; ++i)
                 cHbm += static_cast<double>(asc_emu::Classify(out + i * stride, blockW_ * sizeof(CT)));
         }
@@ -632,7 +632,7 @@ private:
     // `classified`: Compute has put the write through the L2 rule (IterateAll).
     void WriteBlockGm(const GlobalTensor<CT>& gm, bool sequential, const asc_emu::Loc& loc, bool classified = false) {
         CT* dst = gm.GetPhyAddr() + (sequential ? 0 : BlockOffset());
-        const uint64_t stride = sequential ? blockW_ : CPitch();
+        const uint64_t stride = RowStride(sequential);
         for (int32_t i = 0; i < blockH_; ++i) {
             asc_emu::CubeOverwrite(dst + i * stride, blockW_ * sizeof(CT), "Matmul::GetTensorC", loc);
             asc_emu::GmWrite(dst + i * stride, blockW_ * sizeof(CT), "Matmul::GetTensorC");
@@ -653,6 +653,8 @@ private:
     int32_t tailM_ = 0, tailN_ = 0, tailK_ = 0;
     int32_t cPitch_ = 0;  // SetOrgShape's orgKc: C's row pitch (0: N)
     uint64_t CPitch() const { return static_cast<uint64_t>(cPitch_ != 0 ? cPitch_ : tiling_.N); }
+    // Elements from one row of a C block to the next in global memory: packed, or at C's pitch.
+    uint64_t RowStride(bool sequential) const { return sequential ? blockW_ : CPitch(); }
     int32_t blockM_ = 0, blockN_ = 0, blockH_ = 0, blockW_ = 0;
     std::vector<Blk> order_;
     size_t next_ = 0;
