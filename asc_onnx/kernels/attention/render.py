@@ -309,6 +309,38 @@ def _scale_expr(k: AttentionKernel) -> str | None:
     return " * ".join(parts) if parts else None
 
 
+#: The kernel's helper that multiplies or adds a mask in the I/O type into the fp32 score rows.
+ROWS_BY_MASK = """// rows x cols of scores (`pitch` floats apart) *= (isMul) or += a mask's rows (one for all where
+// broadcast along the queries); `wide` holds a mask row widened to fp32, once where broadcast.
+template <bool isMul, typename T>
+__aicore__ inline void RowsByMask(const AscendC::LocalTensor<float>& scores, const AscendC::LocalTensor<T>& maskRows,
+                                  const AscendC::LocalTensor<float>& wide, uint32_t rows, uint32_t cols, uint32_t pitch,
+                                  bool broadcast)
+{
+    for (uint32_t r = 0; r < rows; ++r) {
+        const AscendC::LocalTensor<float>& row = scores[r * pitch];
+        if constexpr (std::is_same_v<T, float>) {
+            if constexpr (isMul) {
+                AscendC::Mul(row, row, maskRows[broadcast ? 0u : r * pitch], cols);
+            } else {
+                AscendC::Add(row, row, maskRows[broadcast ? 0u : r * pitch], cols);
+            }
+        } else {
+            if (r == 0 || !broadcast) {
+                AscendC::Cast(wide, maskRows[broadcast ? 0u : r * pitch], AscendC::RoundMode::CAST_NONE, cols);
+            }
+            if constexpr (isMul) {
+                AscendC::Mul(row, row, wide, cols);
+            } else {
+                AscendC::Add(row, row, wide, cols);
+            }
+        }
+    }
+}
+
+"""
+
+
 def kernel_source(k: AttentionKernel, rule: str, body_ops: list[str], sources: list[str]) -> str:
     """op_kernel/<op>.cpp."""
     s = struct_name(k)
@@ -351,38 +383,12 @@ def kernel_source(k: AttentionKernel, rule: str, body_ops: list[str], sources: l
         AscendC::DataCopyPad(keepLocal, keepGm[at], maskParams, maskPad);
         inQueueKeep.EnQue(keepLocal);
 """
-    keep_mul = """        // x keep (1 or 0: Where(mask, scores, fill) is scores x keep + mask)
-        for (uint32_t r = 0; r < rows; ++r) {
-            const uint32_t keepAt = td.maskRowStride == 0 ? 0u : r * pitch;
-            if constexpr (std::is_same_v<T, float>) {
-                AscendC::Mul(scoresLocal[r * pitch], scoresLocal[r * pitch], keepLocal[keepAt], cols);
-            } else {
-                if (r == 0 || td.maskRowStride != 0) {
-                    AscendC::Cast(maskF, keepLocal[keepAt], AscendC::RoundMode::CAST_NONE, cols);
-                }
-                AscendC::Mul(scoresLocal[r * pitch], scoresLocal[r * pitch], maskF, cols);
-            }
-        }
-""" if keep else ""
-    if m:
-        add_mask = keep_mul + """        // + mask (a row broadcast along the queries is widened once)
-        if constexpr (std::is_same_v<T, float>) {
-            for (uint32_t r = 0; r < rows; ++r) {
-                AscendC::Add(scoresLocal[r * pitch], scoresLocal[r * pitch],
-                             maskLocal[td.maskRowStride == 0 ? 0u : r * pitch], cols);
-            }
-        } else {
-            for (uint32_t r = 0; r < rows; ++r) {
-                if (r == 0 || td.maskRowStride != 0) {
-                    AscendC::Cast(maskF, maskLocal[td.maskRowStride == 0 ? 0u : r * pitch],
-                                  AscendC::RoundMode::CAST_NONE, cols);
-                }
-                AscendC::Add(scoresLocal[r * pitch], scoresLocal[r * pitch], maskF, cols);
-            }
-        }
-"""
-    else:
-        add_mask = ""
+    keep_mul = ("        // x keep (1 or 0: Where(mask, scores, fill) is scores x keep + mask)\n"
+                "        RowsByMask<true>(scoresLocal, keepLocal, maskF, rows, cols, pitch, td.maskRowStride == 0);\n"
+                if keep else "")
+    add_mask = (keep_mul + "        // + mask\n"
+                "        RowsByMask<false>(scoresLocal, maskLocal, maskF, rows, cols, pitch, td.maskRowStride == 0);\n"
+                if m else "")
     if scale:
         scale_lines = f"""        const float scale = {scale};
         if (whole) {{
@@ -485,7 +491,7 @@ __aicore__ inline void RowsByStat(const AscendC::LocalTensor<float>& tile, const
     }}
 }}
 
-template <typename T>
+{ROWS_BY_MASK if m else ""}template <typename T>
 class {cls} {{
     using QType = AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, T>;
     using KType = AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, T, {trans}>;
@@ -884,9 +890,15 @@ private:
     // Rows [r0, r0 + rows) of step s's P @ v into UB.
     __aicore__ inline void LoadOut(uint32_t s, uint32_t r0, uint32_t rows)
     {{
-        AscendC::LocalTensor<float> outLocal = inQueueOut.AllocTensor<float>();
-        AscendC::DataCopy(outLocal, outGm[(s % 2) * td.outStage + static_cast<uint64_t>(r0) * td.dv], rows * td.dv);
-        inQueueOut.EnQue(outLocal);
+        LoadRows(outGm[(s % 2) * td.outStage + static_cast<uint64_t>(r0) * td.dv], rows);
+    }}
+
+    // `rows` fp32 rows of dv from global memory into UB.
+    __aicore__ inline void LoadRows(const AscendC::GlobalTensor<float>& src, uint32_t rows)
+    {{
+        AscendC::LocalTensor<float> rowsLocal = inQueueOut.AllocTensor<float>();
+        AscendC::DataCopy(rowsLocal, src, rows * td.dv);
+        inQueueOut.EnQue(rowsLocal);
     }}
 
     __aicore__ inline void Fold(const Step& t, const Item& it, uint32_t r0, uint32_t rows)
@@ -960,10 +972,7 @@ private:
     // Rows [r0, r0 + rows) of part p's output into UB.
     __aicore__ inline void LoadPart(const Item& it, uint32_t p, uint32_t r0, uint32_t rows)
     {{
-        AscendC::LocalTensor<float> partLocal = inQueueOut.AllocTensor<float>();
-        const uint64_t at = (static_cast<uint64_t>(it.unit + p) * td.mBlock + r0) * td.dv;
-        AscendC::DataCopy(partLocal, partOutGm[at], rows * td.dv);
-        inQueueOut.EnQue(partLocal);
+        LoadRows(partOutGm[(static_cast<uint64_t>(it.unit + p) * td.mBlock + r0) * td.dv], rows);
     }}
 
     __aicore__ inline void CombineRows(const Item& it, uint32_t r0, uint32_t rows)
