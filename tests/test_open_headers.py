@@ -1,7 +1,8 @@
 """Every generated kernel (each dtype column, 910B and 310P) and host file type-checks against the open
 Ascend C headers (``../shared/ascend/check/check.sh``): the kernels the fixtures produce (pointwise and row:
-norms, attention softmaxes), a Where chain (Compare/Select), a chain with five full inputs (queues merged
-to fit the event budget), and row kernels in split mode and with per-row statistics as outputs."""
+norms, attention softmaxes and attention), a Where chain (Compare/Select), a chain with five full inputs (queues
+merged to fit the event budget), row kernels in split mode and with per-row statistics as outputs, and attention
+with a keep mask (Where on the scores) and with a Tile of the KV heads."""
 
 from __future__ import annotations
 
@@ -55,6 +56,28 @@ def floor_ceil(dtype: int):
     return model(nodes, [("x", dtype, [8, 300])], [("y", dtype, [8, 300])], [const("k", 0.1, np_t)])
 
 
+def attention_where_keep(dtype: int):
+    """GPT-2's eager Where(causal, scores, -65504) on the scores: an attention op with a keep mask and a mask (a
+    fill a score would move the sum off, in either type), q and k^T handed over as they are."""
+    np_t = np.float32 if dtype == F32 else np.float16
+    nodes = [helper.make_node("MatMul", ["q", "kt"], ["s"]), helper.make_node("Div", ["s", "c"], ["ss"]),
+             helper.make_node("Where", ["causal", "ss", "fill"], ["sm"]),
+             helper.make_node("Softmax", ["sm"], ["p"], axis=-1), helper.make_node("MatMul", ["p", "v"], ["y"])]
+    return model(nodes, [("q", dtype, [1, 4, "s", 32]), ("kt", dtype, [1, 4, 32, "s"]), ("v", dtype, [1, 4, "s", 32]),
+                         ("causal", helper.TensorProto.BOOL, [1, 1, "s", "s"])], [("y", dtype, [1, 4, "s", 32])],
+                 [const("c", 32 ** 0.5, np_t), const("fill", float(np.finfo(np.float16).min), np_t)])
+
+
+def attention_tiled_heads():
+    """k.repeat(1, 4, 1, 1): a Tile of the KV heads, which the op takes in (head h reads KV head h mod 2)."""
+    nodes = [helper.make_node("Tile", [x, "reps"], [f"{x}r"]) for x in ("k", "v")]
+    nodes += [helper.make_node("Transpose", ["kr"], ["kt"], perm=[0, 1, 3, 2]),
+              helper.make_node("MatMul", ["q", "kt"], ["s"]), helper.make_node("Softmax", ["s"], ["p"], axis=-1),
+              helper.make_node("MatMul", ["p", "vr"], ["y"])]
+    return model(nodes, [("q", F16, [1, 8, "s", 16]), ("k", F16, [1, 2, "s", 16]), ("v", F16, [1, 2, "s", 16])],
+                 [("y", F16, [1, 8, "s", 16])], [const("reps", [1, 4, 1, 1], np.int64)])
+
+
 SOURCES = {
     "floor_ceil_fp16": floor_ceil(F16), "floor_ceil_fp32": floor_ceil(F32),
     "layernorm_stats": layernorm_with_stats(),
@@ -66,6 +89,8 @@ SOURCES = {
     "matmul_silu_gemm_fp16": _mm.linear_silu(F16, 80, form="gemm"),
     "matmul_gelu_bias_fp16": _mm.linear_gelu(F16, 80, tanh=True),
     "matmul_swiglu_bias_fp16": _mm.swiglu(F16, 80, bias=True),
+    "attention_keep_fp16": attention_where_keep(F16), "attention_keep_fp32": attention_where_keep(F32),
+    "attention_tiled_heads": attention_tiled_heads(),
 }
 
 
@@ -86,6 +111,9 @@ def _check(args: list[str]) -> subprocess.CompletedProcess:
 def test_generated_files_pass_the_open_header_check(tmp_path, name, soc):
     res = asc_onnx.fuse(SOURCES[name], options=FuseOptions(judge=False, soc=soc, emulate=False), validate=False)
     assert res.kernels
+    if name.startswith("attention_") and soc == "Ascend910B":  # (the forms they are here for; 310P falls back)
+        ir = next(k.ir for k in res.kernels if k.op.rule == "Attention")
+        assert ir.kv_tiled if name == "attention_tiled_heads" else ir.has_keep
     failures = []
     for k in res.kernels:
         for rel, text in k.files.items():
