@@ -329,8 +329,6 @@ def _no_faster_than_smaller(judgements: Any, kernels: Any, soc: Any) -> dict[str
         if k is None or not of(k).fallback or not j.ship:
             continue
         for e, w in zip(j.estimates, j.slow):
-            if e.error or w.error:
-                continue
             smaller = _smaller_kernels(k, e.shapes, soc)
             if smaller is None:
                 continue

@@ -181,7 +181,7 @@ def _cmd_fuse(a: argparse.Namespace) -> int:
             print(f"asc-onnx: warning: {rej['op_type']} not shipped: {rej['reason'][:300]}", file=sys.stderr)
         est = report.get("estimates") or {}
         for op in est.get("ops", []):
-            if op["judged_slower"]:
+            if op["judged_slower"] or op.get("not_judged"):
                 print(f"asc-onnx: warning: {op['op_type']} "
                       + ("shipped anyway (--keep-slower): " if op["shipped"] else "not shipped: ")
                       + op["reason"], file=sys.stderr)

@@ -23,6 +23,25 @@ class Terminated(BaseException):
     """SIGTERM, raised in the main thread so that every ``finally`` runs."""
 
 
+def crash_reason(returncode: int, stderr: str) -> str:
+    """Why a child program ended abnormally, in words that end the crash message: its signal by name (SIGKILL with
+    no message of its own is most likely the out-of-memory killer), then its last standard-error lines, whole."""
+    tail = "\n".join(line for line in stderr.strip().splitlines()[-5:])
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        why = f"killed by {name}"
+        if -returncode == signal.SIGKILL and not tail:
+            why += " (most likely the out-of-memory killer: the machine ran out of memory)"
+        elif -returncode == signal.SIGABRT and "bad_alloc" in tail:
+            why += " (it could not allocate memory)"
+    else:
+        why = f"exit status {returncode}"
+    return why + (f": {tail}" if tail else "")
+
+
 def stopped() -> int:
     """The one line and exit code of a run a signal stopped: 130 for SIGINT, 143 for SIGTERM."""
     import sys

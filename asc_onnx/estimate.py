@@ -18,8 +18,8 @@ worth of a kernel's traffic is an L2 hit) credits neither side for the first rea
 are costed alike.
 
 Dynamic dims are judged at the shapes the user gave (``--input-shape``); otherwise at two corners of a
-deployment sweep: batch-like dims (named ``batch``, ``N``, ``bs``) at 1 and 8, every other dim at 128 and 2048
-(sequence lengths), both small together and both large together.
+deployment sweep by each dim's role (:mod:`asc_onnx.dims`): batch at 1 and 8, sequence and KV-cache lengths at 128 and
+2048, image sides at 224 and 640, all small together and all large together.
 """
 
 from __future__ import annotations
@@ -33,7 +33,9 @@ import numpy as np
 import onnx
 from onnx import ModelProto, TensorProto, helper
 
-from .emulator.harness import EmulatorFaultError, prebuild, run
+from .dims import evaluate, sweep
+from .emulator.harness import prebuild, run
+from .errors import AscOnnxError
 from .hardware import FACTS, corner, emulator_table, value
 from .kernels import of
 from .kernels.ir import IO_TYPES
@@ -41,45 +43,26 @@ from .package import Kernel, render
 from .soc import Soc
 from .verify_kernels import body_shapes, data_shape, dtype_of, np_type, unfused_bytes
 
-#: The deployment sweep's corners when a dim is not given: (batch-like, other).
-SWEEP = ((1, 128), (8, 2048))
-BATCH_NAMES = {"batch", "batch_size", "n", "b", "bs"}
 #: Ops that move no data on the device (ATC folds them into their neighbours' addressing).
 VIEWS = {"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity", "Shape", "Constant", "Size", "Dropout"}
 CUBE_OPS = {"MatMul", "Gemm", "Conv", "ConvTranspose"}
 
 
-def batch_like(name: str) -> bool:
-    """A dynamic dim named like a batch."""
-    low = name.lower()
-    return low in BATCH_NAMES or "batch" in low
-
-
 def bindings(model: ModelProto, shape_map: Mapping[str, Sequence[int]]) -> list[dict[str, int]]:
-    """The bindings of the model's dynamic dims an op is judged at: the user's, else the sweep's corners."""
-    inits = {i.name for i in model.graph.initializer}
-    names: dict[str, int | None] = {}
-    for vi in model.graph.input:
-        if vi.name in inits:
-            continue
-        given = shape_map.get(vi.name)
-        for j, d in enumerate(vi.type.tensor_type.shape.dim):
-            if d.dim_param:
-                names.setdefault(d.dim_param, None)
-                if given is not None and j < len(given):
-                    names[d.dim_param] = int(given[j])
-    if all(v is not None for v in names.values()):
-        return [{n: int(v) for n, v in names.items() if v is not None}]
-    out = []
-    for small_batch, other in SWEEP:
-        out.append({n: v if v is not None else (small_batch if batch_like(n) else other) for n, v in names.items()})
-    return out
+    """The bindings of the model's dynamic dims an op is judged at: the user's, else the sweep's corners by each
+    dim's role (:func:`asc_onnx.dims.sweep`)."""
+    return sweep(model, shape_map)
 
 
 def bind(shape: Sequence[object] | None, binding: Mapping[str, int]) -> tuple[int, ...]:
-    """A symbolic shape at a binding (a dim no binding names takes the largest bound non-batch value)."""
-    fallback = max([v for n, v in binding.items() if not batch_like(n)] or [1])
-    return tuple(d if isinstance(d, int) and d >= 0 else int(binding.get(str(d), fallback)) for d in (shape or ()))
+    """A symbolic shape at a binding: names and expressions of the bound names computed
+    (:func:`asc_onnx.dims.evaluate`); a dim that is neither takes the binding's largest value."""
+    fallback = max(binding.values(), default=1)
+    out = []
+    for d in shape or ():
+        v = evaluate(d, binding)
+        out.append(int(fallback if v is None else v))
+    return tuple(out)
 
 
 def label(binding: Mapping[str, int]) -> str:
@@ -189,7 +172,7 @@ def cube_nodes(k: Kernel, inputs: Sequence[np.ndarray], soc: Soc, nodes: list[No
     b = render(k.op, bare(k.ir), soc)
     try:
         r = run(b.ir, b.files, f"{k.op.op_type}TilingData", inputs, soc, values=False, timing=table)
-    except EmulatorFaultError:
+    except AscOnnxError:  # the op's own run says why, if it fails too
         return nodes
     t = r.time or {}
     body = float(t.get("cycles", 0.0)) / float(t.get("clock_hz", table["clock_hz"])) * 1e6
@@ -234,7 +217,7 @@ def estimate_at(k: Kernel, shapes: Sequence[Sequence[int]], soc: Soc, overrides:
                 nodes=unfused)
     try:
         r = run(k.ir, k.files, f"{k.op.op_type}TilingData", inputs, soc, values=False, timing=table)
-    except EmulatorFaultError as exc:
+    except AscOnnxError as exc:  # a fault, a refused tiling or a crashed run: this shape is not judged
         return OpEstimate(fused_us=math.inf, body_us=math.inf, efficiency=0.0, bottleneck="", error=str(exc), **base)
     t = r.time or {}
     clock = float(t.get("clock_hz", table["clock_hz"]))
@@ -265,12 +248,30 @@ class Judgement:
     slow: list[OpEstimate]
 
     @property
+    def judged(self) -> bool:
+        """Every estimate ran: a timing run that faulted or crashed, or a tiling that refused a judged shape, leaves
+        the op not judged, and an op not judged does not ship (its speed at that shape is unknown)."""
+        return bool(self.slow) and all(e.error is None for e in (*self.estimates, *self.slow))
+
+    @property
     def ship(self) -> bool:
-        return all(e.faster for e in self.slow if e.error is None)
+        return self.judged and all(e.faster for e in self.slow)
+
+    @property
+    def status(self) -> str:
+        """``shipped-if-accepted`` as the timing model sees it: ``faster``, ``slower`` or ``not judged``."""
+        return "not judged" if not self.judged else "faster" if self.ship else "slower"
 
     def reason(self) -> str:
-        """Why the op does not ship, with its estimates at the shape where it loses most."""
-        lost = [(e, n) for e, n in zip(self.slow, self.estimates) if e.error is None and not e.faster]
+        """Why the op does not ship: the judged shape whose estimate failed, with its error whole, or its estimates
+        at the shape where it loses most."""
+        failed = next((e for e in (*self.estimates, *self.slow) if e.error is not None), None)
+        if failed is not None or not self.slow:
+            where = f" at {label(failed.binding)} {failed.shapes}" if failed is not None else ""
+            return (f"not judged: the timing model could not estimate it{where}"
+                    + (f" ({failed.error})" if failed is not None else " (no judged shape)")
+                    + "; an op whose speed is unknown at a judged shape is not shipped")
+        lost = [(e, n) for e, n in zip(self.slow, self.estimates) if not e.faster]
         if not lost:
             return ""
         e, n = max(lost, key=lambda x: x[0].fused_us / max(x[0].unfused_us, 1e-9))
@@ -403,7 +404,8 @@ def record(judgements: Sequence[Judgement], shipped: set[str], keep_slower: bool
                  "their sources); an op ships only if its kernel is estimated faster than its unfused nodes at "
                  "every judged shape with every assumed constant at its slow end"
                  + ("; --keep-slower shipped the others too" if keep_slower else "")),
-        "ops": [{"op_type": j.op_type, "shipped": j.op_type in shipped, "judged_slower": not j.ship,
+        "ops": [{"op_type": j.op_type, "shipped": j.op_type in shipped, "judged_slower": j.status == "slower",
+                 "not_judged": not j.judged,
                  "reason": j.reason(), "estimates": [row(e) for e in j.estimates],
                  "slow_corner": [row(e) for e in j.slow]} for j in judgements],
         "model": list(models),
@@ -427,5 +429,5 @@ def lines(est: Mapping[str, Any]) -> str:
     return "\n".join(out)
 
 
-__all__ = ["Judgement", "NodeCost", "OpEstimate", "SWEEP", "bind", "bindings", "bound_us", "estimate",
+__all__ = ["Judgement", "NodeCost", "OpEstimate", "bind", "bindings", "bound_us", "estimate",
            "estimate_at", "judge", "label", "launch_us", "lines", "model_time", "node_cost", "record", "unfused_nodes"]

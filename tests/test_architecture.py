@@ -15,7 +15,7 @@ PKG = Path(asc_onnx.__file__).resolve().parent
 STAGES = ["load", "canonicalize", "match", "checks", "rewrite", "package", "validate", "emulator", "verify_kernels",
           "estimate", "verify_deployed", "report", "report_charts", "report_html", "output", "api", "cli", "entry"]
 #: Helpers any stage may import. ``kernels`` is the kernel classes: a library under the stages, not a stage.
-HELPERS = {"cache", "errors", "options", "graph", "pattern", "fusion", "registry", "soc", "progress",
+HELPERS = {"cache", "errors", "options", "graph", "pattern", "fusion", "registry", "soc", "progress", "dims",
            "shape_values", "kernels", "hardware", "__init__"}
 #: The kernel classes' own packages, and the modules they share.
 KERNELS = PKG / "kernels"

@@ -20,7 +20,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ..errors import AscOnnxError
+from ..errors import AscOnnxError, crash_reason
 from ..kernels import KernelIR, of
 from ..kernels.ir import IO_TYPES
 from ..soc import Soc
@@ -150,8 +150,7 @@ def _tilings(k: KernelIR, files: Mapping[str, str], soc: Soc, dtype: int, cases:
     lines = "".join(" ".join(map(str, case)) + f" {tail}\n" for case in cases)
     proc = subprocess.run([str(exe)], input=lines, capture_output=True, text=True)
     if proc.returncode != 0:
-        raise AscOnnxError(f"the Matmul tiling of {k.op_type} crashed (exit {proc.returncode}): "
-                           f"{proc.stderr[-500:]}")
+        raise AscOnnxError(f"the Matmul tiling of {k.op_type} crashed, {crash_reason(proc.returncode, proc.stderr)}")
     out: list[dict[str, int] | int] = []
     for line in proc.stdout.splitlines():
         words = line.split()

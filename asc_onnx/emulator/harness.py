@@ -27,7 +27,7 @@ import numpy as np
 from onnx import TensorProto
 
 from ..cache import cache_root
-from ..errors import AscOnnxError
+from ..errors import AscOnnxError, crash_reason
 from ..hardware import emulator_table
 from ..kernels import KernelIR, of
 from ..kernels.drive import ENTRY
@@ -326,8 +326,8 @@ def run(k: KernelIR, sources: Mapping[str, str], struct: str,
         try:
             info = json.loads(proc.stdout.strip().splitlines()[-1])
         except (IndexError, json.JSONDecodeError):
-            raise AscOnnxError(f"emulator run of {k.op_type} crashed (exit {proc.returncode}): "
-                               f"{proc.stderr[-500:]}") from None
+            raise AscOnnxError(f"emulator run of {k.op_type} crashed, "
+                               f"{crash_reason(proc.returncode, proc.stderr)}") from None
         if "error" in info:
             # A shared program names the op it was compiled for: its messages are told in this kernel's names.
             message = info["message"].replace(info["snake"], k.snake).replace(info["op_type"], k.op_type)
