@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -22,6 +21,7 @@ from onnx import ModelProto
 from .graph import input_dims
 from .kernels import KernelIR, of, skeleton
 from .kernels.ir import LoweringError
+from .model_text import write
 from .rewrite import ATC_OPSETS, DOMAIN, FusedOp, RewriteResult, build_atc_model
 from .soc import Soc
 
@@ -163,7 +163,7 @@ def atc_script(atc: ModelProto, soc: Soc, input_shapes: Mapping[str, Sequence[in
         + "set -euo pipefail\n"
         'HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"\n'
         f'SOC="${{1:-{soc.atc_soc}}}"\n'
-        f"INPUT_SHAPE={shlex.quote(shapes)}\n"
+        f"INPUT_SHAPE={write(shapes, 'sh')}\n"
         ': "${ASCEND_HOME_PATH:?ASCEND_HOME_PATH is not set: source the CANN set_env.sh first}"\n'
         f'VENDOR_ENV="$HERE/opp/vendors/{VENDOR}/bin/set_env.bash"\n'
         'if [ ! -f "$VENDOR_ENV" ]; then\n'

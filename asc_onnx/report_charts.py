@@ -10,12 +10,12 @@ Every number on them is an estimate of the timing model, and the captions say so
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Mapping
 from typing import Any
 
 from .hardware import value
+from .model_text import write
 
 #: Colours of the op types in the split chart, in turn.
 PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
@@ -23,7 +23,7 @@ PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b
 
 
 def _esc(v: object) -> str:
-    return html.escape(str(v), quote=True)
+    return write(v, "html")
 
 
 def _log_axis(lo: float, hi: float) -> tuple[float, float]:

@@ -9,7 +9,6 @@ small layered layout of our own where it is not. Every string from the model is 
 
 from __future__ import annotations
 
-import html
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -17,6 +16,7 @@ from typing import Any
 
 from onnx import FunctionProto, numpy_helper
 
+from .model_text import write
 from .report_charts import section as speed_section
 
 #: Colours of the pictures (the page test looks for FUSED_FILL in its screenshot).
@@ -38,7 +38,7 @@ pre{padding:8px 12px;overflow-x:auto} details{margin:4px 0}
 
 
 def _esc(v: object) -> str:
-    return html.escape(str(v), quote=True)
+    return write(v, "html")
 
 
 def _graph(fn: FunctionProto) -> tuple[list[tuple[str, str, str]], list[tuple[str, str]]]:

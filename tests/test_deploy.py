@@ -111,7 +111,7 @@ def test_atc_script_uses_the_users_input_shape(tmp_path):
     out = tmp_path / "o"
     asc_onnx.fuse(MODELS / "llama_tiny_dynamo.onnx", out,
                   FuseOptions(judge=False, input_shapes=(("input_ids", (2, 8)),)))
-    assert "INPUT_SHAPE=input_ids:2,8\n" in (out / "atc.sh").read_text()
+    assert "INPUT_SHAPE='input_ids:2,8'\n" in (out / "atc.sh").read_text()
 
 
 @pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck is not installed")

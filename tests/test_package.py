@@ -82,7 +82,7 @@ def test_compute_unit_and_atc_command(out):
                  "model.atc.onnx"):
         assert flag in atc
     # the batch dim is dynamic in the model: ATC gets -1, never a placeholder
-    assert "INPUT_SHAPE=input_ids:-1,8\n" in atc
+    assert "INPUT_SHAPE='input_ids:-1,8'\n" in atc
 
 
 def test_soc_310p_package():

@@ -1,20 +1,17 @@
-"""Text helpers for generated C++: one comment sanitizer, float literals with full precision, an
-indent-aware line buffer. Anything from the model goes through :func:`comment` and nowhere else."""
+"""Text helpers for generated C++: the comment writer, float literals with full precision, an indent-aware line
+buffer. Anything from the model goes through :func:`comment` (the C++ target of :mod:`asc_onnx.model_text`)."""
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
-_SAFE = re.compile(r"[^A-Za-z0-9 _.,:/()=+\-\[\]]")
+from ..model_text import write
 
 
 def comment(text: str, limit: int = 160) -> str:
-    """Model text made safe for a ``//`` comment: a whitelist of characters, no newline, no ``*/``,
-    no trailing backslash (which would continue the comment onto the next line)."""
-    out = _SAFE.sub("?", str(text))[:limit]
-    return out.replace("*/", "*?")
+    """Model text made safe for a ``//`` comment (:func:`asc_onnx.model_text.write`, target ``cpp``): a whitelist of
+    characters, so no newline, no ``*/``, no trailing backslash and no trigraph."""
+    return write(text, "cpp", limit)
 
 
 def f32(v: float) -> str:
