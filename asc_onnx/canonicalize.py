@@ -39,6 +39,10 @@
   s x 0 + fill is the fill (a -0 score becomes +0, the same to the Softmax that alone reads it). The exception in
   both: an infinite or NaN score at a masked place gives NaN where the Where gave the fill. The Attention rule
   then takes the masks as its inputs.
+* PyTorch's NaN guard between the softmax and P·V, ``MatMul(Where(IsNaN(p), 0, p), v)`` (the dynamo exporter's
+  SDPA with a boolean mask: a row masked everywhere gives zeros), becomes ``Where(IsNaN(p @ v), 0, p @ v)`` where p
+  is a Softmax over its last axis, whose rows are NaN everywhere or nowhere: the same rows are zeroed, for finite v
+  (an infinite or NaN value of v gives NaN where 0 x inf met it before). The Attention rule then takes ``p @ v``.
 * Default attributes that the patterns read are made explicit (``keepdims``, Softmax
   ``axis``, Gemm ``alpha``/``beta``/``transA``/``transB``, LeakyRelu ``alpha`` ...).
 
@@ -96,6 +100,7 @@ class CanonStats:
     unit_products: int = 0
     head_repeats: int = 0  # KV-head repeats given constant shapes, Tiles made Expands, Tiles of the heads rewritten
     additive_masks: int = 0  # Where(mask, s, fill) before a Softmax made s + Where(mask, 0, fill)
+    nan_guards: int = 0  # Where(IsNaN(p), 0, p) @ v made Where(IsNaN(p @ v), 0, p @ v)
 
 
 def _bypass(graph: gs.Graph, node: gs.Node, outputs: set[int]) -> bool:
@@ -162,13 +167,15 @@ def canonicalize(graph: gs.Graph, opset: int) -> CanonStats:
     tiled = _tiled_heads(graph, outputs) if opset >= 13 and not subgraphs else 0
     repeats = _constant_head_repeats(graph, outputs) if opset >= 13 and not subgraphs else 0
     masks = 0 if subgraphs else _additive_masks(graph)
+    guards = 0 if subgraphs else _nan_guards_after_pv(graph, outputs, opset)
     splits = 0 if subgraphs else _halves_to_split(graph, opset, outputs)
     sunk = 0 if subgraphs else _sink_unflatten(graph, outputs)
-    if any((ids, casts, units, folded, splits, sunk, repeats, masks, ones, tiled)):  # (nodes left without outputs)
+    if any((ids, casts, units, folded, splits, sunk, repeats, masks, ones, tiled, guards)):
+        # (nodes left without outputs)
         graph.nodes = [n for n in graph.nodes if n.outputs]
     if folded:
         _propagate_shapes(graph)
-    return CanonStats(ids, casts, recips, squares, folded, units, repeats + tiles + tiled, masks)
+    return CanonStats(ids, casts, recips, squares, folded, units, repeats + tiles + tiled, masks, guards)
 
 
 def _drop_unit(graph: gs.Graph, node: gs.Node, outputs: set[int]) -> bool:
@@ -542,6 +549,63 @@ def _additive_masks(graph: gs.Graph) -> int:
             s = kept
         node.op = "Add"
         _set_inputs(node, [s, additive])
+        count += 1
+    return count
+
+
+def _softmax_rows(p: gs.Tensor, opset: int) -> bool:
+    """``p`` is a Softmax whose reduction covers the last axis: each of its last-axis rows is NaN everywhere (all of
+    its scores -inf, or one NaN or +inf) or nowhere."""
+    node = producer(p)
+    if node is None or node.op != "Softmax":
+        return False
+    if opset < 13:  # the input is coerced to 2-D at the axis: a row is every axis from it on
+        return True
+    axis = node.attrs.get("axis", -1)
+    return axis == -1 or (p.shape is not None and axis == len(p.shape) - 1)
+
+
+def _nan_guards_after_pv(graph: gs.Graph, outputs: set[int], opset: int) -> int:
+    """PyTorch's guard of the probabilities against rows masked everywhere, ``MatMul(Where(IsNaN(p), 0, p), v)``
+    with ``p`` a Softmax (the dynamo exporter's SDPA with a boolean mask), to ``Where(IsNaN(o), 0, o)`` of
+    ``o = MatMul(p, v)``: a row of p is NaN everywhere or nowhere, so the guard zeroes exactly the rows of o that
+    it zeroed before (a NaN row of p gives a NaN row of o, a zero row a zero row), for finite v. The exception: an
+    infinite or NaN value in v gives NaN where the guarded p met it with 0 (0 x inf); the Attention rule then takes
+    ``MatMul(p, v)``. Returns how many."""
+    count = 0
+    taken: set[str] | None = None
+    for node in list(graph.nodes):
+        if node.op != "Where" or len(node.inputs) != 3 or not node.outputs:
+            continue
+        cond, zero, p = node.inputs
+        isnan = producer(cond)
+        z = const_array(zero, limit=1)
+        guarded = node.outputs[0]
+        if isnan is None or isnan.op != "IsNaN" or isnan.inputs[0] is not p or z is None or z.size != 1 \
+                or float(z.reshape(-1)[0]) != 0.0 or len(zero.shape or ()) > len(p.shape or ()) \
+                or not _softmax_rows(p, opset) or id(guarded) in outputs or len(guarded.outputs) != 1:
+            continue
+        mm = guarded.outputs[0]
+        if mm.op != "MatMul" or mm.inputs[0] is not guarded or mm.inputs[1] is guarded:
+            continue
+        if taken is None:
+            taken = set(graph.tensors())
+        o = mm.outputs[0]
+        raw = gs.Variable(_fresh(f"{o.name}_unguarded", taken), dtype=o.dtype, shape=o.shape)
+        nan = gs.Variable(_fresh(f"{o.name}_isnan", taken), dtype=np.bool_, shape=o.shape)
+        _set_inputs(mm, [p, mm.inputs[1]])
+        mm.outputs.clear()
+        mm.outputs.append(raw)
+        at = graph.nodes.index(mm) + 1
+        graph.nodes.insert(at, gs.Node("IsNaN", name=_fresh(f"{isnan.name or 'isnan'}_after", taken), inputs=[raw],
+                                       outputs=[nan]))
+        graph.nodes.insert(at + 1, gs.Node("Where", name=_fresh(f"{node.name or 'where'}_after", taken),
+                                           inputs=[nan, zero, raw], outputs=[o]))
+        node.inputs.clear()
+        node.outputs.clear()
+        if not cond.outputs and id(cond) not in outputs:
+            isnan.inputs.clear()
+            isnan.outputs.clear()
         count += 1
     return count
 
