@@ -21,6 +21,7 @@ import onnx.inliner
 from onnx import ModelProto
 
 from .canonicalize import CanonStats, canonicalize
+from .dims import DimRole, roles
 from .errors import AscOnnxError, ValidationError
 from .estimate import bindings, estimate_at, judge, label, model_time, record
 from .graph import graph_work, kept_alive, main_opset, refine_shapes, to_gs
@@ -36,7 +37,7 @@ from .report import build_report, to_json
 from .report_html import render as render_html
 from .rewrite import DOMAIN, FusedOp, RewriteResult, ops_from_model, rewrite
 from .soc import get_soc
-from .validate import ValidationReport, make_inputs, validate_models
+from .validate import ValidationReport, input_value_hint, make_inputs, validate_models
 from .validate import run as run_model
 from .verify_deployed import DeployedReport, verify_deployed
 from .verify_kernels import KernelCheck, body_model, verify_kernels, verify_regions
@@ -77,6 +78,7 @@ class InspectResult:
     near_misses: tuple[NearMiss, ...]
     nodes_before: int
     subgraphs: tuple[dict[str, Any], ...] = ()
+    dims: tuple[DimRole, ...] = ()  # every dynamic input dim with its role and the values the judge sweeps it at
 
 
 @dataclass(frozen=True)
@@ -159,7 +161,7 @@ def inspect(model: str | os.PathLike | ModelProto, options: FuseOptions = FuseOp
     rows = tuple({"rule": f.rule, "op_name": f.op_name, "kernel": f.kernel,
                   "nodes": [n.name for n in f.nodes], "ops": [n.op for n in f.nodes]}
                  for f in p.fusions)
-    return InspectResult(rows, p.near_misses, p.nodes_before, p.subgraphs)
+    return InspectResult(rows, p.near_misses, p.nodes_before, p.subgraphs, tuple(roles(p.loaded.model).values()))
 
 
 def fuse(model: str | os.PathLike | ModelProto, out_dir: str | os.PathLike | None = None,
@@ -412,23 +414,25 @@ def choose_inputs(model: ModelProto, original: str | os.PathLike | ModelProto, o
             tried.append(f"{shapes}" if shapes else "its static shapes")
             first = str(exc)
             if not dynamic:
-                raise
+                raise AscOnnxError(f"{exc}{input_value_hint(model)}") from None
     hint = " ".join(f"--input-shape {k}:" + ",".join(str(d.dim_value) if d.HasField("dim_value") else
                                                    (d.dim_param or "?") for d in shape.dim)
                     for k, shape in dynamic.items())
     raise AscOnnxError(f"{name or 'the model'} does not run on random inputs with its dynamic dims set to "
-                       f"{' or '.join(tried)} ({first}); give the real dims with {hint}")
+                       f"{' or '.join(tried)} ({first}); give the real dims with {hint}{input_value_hint(model)}")
 
 
 def _raise_failures(result: FuseResult, rejected: dict[str, str], out: Path | None, options: FuseOptions) -> None:
     """Raise ValidationError for a failed rung, after the folder (with the failed comparison) is written."""
     where = out / REPORT if out else "the report"
+    hint = "" if options.input_values else input_value_hint(result.asc_model)
     if result.validation is not None and not result.validation.ok:
         bad = [o.name for o in result.validation.outputs if not o.ok]
-        raise ValidationError(f"validation failed: outputs {', '.join(bad)} differ beyond tolerance (see {where})")
+        raise ValidationError(f"validation failed: outputs {', '.join(bad)} differ beyond tolerance (see {where})"
+                              f"{hint}")
     if result.deployed is not None and not result.deployed.ok:
         raise ValidationError(f"the deployed model with its emulated kernels does not match the original: "
-                              f"{result.deployed.why()} (see {where})")
+                              f"{result.deployed.why()} (see {where}){hint}")
     if rejected and options.strict:
         raise ValidationError(f"--strict: kernels failed in the emulator, were refused by their tiling or were "
                               "estimated slower than the nodes they replace, and were not shipped: "

@@ -178,7 +178,7 @@ def _cmd_fuse(a: argparse.Namespace) -> int:
                   "onnx.load and onnx.checker refuse external data with more than one link ('potential hardlink "
                   "attack') until one side is deleted; onnxruntime reads them", file=sys.stderr)
         for rej in kern.get("rejected", []):
-            print(f"asc-onnx: warning: {rej['op_type']} not shipped: {rej['reason'][:300]}", file=sys.stderr)
+            print(f"asc-onnx: warning: {rej['op_type']} not shipped: {rej['reason']}", file=sys.stderr)
         est = report.get("estimates") or {}
         for op in est.get("ops", []):
             if op["judged_slower"] or op.get("not_judged"):
@@ -289,12 +289,17 @@ def _cmd_inspect(a: argparse.Namespace) -> int:
     if a.json:
         print(to_json({"nodes": res.nodes_before, "fusions": list(res.fusions),
                        "near_misses": [asdict(n) for n in res.near_misses],
-                       "control_flow_bodies": list(res.subgraphs)}), end="")
+                       "control_flow_bodies": list(res.subgraphs),
+                       "dims": [{**asdict(d), "sweep": list(d.sweep)} for d in res.dims]}), end="")
         return 0
     counts: dict[str, int] = {}
     for f in res.fusions:
         counts[f["rule"]] = counts.get(f["rule"], 0) + 1
     print(f"{a.model}: {res.nodes_before} nodes, {len(res.fusions)} fusions")
+    if res.dims:
+        print("dynamic dims (role: the values the timing model judges it at, unless --input-shape gives it):")
+        for d in res.dims:
+            print(f"  {d.name!r} in {', '.join(d.where)}: {d.role} ({d.sweep[0]} and {d.sweep[1]}), {d.why}")
     for rule_name, n in counts.items():
         print(f"  {rule_name:<20} x{n}")
     if a.verbose:

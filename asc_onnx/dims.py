@@ -75,10 +75,16 @@ def _fresh(d: object) -> bool:
 
 
 def unnamed(model: ModelProto) -> bool:
-    """Whether some dynamic input dim has no name of its own (:func:`name_input_dims` would name it)."""
+    """Whether some dynamic input dim has no name of its own, or an output dim is declared ``-1`` or a placeholder
+    (what :func:`name_input_dims` changes)."""
     inits = {i.name for i in model.graph.initializer}
-    return any(_fresh(d) for vi in model.graph.input if vi.name not in inits and vi.type.HasField("tensor_type")
-               for d in vi.type.tensor_type.shape.dim)
+
+    def dims(vis):
+        return (d for vi in vis if vi.name not in inits and vi.type.HasField("tensor_type")
+                for d in vi.type.tensor_type.shape.dim)
+
+    return any(_fresh(d) for d in dims(model.graph.input)) or any(
+        _fresh(d) and (d.HasField("dim_value") or d.dim_param) for d in dims(model.graph.output))
 
 
 def name_input_dims(model: ModelProto) -> dict[str, str]:
@@ -103,6 +109,11 @@ def name_input_dims(model: ModelProto) -> dict[str, str]:
             d.Clear()
             d.dim_param = name
             given[name] = f"{vi.name}[{j}]"
+    for vi in model.graph.output:  # an output's -1 or '?' says nothing: left to inference, never a name of its own
+        if vi.type.HasField("tensor_type"):
+            for d in vi.type.tensor_type.shape.dim:
+                if _fresh(d):
+                    d.Clear()
     return given
 
 
@@ -251,6 +262,21 @@ def _evaluate(expr: str, binding: tuple[tuple[str, int], ...]) -> int | None:
     return out if out == val and out >= 0 else None
 
 
+def show(shape: Sequence[object] | None) -> str:
+    """A shape for a message: ints and names as they are, an expression of names (what symbolic inference writes for
+    a strided convolution's output, hundreds of characters long) as ``f(name, ...)``; ``?`` where unknown."""
+    if shape is None:
+        return "an unknown shape"
+    out = []
+    for d in shape:
+        text = "?" if d is None else str(d)
+        if not isinstance(d, int) and d is not None and not _TOKEN.fullmatch(text):
+            names = sorted({t.rstrip(".") for t in _TOKEN.findall(text)} - _FUNCS)
+            text = f"f({', '.join(names)})" if names else "?"
+        out.append(text)
+    return "[" + ", ".join(out) + "]"
+
+
 def evaluate(dim: object, binding: Mapping[str, int]) -> int | None:
     """A dim's value at a binding of the input dims: an int as it is, a name or an expression of names
     (``floor(H/2 - 1/2) + 1``, ``past + 1``, as symbolic inference writes them) computed; None if unknown."""
@@ -261,4 +287,4 @@ def evaluate(dim: object, binding: Mapping[str, int]) -> int | None:
     return _evaluate(str(dim), tuple(sorted(binding.items())))
 
 
-__all__ = ["DimRole", "ROLES", "SWEEP", "evaluate", "name_input_dims", "roles", "sweep", "unnamed"]
+__all__ = ["DimRole", "ROLES", "SWEEP", "evaluate", "name_input_dims", "roles", "show", "sweep", "unnamed"]

@@ -23,6 +23,12 @@ class Terminated(BaseException):
     """SIGTERM, raised in the main thread so that every ``finally`` runs."""
 
 
+def whole(exc: BaseException) -> str:
+    """An exception's message on one line and never cut (onnxruntime's name the node, the shapes and the cause at its
+    end): its lines joined, runs of white space made one space."""
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
 def crash_reason(returncode: int, stderr: str) -> str:
     """Why a child program ended abnormally, in words that end the crash message: its signal by name (SIGKILL with
     no message of its own is most likely the out-of-memory killer), then its last standard-error lines, whole."""

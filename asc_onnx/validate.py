@@ -17,7 +17,7 @@ import numpy as np
 import onnx
 from onnx import ModelProto, TensorProto
 
-from .errors import AscOnnxError
+from .errors import AscOnnxError, whole
 from .graph import body_graphs, input_dims
 
 BF16 = ml_dtypes.bfloat16  # onnx depends on ml_dtypes; numpy has no bf16 of its own
@@ -138,9 +138,40 @@ def _session(model: str | os.PathLike | ModelProto):
     except Exception as exc:
         what = "the model" if isinstance(model, ModelProto) else model
         if "NOT_IMPLEMENTED" in str(exc):
-            raise MissingKernelError(f"onnxruntime cannot load {what}: {str(exc).splitlines()[0][:300]}") from None
+            raise MissingKernelError(f"onnxruntime cannot load {what}: {whole(exc)}") from None
         raise AscOnnxError(f"onnxruntime cannot load {'the model' if isinstance(model, ModelProto) else model}: "
-                           f"{str(exc).splitlines()[0][:300]}") from None
+                           f"{whole(exc)}") from None
+
+
+def branching_inputs(model: ModelProto) -> list[str]:
+    """The graph inputs an ``If`` of the main graph branches on (its condition computed from them): random data there
+    takes a branch the deployment may never take, so a failure suggests ``--input-value``."""
+    producers = {o: n for n in model.graph.node for o in n.output}
+    inputs = {vi.name for vi in model.graph.input} - {t.name for t in model.graph.initializer}
+    found: list[str] = []
+    for node in model.graph.node:
+        if node.op_type != "If" or not node.input:
+            continue
+        seen, todo = set(), [node.input[0]]
+        while todo:
+            t = todo.pop()
+            if t in seen or not t:
+                continue
+            seen.add(t)
+            if t in inputs and t not in found:
+                found.append(t)
+            elif t in producers:
+                todo.extend(producers[t].input)
+    return found
+
+
+def input_value_hint(model: ModelProto) -> str:
+    """`` (the model branches on x: give its real value with --input-value x:V)``, or "" without such an input."""
+    names = branching_inputs(model)
+    if not names:
+        return ""
+    return (f"; the model branches on {', '.join(names)} (an If): give real values with "
+            + " ".join(f"--input-value {n}:V" for n in names))
 
 
 class MissingKernelError(AscOnnxError):
@@ -220,7 +251,7 @@ def run(model: str | os.PathLike | ModelProto, feeds: Mapping[str, np.ndarray]) 
         opts.log_severity_level = 4  # the error comes back as the exception; its log line would precede it
         outs = sess.run(names, dict(feeds), opts)
     except Exception as exc:
-        raise AscOnnxError(f"onnxruntime failed to run the model: {str(exc).splitlines()[0][:300]}") from None
+        raise AscOnnxError(f"onnxruntime failed to run the model: {whole(exc)}") from None
     for name, arr in zip(names, outs):
         out[name] = arr.astype(BF16) if out.via_fp32 and name in bf16 else arr
     return out

@@ -19,7 +19,7 @@ from onnx import ModelProto, TensorProto, helper
 
 from .emulator import cann_tiling
 from .emulator.harness import EmulatorFaultError, TilingRefusedError, prebuild, refusal_text, run
-from .errors import AscOnnxError
+from .errors import AscOnnxError, whole
 from .kernels import of
 from .kernels.drive import concrete
 from .kernels.ir import IO_TYPES
@@ -265,7 +265,7 @@ def capture(model: str | os.PathLike | ModelProto, names: Sequence[str],
             sess = ort.InferenceSession(work.SerializeToString(), so, providers=["CPUExecutionProvider"])
         outs = sess.run(list(names), dict(feeds))
     except Exception as exc:
-        raise AscOnnxError(f"capturing activations failed: {str(exc).splitlines()[0][:300]}") from None
+        raise AscOnnxError(f"capturing activations failed: {whole(exc)}") from None
     return dict(zip(names, outs))
 
 

@@ -242,9 +242,134 @@ def export_form(name: str) -> Path:
     return path
 
 
+#: Inputs as the front door meets them: every exporter's spelling of a dynamic dim, an image model with dynamic N, H
+#: and W, the dynamo exporter's NaN-guarded attention, quantized transformer blocks and a branch on a scalar input.
+DOORS = ["cnn_dims", "sdpa_bool_mask", "bert_quant", "if_rate"]
+
+#: Input dims as other exporters spell them, written over the legacy export's (torch writes named dims only):
+#: paddle2onnx, tf2onnx and a declared -1 batch with a fixed image size.
+RESPELLED = {"paddle": ["p2o.DynamicDimension.0", 3, "?", "?"], "unk": ["unk__214", 3, "unk__215", "unk__216"],
+             "minus1": [-1, 3, 64, 64]}
+
+
+class _SdpaBoolMask(nn.Module):
+    """One attention block through torch's scaled_dot_product_attention with a boolean mask: the dynamo exporter
+    guards its probabilities with Where(IsNaN(p), 0, p) (a row masked everywhere gives zeros)."""
+
+    def __init__(self, dim: int = 32, heads: int = 4) -> None:
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.out = nn.Linear(dim, dim)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        b, s, d = x.shape
+        q, k, v = self.qkv(x).reshape(b, s, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        return self.out(y.transpose(1, 2).reshape(b, s, d))
+
+
+class _RateBranch(nn.Module):
+    """An audio front end that branches on its sample rate (a scalar input), as speech models do."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(16, 16)
+
+    def forward(self, x: torch.Tensor, rate: torch.Tensor) -> torch.Tensor:
+        h = self.proj(x)
+        if bool(rate > 16000):
+            h = h[:, ::2]
+        return h * torch.sigmoid(h)
+
+
+def export_door(name: str) -> list[Path]:
+    """The front-door fixtures of one kind; returns the files written."""
+    torch.manual_seed(0)
+    if name == "cnn_dims":
+        module = TinySiluCnn().eval()
+        x = torch.randn(2, 3, 64, 64)
+        legacy, dynamo = HERE / "cnn_dynamic_hw_legacy.onnx", HERE / "cnn_dynamic_hw_dynamo.onnx"
+        with torch.no_grad():
+            torch.onnx.export(module, (x,), str(legacy), dynamo=False, opset_version=17, input_names=["images"],
+                              output_names=["output"], dynamic_axes={"images": {0: "batch", 2: "height", 3: "width"},
+                                                                     "output": {0: "batch"}})
+            auto = torch.export.Dim.AUTO
+            torch.onnx.export(module, (x,), str(dynamo), dynamo=True, opset_version=18, input_names=["images"],
+                              output_names=["output"], dynamic_shapes={"x": {0: auto, 2: auto, 3: auto}},
+                              external_data=False)
+        import onnx
+
+        out = [legacy, dynamo]
+        for spelling, dims in RESPELLED.items():
+            m = onnx.load(str(legacy))
+            for d, v in zip(m.graph.input[0].type.tensor_type.shape.dim, dims):
+                d.Clear()
+                if isinstance(v, int):
+                    d.dim_value = v
+                else:
+                    d.dim_param = v
+            out.append(HERE / f"cnn_{spelling}_dims_legacy.onnx")
+            onnx.save(m, str(out[-1]))
+        return out
+    if name == "sdpa_bool_mask":
+        path = HERE / "sdpa_bool_mask_dynamo.onnx"
+        x, mask = torch.randn(1, 16, 32), torch.ones(1, 1, 16, 16, dtype=torch.bool).tril()
+        seq = torch.export.Dim("seq", min=2, max=1024)
+        with torch.no_grad():
+            torch.onnx.export(_SdpaBoolMask().eval(), (x, mask), str(path), dynamo=True, opset_version=18,
+                              input_names=["x", "mask"], output_names=["output"], external_data=False,
+                              dynamic_shapes={"x": {1: seq}, "mask": {2: seq, 3: seq}})
+        return [path]
+    if name == "bert_quant":
+        # onnxruntime's own quantizer on the tiny BERT: dynamic (DynamicQuantizeLinear, MatMulInteger) and static
+        # QDQ (QuantizeLinear/DequantizeLinear pairs, calibrated on random token ids)
+        import numpy as np
+        from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_dynamic, quantize_static
+
+        module, args, in_names, axes = build("bert_tiny")
+        fp32 = HERE / "_bert_fp32.onnx"
+        with torch.no_grad():
+            torch.onnx.export(_FirstOutput(module.eval()), args, str(fp32), dynamo=False, opset_version=17,
+                              input_names=in_names, output_names=["output"],
+                              dynamic_axes={**axes, "output": {0: "batch", 1: "seq"}})
+
+        class Ids(CalibrationDataReader):
+            def __init__(self) -> None:
+                rng = np.random.default_rng(0)
+                self.batches = iter([{"input_ids": rng.integers(0, 96, (1, SEQ)).astype(np.int64)}
+                                     for _ in range(8)])
+
+            def get_next(self):
+                return next(self.batches, None)
+
+        dyn, qdq = HERE / "bert_quant_dynamic.onnx", HERE / "bert_quant_qdq.onnx"
+        quantize_dynamic(str(fp32), str(dyn))
+        quantize_static(str(fp32), str(qdq), Ids(), quant_format=QuantFormat.QDQ)
+        fp32.unlink()
+        return [dyn, qdq]
+    if name == "if_rate":
+        path = HERE / "if_rate_legacy.onnx"
+        module = torch.jit.script(_RateBranch().eval())
+        with torch.no_grad():
+            torch.onnx.export(module, (torch.randn(1, 8, 16), torch.tensor(16000)), str(path), dynamo=False,
+                              opset_version=17, input_names=["x", "rate"], output_names=["output"],
+                              dynamic_axes={"x": {0: "batch", 1: "frames"}})
+        return [path]
+    raise KeyError(name)
+
+
 def main(argv: list[str]) -> int:
     families = [a for a in argv if a in FAMILIES] or ([] if argv else FAMILIES)
     record: dict[str, str] = {}
+    for name in [a for a in argv if a in DOORS] or ([] if argv else DOORS):
+        try:
+            for i, path in enumerate(export_door(name)):
+                record[f"{name}/{i}"] = path.name
+        except Exception as exc:  # noqa: BLE001 - record why the exporter failed
+            traceback.print_exc()
+            record[f"{name}/0"] = f"FAILED: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+        print(name, "->", record.get(f"{name}/0"), flush=True)
     for name in [a for a in argv if a in FORMS] or ([] if argv else FORMS):
         try:
             record[f"{name}/legacy"] = export_form(name).name

@@ -228,8 +228,9 @@ def test_ctrl_c_at_start_up_is_one_line(tmp_path):
 
 
 def test_closed_pipe_is_quiet():
-    proc = subprocess.run(f"{sys.executable} -m asc_onnx inspect --json {MODELS / 'llama_tiny_dynamo.onnx'} | head -c1",
-                          shell=True, capture_output=True, text=True, timeout=300)
+    model = MODELS / "llama_tiny_dynamo.onnx"
+    proc = subprocess.run(f"{sys.executable} -m asc_onnx inspect -q --json {model} | head -c1", shell=True,
+                          capture_output=True, text=True, timeout=300)
     assert proc.stdout == "{" and proc.stderr == "", proc.stderr
 
 

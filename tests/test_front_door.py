@@ -50,7 +50,7 @@ def test_bf16_model_is_validated_through_an_fp32_copy(tmp_path):
     assert res.kernel_checks and all(c.ok and c.dtype == "bfloat16_t" for c in res.kernel_checks)
     p = tmp_path / "bf16.onnx"  # and without the graph rung (it once was exit 3)
     onnx.save(_silu([4, 16], BF16), p)
-    proc = _cli("fuse", str(p), "-o", str(tmp_path / "nv"), "--no-validate")
+    proc = _cli("fuse", str(p), "-o", str(tmp_path / "nv"), "--no-validate", "--quiet")
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
 
 
@@ -152,7 +152,7 @@ def _on_terminal(*args: str) -> tuple[int, str]:
     return proc.wait(timeout=300), shown.decode(errors="replace")
 
 
-def test_progress_is_drawn_on_a_terminal_only(tmp_path):
+def test_progress_is_drawn_on_a_terminal_and_logged_elsewhere(tmp_path):
     p = tmp_path / "m.onnx"
     onnx.save(_silu([4, 16]), p)
     code, shown = _on_terminal("fuse", str(p), "-o", str(tmp_path / "a"))
@@ -164,7 +164,13 @@ def test_progress_is_drawn_on_a_terminal_only(tmp_path):
     code, shown = _on_terminal("fuse", str(p), "-o", str(tmp_path / "b"), "--quiet")
     assert code == 0 and shown == "", shown
     piped = _cli("fuse", str(p), "-o", str(tmp_path / "c"))
-    assert piped.returncode == 0 and piped.stderr == "", piped.stderr
+    # into a pipe or a log: a line per stage, no carriage returns
+    lines = piped.stderr.splitlines()
+    assert piped.returncode == 0 and "\r" not in piped.stderr and lines, piped.stderr
+    assert all(line.startswith("asc-onnx: [0:") for line in lines), piped.stderr
+    for stage in ("loading and inferring shapes", "matching", "emulating kernels", "writing"):
+        assert sum(stage in line for line in lines) == 1, (stage, piped.stderr)
+    assert _cli("fuse", str(p), "-o", str(tmp_path / "d"), "--quiet").stderr == ""
     assert "asc-onnx build" in piped.stdout and (tmp_path / "c" / "report.html").is_file()
 
 

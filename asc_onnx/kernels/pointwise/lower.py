@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from ...dims import show
 from ...fusion import FusedOp
 from ..ir import IO_TYPES, LoweringError, NamedInputs, Param, snake_case
 from ..schedule import VectorSchedule
@@ -103,10 +104,10 @@ def _input_kinds(op: FusedOp, symbolic: Mapping[str, tuple[object, ...] | None] 
             elif _trailing(shape, out):
                 seen.add("broadcast")
             elif list(shape) == list(out):
-                raise LoweringError(f"input {name} {list(shape)} may differ from the output {list(out)} "
+                raise LoweringError(f"input {name} {show(shape)} may differ from the output {show(out)} "
                                     "at run time (unknown dims)")
             else:
-                raise LoweringError(f"input {name} {list(shape)} broadcasts to {list(out)} along inner axes; "
+                raise LoweringError(f"input {name} {show(shape)} broadcasts to {show(out)} along inner axes; "
                                     "the pointwise kernel repeats inputs along leading axes only")
         if len(seen) > 1:
             raise LoweringError(f"input {name} is full-shaped in one use and broadcast in another")

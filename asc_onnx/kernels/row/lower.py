@@ -34,6 +34,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from ...dims import show
 from ...fusion import FusedOp
 from ..ir import IO_TYPES, LoweringError, NamedInputs, Param, snake_case
 from ..vector import Builder, Step, attr, lower_node
@@ -329,7 +330,7 @@ def _row_dims(out: Sequence[object], row: _Row) -> int:
     for k in range(len(out) - 1, -1, -1):
         if _prod(list(out[k:])) == row.length:
             return len(out) - k
-    raise LoweringError(f"rows of {row.length} elements are not a trailing group of the data's shape {list(out)}")
+    raise LoweringError(f"rows of {row.length} elements are not a trailing group of the data's shape {show(out)}")
 
 
 def _classify_inputs(op: FusedOp, symbolic, row: _Row) -> tuple[tuple[RowInput, ...], int]:
@@ -351,7 +352,7 @@ def _classify_inputs(op: FusedOp, symbolic, row: _Row) -> tuple[tuple[RowInput, 
                 raise LoweringError(f"input {name} has an unknown shape")
             kind = _kind(shape, out, row_dims, row.length)
             if kind is None:
-                raise LoweringError(f"input {name} {list(shape)} neither has the data's shape {list(out)} nor is a "
+                raise LoweringError(f"input {name} {list(shape)} neither has the data's shape {show(out)} nor is a "
                                     "row vector or whole rows repeated along leading axes")
             if kind == "bcast" and len(out) - row_dims > MAX_LEAD:
                 raise LoweringError(f"input {name} repeats over more than {MAX_LEAD} leading axes")
