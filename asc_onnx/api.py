@@ -462,7 +462,8 @@ def _report(name: str, p: Planned, r: RewriteResult, pkg: PackageResult, options
     d = state["deployed"]
     report["deployed"] = None if d is None else {
         "ok": d.ok, "emulated_nodes": d.emulated_nodes, "error": d.error, "in_bodies": d.in_bodies, "blame": d.blame,
-        "over_budget": d.over_budget, "requantized": d.requantized, "outputs": [asdict(o) for o in d.outputs]}
+        "over_budget": d.over_budget, "requantized": d.requantized, "amplified": d.amplified,
+        "node_error": d.node_error, "outputs": [asdict(o) for o in d.outputs]}
     report["estimates"] = state.get("estimates")  # the timing model's figures (asc_onnx.estimate.record)
     report["atc"]["renamed_inputs"] = dict(pkg.atc_inputs)
     return report

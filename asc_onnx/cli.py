@@ -200,7 +200,9 @@ def _cmd_fuse(a: argparse.Namespace) -> int:
                      "their kernels were emulated at reduced K and N)" if dep.get("over_budget") else "")
                   + f", {len(dep['outputs'])} outputs compared, "
                   f"max abs error {dep_err:.3e}" + (f": {dep['error']}" if dep["error"] else "")
-                  + (f"; {dep['requantized']}" if dep.get("requantized") else ""))
+                  + (f"; {dep['requantized']}" if dep.get("requantized") else "")
+                  + (f"; {dep['amplified']}" if dep.get("amplified") else "")
+                  + (f"; {dep['node_error']}" if dep.get("node_error") else ""))
         val = report.get("validation")
         if val:
             print(f"validation ({'ok' if val['ok'] else 'FAILED'}): {len(val['outputs'])} outputs compared, "

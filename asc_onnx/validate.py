@@ -257,8 +257,10 @@ def run(model: str | os.PathLike | ModelProto, feeds: Mapping[str, np.ndarray]) 
     return out
 
 
-def compare_arrays(name: str, ref: np.ndarray, got: np.ndarray, elem_type: int) -> OutputCheck:
-    """Compare one output with its dtype's tolerance (exact for integers and bools)."""
+def compare_arrays(name: str, ref: np.ndarray, got: np.ndarray, elem_type: int,
+                   allow: np.ndarray | None = None) -> OutputCheck:
+    """Compare one output with its dtype's tolerance (exact for integers and bools); ``allow``, an error each
+    element may have beyond it (the deployed check's spread of the reference)."""
     rtol, atol = TOLERANCES.get(elem_type, (0.0, 0.0))
     dtype = TensorProto.DataType.Name(elem_type).lower() if elem_type else str(ref.dtype)
     if ref.shape != got.shape:
@@ -271,7 +273,8 @@ def compare_arrays(name: str, ref: np.ndarray, got: np.ndarray, elem_type: int) 
     max_abs = float(np.max(diff)) if diff.size else 0.0
     rel = diff / np.maximum(np.abs(r), 1e-30)
     max_rel = float(np.max(np.where(diff == 0, 0.0, rel))) if diff.size else 0.0
-    ok = bool(np.all(diff <= atol + rtol * np.abs(np.nan_to_num(r)))) and not np.isnan(max_abs)
+    bound = atol + rtol * np.abs(np.nan_to_num(r)) + (0.0 if allow is None else allow)
+    ok = bool(np.all(diff <= bound)) and not np.isnan(max_abs)
     return OutputCheck(name, dtype, tuple(ref.shape), max_abs, max_rel, rtol, atol, ok)
 
 

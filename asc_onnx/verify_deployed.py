@@ -35,7 +35,7 @@ from .rewrite import DOMAIN, param_attributes, param_bits_to_values
 from .soc import Soc
 from .validate import TOLERANCES, OutputCheck, compare_arrays, make_inputs
 from .validate import run as ort_run
-from .verify_kernels import over_emulation_budget, reference
+from .verify_kernels import dtype_of, over_emulation_budget, reference
 
 
 @dataclass(frozen=True)
@@ -49,19 +49,25 @@ class DeployedReport:
     blame: str | None = None  # a failed check: the first fused op whose kernel alone makes an output fail
     over_budget: int = 0  # matmul nodes over the emulation budget, run as their function bodies
     requantized: str | None = None  # outputs behind quantizers: judged from the deployed quantized values
+    amplified: str | None = None  # outputs judged with the reference's own spread (see verify_deployed)
+    node_error: str | None = None  # a fused node whose kernel missed its body on the values it received
 
     def why(self) -> str:
-        """One line on what failed: a fault, or each failing output with its error and tolerance, and the op."""
+        """One line on what failed: a fault, a fused node off its body, or each failing output with its error and
+        tolerance, and the op."""
         if self.error:
             return self.error
         bad = "; ".join(f"{o.name}: max abs error {o.max_abs:.3e} beyond the {o.dtype} tolerance (rtol {o.rtol:g}, "
-                        f"atol {o.atol:g})" for o in self.outputs if not o.ok)
-        return bad + (f"; {self.blame}" if self.blame else "")
+                        f"atol {o.atol:g})" + (" and the reference's spread" if self.amplified else "")
+                        for o in self.outputs if not o.ok)
+        parts = [t for t in (self.node_error, bad, self.blame) if t]
+        return "; ".join(parts)
 
     @property
     def ok(self) -> bool:
-        """Every output within its dtype's tolerance and no kernel faulted."""
-        return self.error is None and all(o.ok for o in self.outputs)
+        """Every output within its tolerance, every fused node within its kernel's tolerance of its body on the
+        values it received, and no kernel faulted."""
+        return self.error is None and self.node_error is None and all(o.ok for o in self.outputs)
 
 
 def _needed_nodes(graph: onnx.GraphProto, targets: Sequence[str], known: set[str], fused: set[int]) -> list[int]:
@@ -198,10 +204,18 @@ def _over_budget(k: Kernel, args: Sequence[np.ndarray]) -> bool:
     return over_emulation_budget(k, int(np.prod(x[:-1])), x[-1], int(w[0] if k.ir.trans_b else w[1]))
 
 
+#: What a fused node computes in a run of the deployed model other than its kernel's: ``(kernel, inputs, params)``
+#: to its outputs (its function body, moved within its tolerance, for the reference's spread).
+Compute = Callable[[Kernel, Sequence[np.ndarray], Sequence[float]], list[np.ndarray]]
+
+
 def _run_prepared(atc: ModelProto, kernels: Sequence[Kernel], feeds: Mapping[str, np.ndarray],
-                  soc: Soc, extra: Sequence[str] = ()) -> tuple[dict[str, np.ndarray], int, int]:
+                  soc: Soc, extra: Sequence[str] = (), compute: Compute | None = None,
+                  local: list[str] | None = None) -> tuple[dict[str, np.ndarray], int, int]:
     """:func:`run_deployed` on a model whose fused nodes inside bodies already call their functions; the
-    tensors ``extra`` come back too."""
+    tensors ``extra`` come back too. With ``compute``, fused nodes run that instead of their kernels; with
+    ``local``, each emulated node is also compared with its function body on the values it received, and a miss
+    beyond its kernel's tolerance is appended there."""
     by_type = {k.op.op_type: k for k in kernels}
     graph = atc.graph
     inits = {t.name: t for t in graph.initializer}
@@ -216,6 +230,9 @@ def _run_prepared(atc: ModelProto, kernels: Sequence[Kernel], feeds: Mapping[str
         values.update(_segment(atc, _needed_nodes(graph, need, set(values), fused), need, values, inits))
         args = [values[n] if n in values else numpy_helper.to_array(inits[n]) for n in ins]
         params = param_bits_to_values(node, k.op.params)
+        if compute is not None:
+            values.update(dict(zip(node.output, compute(k, args, params))))
+            continue
         if _over_budget(k, args):
             values.update(dict(zip(node.output, reference(k.op, args, params))))
             over += 1
@@ -230,6 +247,13 @@ def _run_prepared(atc: ModelProto, kernels: Sequence[Kernel], feeds: Mapping[str
         except EmulatorFaultError as exc:
             raise EmulatorFaultError(f"node {node.name!r} ({node.op_type}): {exc}") from None
         values.update(dict(zip(node.output, res.outputs)))
+        if local is not None:
+            for name, want, got in zip(node.output, reference(k.op, args, params), res.outputs):
+                c = compare_arrays(name, want, got, dtype_of(want))
+                if not c.ok:
+                    local.append(f"fused node {node.name!r} ({node.op_type}) is off its function body on the values "
+                                 f"it received: {name} max abs error {c.max_abs:.3e} beyond the {c.dtype} tolerance "
+                                 f"(rtol {c.rtol:g}, atol {c.atol:g})")
     targets = list(dict.fromkeys([*(o.name for o in graph.output), *extra]))
     need = [t for t in targets if t not in values]
     values.update(_segment(atc, _needed_nodes(graph, need, set(values), fused), need, values, inits))
@@ -256,15 +280,19 @@ def verify_deployed(original: str | os.PathLike | ModelProto, atc: str | os.Path
     atc_feeds = {atc_name.get(k, k): a for k, a in feeds.items()}
     quantizers = _quantizers_after_kernels(deployed, kernels)
     at_quantizers = _quantizer_tensors(quantizers)
+    local: list[str] = []
     try:
-        got, n, over = _run_prepared(runnable, kernels, atc_feeds, soc, at_quantizers)
+        got, n, over = _run_prepared(runnable, kernels, atc_feeds, soc, at_quantizers, local=local)
     except EmulatorFaultError as exc:
         return DeployedReport((), 0, str(exc), in_bodies)
+    node_error = local[0] if local else None
     requantized = None
     if quantizers:
         requantized, ref = _requantized(original, quantizers, feeds, got, ref, _value_types(proto))
         outputs = {o.name for o in deployed.graph.output}
         got = {k: v for k, v in got.items() if k not in at_quantizers or k in outputs}
+
+    spread: dict[str, np.ndarray] = {}
 
     def compare(got: Mapping[str, np.ndarray]) -> list[OutputCheck]:
         got = {original_name.get(k, k): v for k, v in got.items()}
@@ -273,14 +301,67 @@ def verify_deployed(original: str | os.PathLike | ModelProto, atc: str | os.Path
             if name not in got:
                 checks.append(OutputCheck(name, "?", tuple(r.shape), float("inf"), float("inf"), 0, 0, False))
             else:
-                checks.append(compare_arrays(name, r, got[name], loosest.get(name, types.get(name, 0))))
+                checks.append(compare_arrays(name, r, got[name], loosest.get(name, types.get(name, 0)),
+                                             SPREAD_FACTOR * spread[name].max(initial=0) if name in spread else None))
         return checks
 
     checks = compare(got)
+    amplified = None
+    if not all(c.ok for c in checks):
+        # The reference's own spread: the outputs of the original model as computed when every fused op's output
+        # moves within its kernel's tolerance. A quantized model amplifies a last-bit difference into a step.
+        failed = [c.name for c in checks if not c.ok]
+        spread.update(_spread(runnable, kernels, atc_feeds, soc, [atc_name.get(f, f) for f in failed],
+                              original_name))
+        checks = compare(got)
+        amplified = ("outputs " + ", ".join(failed) + f" judged within their tolerance plus {SPREAD_FACTOR:g}x the "
+                     "reference's spread (each fused op's output moved within its kernel's tolerance moves them by up "
+                     "to " + ", ".join(f"{float(spread[f].max(initial=0)):.3e}" for f in failed if f in spread)
+                     + "; the model amplifies its kernels' rounding)")
     blame = None
     if not all(c.ok for c in checks):
         blame = _blame(deployed, kernels, atc_feeds, soc, compare, {c.name for c in checks if not c.ok})
-    return DeployedReport(tuple(checks), n, None, in_bodies, blame, over, requantized)
+    return DeployedReport(tuple(checks), n, None, in_bodies, blame, over, requantized, amplified, node_error)
+
+
+#: How many times the reference's spread an output may be off beyond its tolerance (see :func:`_spread`), at any
+#: element: the spread's largest move over the output's elements. Its draws move every fused op's output to the
+#: edge of its tolerance, as far as a kernel within tolerance can; where a draw's signs cancel at one element a
+#: kernel's need not, so the bound is the output's largest, not each element's own. A kernel that is really wrong
+#: fails the node check before this, and a wiring error moves an output far beyond it.
+SPREAD_FACTOR = 2.0
+#: Seeds of the spread's draws: fixed, so the verdict does not depend on the validation seed.
+SPREAD_SEEDS = (1, 2)
+
+
+def _spread(runnable: ModelProto, kernels: Sequence[Kernel], feeds: Mapping[str, np.ndarray], soc: Soc,
+            targets: Sequence[str], original_name: Mapping[str, str]) -> dict[str, np.ndarray]:
+    """How far the outputs ``targets`` move, element by element, when every fused node computes its function body
+    and then moves each output element to the edge of its kernel's tolerance (``atol + rtol |y|``, a random sign
+    per element, in two draws of fixed seeds): the most, over the draws, by which the reference itself spreads when
+    its fused ops are computed within tolerance. No kernel runs here."""
+    def body(k: Kernel, args: Sequence[np.ndarray], params: Sequence[float]) -> list[np.ndarray]:
+        return reference(k.op, args, params)
+
+    def moved(rng: np.random.Generator) -> Compute:
+        def run_moved(k: Kernel, args: Sequence[np.ndarray], params: Sequence[float]) -> list[np.ndarray]:
+            outs = []
+            for y in reference(k.op, args, params):
+                rtol, atol = TOLERANCES.get(dtype_of(y), (0.0, 0.0))
+                y64 = y.astype(np.float64)
+                outs.append((y64 + rng.choice((-1.0, 1.0), size=y.shape) * (atol + rtol * np.abs(y64))).astype(y.dtype))
+            return outs
+        return run_moved
+
+    base, _, _ = _run_prepared(runnable, kernels, feeds, soc, targets, compute=body)
+    out = {t: np.zeros(base[t].shape) for t in targets}
+    for seed in SPREAD_SEEDS:
+        got, _, _ = _run_prepared(runnable, kernels, feeds, soc, targets, compute=moved(np.random.default_rng(seed)))
+        for t in targets:
+            with np.errstate(invalid="ignore"):
+                d = np.abs(got[t].astype(np.float64) - base[t].astype(np.float64))
+            out[t] = np.maximum(out[t], np.nan_to_num(d, nan=0.0, posinf=0.0))
+    return {original_name.get(t, t): v for t, v in out.items()}
 
 
 QUANTIZERS = ("QuantizeLinear", "DynamicQuantizeLinear")

@@ -5,6 +5,7 @@ dynamic dim, a declared -1 included, with kernel support decided at the dims it 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -18,7 +19,7 @@ from asc_onnx.cli import main
 from asc_onnx.dims import SWEEP, evaluate, name_input_dims, roles, show, sweep
 from asc_onnx.load import load
 
-MODELS = asc_onnx.api.Path(__file__).resolve().parent.parent / "models"
+MODELS = Path(__file__).resolve().parent.parent / "models"
 
 #: Every fixture's dynamic dims and the role each must get (dims spelled by torch, dynamo, paddle2onnx, tf2onnx and a
 #: declared -1, named at load where the exporter gave no name).
