@@ -98,18 +98,20 @@ class FuseResult:
 
 
 def plan(model: str | os.PathLike | ModelProto, options: FuseOptions = FuseOptions(),
-         declined: dict[tuple[str, str], str] | None = None) -> Planned:
+         declined: dict[tuple[str, str], str] | None = None, loaded: LoadedModel | None = None) -> Planned:
     """Load, canonicalize and match; ``declined`` (see :func:`asc_onnx.match.match`) keeps the regions of ops
-    that were not shipped for the smaller fusions inside them."""
+    that were not shipped for the smaller fusions inside them. ``loaded``: the model as an earlier plan loaded it
+    (a re-match reads and infers nothing again)."""
     with graph_work():
-        return _plan(model, options, declined)
+        return _plan(model, options, declined, loaded)
 
 
 def _plan(model: str | os.PathLike | ModelProto, options: FuseOptions,
-          declined: dict[tuple[str, str], str] | None = None) -> Planned:
+          declined: dict[tuple[str, str], str] | None = None, loaded: LoadedModel | None = None) -> Planned:
     rules = load_rules(options.pattern_files, options.only, options.skip)
-    options.report("loading and inferring shapes")
-    loaded = load(model, options.shape_map, defer=True)
+    if loaded is None:
+        options.report("loading and inferring shapes")
+        loaded = load(model, options.shape_map, defer=True)
     proto = loaded.model
     foreign = [(f.domain, f.name) for f in proto.functions if f.domain != DOMAIN]
     if foreign:  # exporter functions are inlined; our own fused ops stay opaque (re-fusing is a no-op)
@@ -214,7 +216,7 @@ def _fuse_staged(p: Planned, model: str | os.PathLike | ModelProto, out: Path | 
                 break
             except _DeclinedError as d:  # nothing was written yet: match again without those regions
                 declined.update(d.declined)
-                p = plan(model, options, declined)
+                p = plan(model, options, declined, dataclasses.replace(p.loaded, pending=None))
     _raise_failures(result, rejected, out, options)
     return result
 

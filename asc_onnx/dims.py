@@ -131,8 +131,25 @@ def _name_role(name: str) -> str | None:
     return None
 
 
+#: The last models' roles, by identity (a run asks for them at every judged step): (model, its node count and input
+#: dims) -> roles.
+_SEEN: list[tuple[ModelProto, tuple, dict[str, DimRole]]] = []
+
+
 def roles(model: ModelProto) -> dict[str, DimRole]:
     """The role of every named dynamic dim of the model's inputs (name -> :class:`DimRole`), in input order."""
+    key = (len(model.graph.node), tuple((vi.name, tuple(d.dim_param or d.dim_value
+                                                        for d in vi.type.tensor_type.shape.dim))
+                                        for vi in model.graph.input))
+    for m, k, found in _SEEN:
+        if m is model and k == key:
+            return dict(found)
+    found = _roles(model)
+    _SEEN[:] = [(model, key, found), *_SEEN[:3]]
+    return dict(found)
+
+
+def _roles(model: ModelProto) -> dict[str, DimRole]:
     g = model.graph
     inits = {i.name for i in g.initializer}
     consumers: dict[str, list] = {}
