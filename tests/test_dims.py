@@ -153,3 +153,27 @@ def test_kernel_support_is_decided_at_the_given_dims():
     res = asc_onnx.fuse(m, None, FuseOptions(judge=False, emulate=False, input_shapes=(("x", (3, 64)),)),
                         validate=False)
     assert [k.op.op_type for k in res.kernels] == ["AscLayerNorm"]
+
+
+def _branch_on_rate():
+    """y = SiLU(If(rate > 0, Reshape(x, [3, 5]), x)): the then-branch fails on onnxruntime (16 elements)."""
+    then = helper.make_graph([helper.make_node("Reshape", ["x", "bad"], ["t"])], "then", [],
+                             [helper.make_tensor_value_info("t", F32, ["a", "b"])],
+                             [const("bad", [3, 5], np.int64)])
+    other = helper.make_graph([helper.make_node("Identity", ["x"], ["e"])], "else", [],
+                              [helper.make_tensor_value_info("e", F32, ["a", "b"])])
+    nodes = [helper.make_node("Greater", ["rate", "zero"], ["c"]),
+             helper.make_node("If", ["c"], ["h"], then_branch=then, else_branch=other),
+             helper.make_node("Sigmoid", ["h"], ["s"]), helper.make_node("Mul", ["h", "s"], ["y"])]
+    return model(nodes, [("x", F32, [2, 8]), ("rate", onnx.TensorProto.INT64, [])], [("y", F32, ["a", "b"])],
+                 [const("zero", 0, np.int64)])
+
+
+def test_a_failure_of_a_model_that_branches_on_an_input_suggests_input_value(tmp_path, capsys):
+    p = tmp_path / "m.onnx"
+    onnx.save(_branch_on_rate(), p)
+    assert main(["fuse", str(p), "-o", str(tmp_path / "a"), "-q", "--input-value", "rate:1"]) == 2
+    err = capsys.readouterr().err
+    assert "onnxruntime failed to run the model" in err and "--input-value rate:V" in err
+    assert "\n" not in err.strip()  # onnxruntime's message whole, on the one line
+    assert main(["fuse", str(p), "-o", str(tmp_path / "b"), "-q", "--input-value", "rate:0"]) == 0
