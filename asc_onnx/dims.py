@@ -68,9 +68,10 @@ _UNNAMED = {"?", "-1", "None", "none", "null", "dynamic", "unknown"}
 
 
 def _fresh(d: object) -> bool:
-    """A dynamic dim with no name of its own: declared ``-1`` (or 0), neither value nor name, or a placeholder."""
+    """A dynamic dim with no name of its own: declared ``-1``, neither value nor name, or a placeholder (a declared
+    0 is an empty static dim)."""
     if d.HasField("dim_value"):
-        return d.dim_value <= 0
+        return d.dim_value < 0
     return not d.dim_param or d.dim_param.strip() in _UNNAMED
 
 

@@ -20,7 +20,7 @@ import onnx
 from onnx import ModelProto, TensorProto, helper, numpy_helper
 from onnx.external_data_helper import ExternalDataInfo, uses_external_data
 
-from .dims import evaluate, name_input_dims, unnamed
+from .dims import name_input_dims, unnamed
 from .errors import AscOnnxError
 from .shape_values import name_body_dims, name_graph_dims
 
@@ -420,33 +420,10 @@ def load(model: str | os.PathLike | ModelProto, input_shapes: dict[str, tuple[in
         _inline_small(proto, base)
     if not shapes:
         return LoadedModel(model=proto, source=source, base_dir=base, external_files=files)
-    symbolic = _bound(tensor_shapes(infer_shapes(proto)), proto, input_shapes) if input_shapes else {}
+    symbolic = tensor_shapes(infer_shapes(proto)) if input_shapes else {}
     inferred, pending = start_shapes(proto, input_shapes) if defer else (infer_shapes(proto, input_shapes), None)
     return LoadedModel(model=inferred, source=source, base_dir=base, external_files=files, symbolic=symbolic,
                        pending=pending)
-
-
-def _bound(shapes: dict[str, tuple[object, ...] | None], model: ModelProto, input_shapes: Mapping[str, tuple[int, ...]]
-           ) -> dict[str, tuple[object, ...] | None]:
-    """Tensor shapes inferred without ``--input-shape``, with every dim it fixes put in (names, and expressions of
-    them): a kernel is decided for every shape the deployed model accepts, and a dim the user fixed takes one value
-    there (atc.sh passes it), while a dim left dynamic stays a name."""
-    binding: dict[str, int] = {}
-    for vi in model.graph.input:
-        given = input_shapes.get(vi.name)
-        for j, d in enumerate(vi.type.tensor_type.shape.dim):
-            if given is not None and j < len(given) and d.dim_param:
-                binding[d.dim_param] = int(given[j])
-    if not binding:
-        return shapes
-    out: dict[str, tuple[object, ...] | None] = {}
-    for name, shape in shapes.items():
-        if shape is None:
-            out[name] = None
-            continue
-        vals = [evaluate(d, binding) if isinstance(d, str) else d for d in shape]
-        out[name] = tuple(v if v is not None else d for v, d in zip(vals, shape))
-    return out
 
 
 def _copy(model: ModelProto) -> ModelProto:

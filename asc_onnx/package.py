@@ -209,13 +209,22 @@ def package(rewritten: RewriteResult, soc: Soc, atc_mode: str, shape_map: Mappin
     tensor shapes before --input-shape, which decide an input's kind for every shape ATC will accept."""
     kernels: list[Kernel] = []
     skipped: list[tuple[str, str]] = []
+    fixed: list[str] = []
     for op in rewritten.ops:
         if exclude and op.op_type in exclude:
             skipped.append((op.op_type, exclude[op.op_type]))
             continue
         try:
             cls = of(op.kernel)
-            ir = cls.scheduled(cls.lower(op, symbolic, None), soc)
+            try:
+                ir = cls.lower(op, symbolic, None)
+            except LoweringError as exc:
+                if not symbolic:
+                    raise
+                # Not for every shape the model accepts, but at the dims --input-shape gives (which atc.sh fixes)
+                ir = cls.lower(op, None, None)
+                fixed.append(f"{op.op_type} (at the model's dynamic shapes: {exc})")
+            ir = cls.scheduled(ir, soc)
             why = cls.unsupported(ir, soc)
             if why:
                 raise LoweringError(why)
@@ -229,6 +238,9 @@ def package(rewritten: RewriteResult, soc: Soc, atc_mode: str, shape_map: Mappin
     if unserved:
         asc = onnx.inliner.inline_selected_functions(asc, unserved, exclude=False)
     atc, notes = build_atc_model(asc, served, atc_mode)
+    if fixed:
+        notes = (*notes, "kernels decided at the dims --input-shape gives, which atc.sh fixes (convert with other "
+                 "dims and these ops may not serve them): " + "; ".join(fixed))
     files: dict[str, str] = {}
     if kernels:
         for k in kernels:

@@ -3,8 +3,9 @@
 A large model spends minutes in kernel compiles and emulation; a silent terminal or log looks hung. On a terminal
 one line is redrawn in place; into a pipe or a log file each new stage is one line of its own
 (``asc-onnx: [0:42] emulating kernels 3/7 AscSilu``), a long stage's count again at most every
-:data:`LOG_EVERY` seconds. ``--quiet`` turns both off. Stages call the reporter; they never print themselves, so
-the API stays silent unless a caller asks.
+:data:`LOG_EVERY` seconds, from :data:`LOG_AFTER` seconds into the run on (a run over sooner, say one that stops at
+bad input, prints only its result). ``--quiet`` turns both off. Stages call the reporter; they never print
+themselves, so the API stays silent unless a caller asks.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ def silent(stage: str, done: int = 0, total: int = 0, detail: str = "") -> None:
 
 #: Seconds between two log lines of one stage (a pipe or a log file).
 LOG_EVERY = 10.0
+#: Seconds a run works before it logs (a pipe or a log file): a run over sooner says only its result.
+LOG_AFTER = 1.0
 
 
 class Progress:
@@ -50,6 +53,8 @@ class Progress:
         line = f"[{secs // 60}:{secs % 60:02d}] {stage}{count}" + (f" {detail}" if detail else "")
         line = line[:100]
         if not self.redraw:
+            if now - self.start < LOG_AFTER:
+                return
             if stage != self.logged[0] or now - self.logged[1] >= LOG_EVERY:
                 self.stream.write(f"asc-onnx: {line}\n")
                 self.stream.flush()

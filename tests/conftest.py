@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +42,15 @@ def model(nodes, inputs, outputs, inits=(), opset: int = 17) -> onnx.ModelProto:
     m.ir_version = 8
     onnx.checker.check_model(m)
     return m
+
+
+#: A progress line of a run whose stderr is a pipe or a log (asc_onnx/progress.py).
+PROGRESS = re.compile(r"asc-onnx: \[\d+:\d\d\] ")
+
+
+def messages(stderr: str) -> list[str]:
+    """The lines of a run's stderr that are not progress lines: what it says (one line for bad input)."""
+    return [line for line in stderr.strip().splitlines() if not PROGRESS.match(line)]
 
 
 def rules_of(result) -> dict[str, int]:

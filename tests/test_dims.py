@@ -143,16 +143,18 @@ def test_input_shape_fixes_a_dim_declared_minus_one(tmp_path):
 
 
 def test_kernel_support_is_decided_at_the_given_dims():
-    """Shapes inferred without --input-shape, with the dims it fixes put in: a row of 64 elements in data of
-    [x_dim0, x_dim1] is a trailing group once x_dim1 is 64."""
-    m = _layernorm_minus1()
-    loaded = load(m, {"x": (3, 64)})
-    assert loaded.symbolic["y"] == (3, 64)
-    loose = load(m)
-    assert loose.symbolic == {}  # (without --input-shape the inferred shapes themselves decide)
-    res = asc_onnx.fuse(m, None, FuseOptions(judge=False, emulate=False, input_shapes=(("x", (3, 64)),)),
-                        validate=False)
-    assert [k.op.op_type for k in res.kernels] == ["AscLayerNorm"]
+    """An op the kernel cannot serve at every shape the model accepts (b's rows may not be a's) is served at the dims
+    --input-shape gives, which atc.sh fixes, and the report says so."""
+    nodes = [helper.make_node("Add", ["a", "b"], ["h"]), helper.make_node("Sigmoid", ["h"], ["s"]),
+             helper.make_node("Mul", ["h", "s"], ["y"])]
+    m = model(nodes, [("a", F32, ["N", 8]), ("b", F32, ["M", 8])], [("y", F32, ["N", 8])])
+    loose = asc_onnx.fuse(m, None, FuseOptions(judge=False, emulate=False), validate=False)
+    assert not loose.kernels and "[M, 8]" in loose.report["kernels"]["not_generated"][0]["reason"]
+    given = FuseOptions(judge=False, input_shapes=(("a", (4, 8)), ("b", (4, 8))))
+    res = asc_onnx.fuse(m, None, given)
+    assert [k.op.op_type for k in res.kernels] == ["AscSilu"] and all(c.ok for c in res.kernel_checks)
+    assert any("decided at the dims --input-shape gives" in n for n in res.report["atc"]["notes"])
+    assert res.deployed is not None and res.deployed.ok
 
 
 def _branch_on_rate():

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from conftest import F32, MODELS, const, model, wait_for_staging
+from conftest import F32, MODELS, const, messages, model, wait_for_staging
 from onnx import helper
 
 from asc_onnx.output import lock_path
@@ -28,7 +28,7 @@ def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
 
 def assert_clean_error(proc: subprocess.CompletedProcess, needle: str, out: Path) -> None:
     assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
+    lines = messages(proc.stderr)
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert needle in lines[0], lines[0]
     assert not out.exists()
@@ -142,7 +142,7 @@ def test_output_folder_may_not_hold_the_input(tmp_path, where):
                 "dot": (".", folder)}[where]
     proc = run_cli("fuse", str(src), "-o", out, "--force", cwd=cwd)
     assert proc.returncode == 2 and "contains the input" in proc.stderr, proc.stderr
-    assert len(proc.stderr.strip().splitlines()) == 1
+    assert len(messages(proc.stderr)) == 1
     assert src.read_bytes() == (MODELS / "cnn_silu_legacy.onnx").read_bytes() and (folder / "notes.txt").exists()
 
 
@@ -238,7 +238,7 @@ def test_unwritable_output_is_a_clean_error(tmp_path):
     (tmp_path / "file").write_text("")
     out = tmp_path / "file" / "o"
     proc = run_cli("fuse", str(MODELS / "cnn_silu_legacy.onnx"), "-o", str(out))
-    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert proc.returncode == 2 and len(messages(proc.stderr)) == 1, proc.stderr
     assert "cannot create" in proc.stderr
 
 

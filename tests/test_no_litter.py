@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import onnx
-from conftest import MODELS, wait_for_staging
+from conftest import MODELS, messages, wait_for_staging
 from onnx import TensorProto, helper
 
 from asc_onnx.output import lock_path
@@ -62,7 +62,7 @@ def test_failure_leaves_nothing(tmp_path):
     _gives_up(tmp_path / "m.onnx")
     proc = _cli(["fuse", str(tmp_path / "m.onnx"), "-o", str(outs / "o")], work, tmpd)
     _, err = proc.communicate(timeout=600)
-    assert proc.returncode == 2 and len(err.strip().splitlines()) == 1, err
+    assert proc.returncode == 2 and len(messages(err)) == 1, err
     _empty(work, tmpd, outs)
 
 

@@ -152,6 +152,17 @@ struct GmBlock {
 template <typename T>
 class Sparse {
 public:
+    Sparse() = default;
+    Sparse(Sparse&&) = default;
+    Sparse& operator=(Sparse&&) = default;
+    Sparse(const Sparse& o) : n_(o.n_), fill_(o.fill_), chunks_(o.chunks_.size()) {
+        for (size_t i = 0; i < chunks_.size(); ++i)
+            if (o.chunks_[i]) chunks_[i].reset(new Chunk(*o.chunks_[i]));
+    }
+    Sparse& operator=(const Sparse& o) {
+        if (this != &o) *this = Sparse(o);
+        return *this;
+    }
     size_t size() const { return n_; }
     bool empty() const { return n_ == 0; }
     void assign(size_t n, const T& fill) {
