@@ -229,14 +229,7 @@ def sweep(model: ModelProto, shape_map: Mapping[str, Sequence[int]]) -> list[dic
     """The bindings of the model's dynamic input dims an op is judged at: the user's (``--input-shape``) where they
     give every one, else each role at its small values and then at its large ones (dims the user gave keep
     their value at both)."""
-    given: dict[str, int] = {}
-    for vi in model.graph.input:
-        dims = shape_map.get(vi.name)
-        if dims is None:
-            continue
-        for j, d in enumerate(vi.type.tensor_type.shape.dim):
-            if d.dim_param and j < len(dims):
-                given[d.dim_param] = int(dims[j])
+    given = given_binding(model, shape_map)
     found = roles(model)
     if all(n in given for n in found):
         return [{n: given[n] for n in found}]
@@ -280,6 +273,32 @@ def _evaluate(expr: str, binding: tuple[tuple[str, int], ...]) -> int | None:
     return out if out == val and out >= 0 else None
 
 
+def given_binding(model: ModelProto, shape_map: Mapping[str, Sequence[int]]) -> dict[str, int]:
+    """The dim names of the model's inputs that ``--input-shape`` (``shape_map``) fixes, with their values."""
+    out: dict[str, int] = {}
+    for vi in model.graph.input:
+        dims = shape_map.get(vi.name)
+        if dims is None:
+            continue
+        for j, d in enumerate(vi.type.tensor_type.shape.dim):
+            if d.dim_param and j < len(dims):
+                out[d.dim_param] = int(dims[j])
+    return out
+
+
+def bind_shapes(shapes: Mapping[str, Sequence[object] | None], binding: Mapping[str, int]
+                ) -> dict[str, tuple[object, ...] | None]:
+    """Tensor shapes with the bound names, and expressions of them, computed (other dims as they are)."""
+    out: dict[str, tuple[object, ...] | None] = {}
+    for name, shape in shapes.items():
+        if shape is None:
+            out[name] = None
+            continue
+        vals = [evaluate(d, binding) if isinstance(d, str) else None for d in shape]
+        out[name] = tuple(d if v is None else v for v, d in zip(vals, shape))
+    return out
+
+
 def show(shape: Sequence[object] | None) -> str:
     """A shape for a message: ints and names as they are, an expression of names (what symbolic inference writes for
     a strided convolution's output, hundreds of characters long) as ``f(name, ...)``; ``?`` where unknown."""
@@ -305,4 +324,5 @@ def evaluate(dim: object, binding: Mapping[str, int]) -> int | None:
     return _evaluate(str(dim), tuple(sorted(binding.items())))
 
 
-__all__ = ["DimRole", "ROLES", "SWEEP", "evaluate", "name_input_dims", "roles", "show", "sweep", "unnamed"]
+__all__ = ["DimRole", "ROLES", "SWEEP", "bind_shapes", "evaluate", "given_binding", "name_input_dims", "roles", "show",
+           "sweep", "unnamed"]

@@ -18,6 +18,7 @@ import onnx
 import onnx.inliner
 from onnx import ModelProto
 
+from .dims import bind_shapes, given_binding
 from .graph import input_dims
 from .kernels import KernelIR, of, skeleton
 from .kernels.ir import LoweringError
@@ -210,6 +211,9 @@ def package(rewritten: RewriteResult, soc: Soc, atc_mode: str, shape_map: Mappin
     kernels: list[Kernel] = []
     skipped: list[tuple[str, str]] = []
     fixed: list[str] = []
+    # the symbolic shapes with the dims --input-shape fixes put in: what an op is lowered at where it cannot be at
+    # every shape the model accepts
+    bound = bind_shapes(symbolic or {}, given_binding(rewritten.asc_model, shape_map)) if symbolic else None
     for op in rewritten.ops:
         if exclude and op.op_type in exclude:
             skipped.append((op.op_type, exclude[op.op_type]))
@@ -222,7 +226,7 @@ def package(rewritten: RewriteResult, soc: Soc, atc_mode: str, shape_map: Mappin
                 if not symbolic:
                     raise
                 # Not for every shape the model accepts, but at the dims --input-shape gives (which atc.sh fixes)
-                ir = cls.lower(op, None, None)
+                ir = cls.lower(op, bound, None)
                 fixed.append(f"{op.op_type} (at the model's dynamic shapes: {exc})")
             ir = cls.scheduled(ir, soc)
             why = cls.unsupported(ir, soc)
