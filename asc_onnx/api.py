@@ -427,7 +427,9 @@ def choose_inputs(model: ModelProto, original: str | os.PathLike | ModelProto, o
 def _raise_failures(result: FuseResult, rejected: dict[str, str], out: Path | None, options: FuseOptions) -> None:
     """Raise ValidationError for a failed rung, after the folder (with the failed comparison) is written."""
     where = out / REPORT if out else "the report"
-    hint = "" if options.input_values else input_value_hint(result.asc_model)
+    failed = result.validation is not None and not result.validation.ok or \
+        result.deployed is not None and not result.deployed.ok
+    hint = "" if options.input_values or not failed else input_value_hint(result.asc_model)
     if result.validation is not None and not result.validation.ok:
         bad = [o.name for o in result.validation.outputs if not o.ok]
         raise ValidationError(f"validation failed: outputs {', '.join(bad)} differ beyond tolerance (see {where})"
