@@ -259,7 +259,7 @@ class Judgement:
 
     @property
     def status(self) -> str:
-        """``shipped-if-accepted`` as the timing model sees it: ``faster``, ``slower`` or ``not judged``."""
+        """The timing model's verdict: ``faster`` (ships if the emulator accepted it), ``slower`` or ``not judged``."""
         return "not judged" if not self.judged else "faster" if self.ship else "slower"
 
     def reason(self) -> str:

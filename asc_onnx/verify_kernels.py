@@ -6,7 +6,9 @@ compulsory minimum)."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -103,7 +105,6 @@ def reference(op: FusedOp, inputs: Sequence[np.ndarray], params: Sequence[float]
     The body runs in the dtype it was matched in (its constants are typed): inputs of another
     dtype (fp16 or bf16 through an fp32 body) are widened exactly, and the result is rounded
     to the inputs' dtype, which is what the kernel must reproduce."""
-    import onnxruntime as ort
 
     body = op.instances[0].input_dtypes[0]
     have = dtype_of(inputs[0])
@@ -113,12 +114,31 @@ def reference(op: FusedOp, inputs: Sequence[np.ndarray], params: Sequence[float]
         return [o.astype(inputs[0].dtype)
                 for o in reference(_fp32_op(op), [a.astype(np.float32) for a in inputs], params)]
     feed = inputs if have == body else [a.astype(NP.get(body, np.float32)) for a in inputs]
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    sess = ort.InferenceSession(body_model(op, [dtype_of(feed[0])], params).SerializeToString(), so,
-                                providers=["CPUExecutionProvider"])
+    sess = _body_session(body_model(op, [dtype_of(feed[0])], params).SerializeToString())
     outs = sess.run(None, dict(zip(op.input_names, feed)))
     return outs if have == body else [o.astype(inputs[0].dtype) for o in outs]
+
+
+#: onnxruntime sessions of op bodies, by the body model's bytes (the deployed check asks for one per fused node;
+#: making a session costs far more than running it).
+_SESSIONS: OrderedDict[bytes, Any] = OrderedDict()
+
+
+def _body_session(model: bytes) -> Any:
+    import onnxruntime as ort
+
+    key = hashlib.sha256(model).digest()
+    sess = _SESSIONS.get(key)
+    if sess is None:
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+        _SESSIONS[key] = sess
+        while len(_SESSIONS) > 64:
+            _SESSIONS.popitem(last=False)
+    else:
+        _SESSIONS.move_to_end(key)
+    return sess
 
 
 def _fp32_op(op: FusedOp) -> FusedOp:
