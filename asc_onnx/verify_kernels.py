@@ -105,7 +105,6 @@ def reference(op: FusedOp, inputs: Sequence[np.ndarray], params: Sequence[float]
     The body runs in the dtype it was matched in (its constants are typed): inputs of another
     dtype (fp16 or bf16 through an fp32 body) are widened exactly, and the result is rounded
     to the inputs' dtype, which is what the kernel must reproduce."""
-
     body = op.instances[0].input_dtypes[0]
     have = dtype_of(inputs[0])
     if of(op.kernel).cube and body != TensorProto.FLOAT or body == TensorProto.BFLOAT16:
