@@ -85,18 +85,27 @@ def test_every_fixture_has_an_expectation():
     assert sorted(p.stem for p in MODELS.glob("*.onnx")) == sorted({**EXPECTED, **FRONT_DOOR})
 
 
+#: Front-door fixtures whose kernels another test emulates: the respelled CNNs' are cnn_dynamic_hw_legacy's, the
+#: quantized BERTs' are emulated and deployed at five seeds by test_deployed_tolerance.
+EMULATED_ELSEWHERE = {"cnn_paddle_dims_legacy", "cnn_unk_dims_legacy", "cnn_minus1_dims_legacy",
+                      "cnn_dynamic_hw_dynamo", "bert_quant_dynamic", "bert_quant_qdq"}
+
+
 @pytest.mark.parametrize("name", sorted(FRONT_DOOR))
 def test_front_door_fixture_fuses_validates_and_deploys(name, tmp_path):
-    res = asc_onnx.fuse(MODELS / f"{name}.onnx", tmp_path / "o", options=asc_onnx.FuseOptions(judge=False))
+    emulate = name not in EMULATED_ELSEWHERE
+    res = asc_onnx.fuse(MODELS / f"{name}.onnx", tmp_path / "o",
+                        options=asc_onnx.FuseOptions(judge=False, emulate=emulate))
     assert rules_of(res) == FRONT_DOOR[name]
     assert res.validation is not None and res.validation.ok
     if name in NO_KERNEL:
         (miss,) = res.report["kernels"]["not_generated"]
         assert NO_KERNEL[name] in miss["reason"] and not res.kernels
         return
-    assert res.kernel_checks and all(c.ok for c in res.kernel_checks), [c for c in res.kernel_checks if not c.ok]
-    assert res.deployed is not None and res.deployed.ok, res.deployed.why()
     assert {k.op.op_type for k in res.kernels} == {op.op_type for op in res.ops}
+    if emulate:
+        assert res.kernel_checks and all(c.ok for c in res.kernel_checks), [c for c in res.kernel_checks if not c.ok]
+        assert res.deployed is not None and res.deployed.ok, res.deployed.why()
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
