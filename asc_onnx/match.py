@@ -10,6 +10,7 @@ got far enough are kept as near misses with their reason.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -300,31 +301,30 @@ def _dtype_reason(tensors: Sequence[gs.Tensor]) -> str | None:
     return None
 
 
-def _root_filter(pattern: Pattern) -> list[str]:
-    """Op types that must produce the root's operands (sorted), for a cheap pre-check per anchor."""
-    return sorted(v.node.op_type for v in pattern.root.inputs if isinstance(v, POut))
+def _root_filter(pattern: Pattern) -> Counter[str]:
+    """Op types that must produce the root's operands (with their counts), for a cheap pre-check per anchor."""
+    return Counter(v.node.op_type for v in pattern.root.inputs if isinstance(v, POut))
 
 
-def _may_match(gn: gs.Node, needed: list[str]) -> bool:
-    """The anchor's operand producers include every op type the root's operands need."""
+def _may_match(gn: gs.Node, needed: Counter[str], producers: dict[int, Counter[str]]) -> bool:
+    """The anchor's operand producers include every op type the root's operands need (``producers``: each anchor's
+    producer op types, computed once per match: a 120-layer model's anchors meet every variant of their op)."""
     if not needed:
         return True
-    have = [p.op for p in (producer(t) for t in data_inputs(gn)) if p is not None]
-    for op_type in needed:
-        if op_type not in have:
-            return False
-        have.remove(op_type)
-    return True
+    have = producers.get(id(gn))
+    if have is None:
+        have = producers[id(gn)] = Counter(p.op for p in (producer(t) for t in data_inputs(gn)) if p is not None)
+    return all(have[op_type] >= n for op_type, n in needed.items())
 
 
 def _match_rule_variant(rule: Rule, pattern: Pattern, anchors: list[gs.Node], claimed: set[int],
-                        outputs: set[int], order: dict[int, int],
-                        fusions: list[Fusion], misses: list[NearMiss], declined: Mapping[tuple[str, str], str]) -> None:
+                        outputs: set[int], order: dict[int, int], fusions: list[Fusion], misses: list[NearMiss],
+                        declined: Mapping[tuple[str, str], str], producers: dict[int, Counter[str]]) -> None:
     root_out = pattern.outputs[0]
     min_depth = max(3, pattern.size - 1)  # near misses must have got most of the way
     needed = _root_filter(pattern)
     for gn in anchors:
-        if id(gn) in claimed or len(gn.outputs) <= root_out.index or not _may_match(gn, needed):
+        if id(gn) in claimed or len(gn.outputs) <= root_out.index or not _may_match(gn, needed, producers):
             continue
         key = (rule.name, gn.outputs[root_out.index].name)
         if key in declined:  # an op of this region was not shipped: its smaller fusions instead
@@ -376,10 +376,12 @@ def match(graph: gs.Graph, rules: Sequence[Rule], generic: Rule | Sequence[Rule]
     fusions: list[Fusion] = []
     misses: list[NearMiss] = []
     variants = sorted(((r, p) for r in rules for p in r.variants), key=lambda rp: -rp[1].size)
+    producers: dict[int, Counter[str]] = {}
     for rule, pattern in variants:
         anchors = by_type.get(pattern.root.op_type, [])
         if anchors and all(pn.op_type in by_type for pn in pattern.nodes):  # else it cannot match anywhere
-            _match_rule_variant(rule, pattern, anchors, claimed, outputs, order, fusions, misses, declined or {})
+            _match_rule_variant(rule, pattern, anchors, claimed, outputs, order, fusions, misses, declined or {},
+                                producers)
     near = _dedupe_misses(misses, claimed, graph)  # before the generic pass: its chains are no excuse
     passes = [generic] if isinstance(generic, Rule) else list(generic or ())
     for g in sorted(passes, key=lambda r: of(r.kernel).region_rank):
