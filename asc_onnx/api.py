@@ -98,20 +98,18 @@ class FuseResult:
 
 
 def plan(model: str | os.PathLike | ModelProto, options: FuseOptions = FuseOptions(),
-         declined: dict[tuple[str, str], str] | None = None, loaded: LoadedModel | None = None) -> Planned:
+         declined: dict[tuple[str, str], str] | None = None) -> Planned:
     """Load, canonicalize and match; ``declined`` (see :func:`asc_onnx.match.match`) keeps the regions of ops
-    that were not shipped for the smaller fusions inside them. ``loaded``: the model as an earlier plan loaded it
-    (a re-match reads and infers nothing again)."""
+    that were not shipped for the smaller fusions inside them (:func:`rematch` does that on a plan)."""
     with graph_work():
-        return _plan(model, options, declined, loaded)
+        return _plan(model, options, declined)
 
 
 def _plan(model: str | os.PathLike | ModelProto, options: FuseOptions,
-          declined: dict[tuple[str, str], str] | None = None, loaded: LoadedModel | None = None) -> Planned:
+          declined: dict[tuple[str, str], str] | None = None) -> Planned:
     rules = load_rules(options.pattern_files, options.only, options.skip)
-    if loaded is None:
-        options.report("loading and inferring shapes")
-        loaded = load(model, options.shape_map, defer=True)
+    options.report("loading and inferring shapes")
+    loaded = load(model, options.shape_map, defer=True)
     proto = loaded.model
     foreign = [(f.domain, f.name) for f in proto.functions if f.domain != DOMAIN]
     if foreign:  # exporter functions are inlined; our own fused ops stay opaque (re-fusing is a no-op)
@@ -143,6 +141,19 @@ def _plan(model: str | os.PathLike | ModelProto, options: FuseOptions,
         bodies.append({"node": owner.name, "op": owner.op, "body": attr, "nodes": len(body.nodes),
                        "fusions": len(found.fusions)})
     return Planned(loaded, graph, canon, matched, before, tuple(bodies), tuple(scopes))
+
+
+def rematch(p: Planned, options: FuseOptions, declined: dict[tuple[str, str], str]) -> Planned:
+    """``p`` matched again, with ``declined``: the same canonical graph and control-flow bodies (the rewrite that
+    declined ops put them back), nothing loaded, inferred or canonicalized again."""
+    rules = load_rules(options.pattern_files, options.only, options.skip)
+    named, generic = split_generic(rules)
+    passes = generic if options.generic else ()
+    with graph_work():
+        matched = match(p.graph, named, passes, declined)
+        scopes = tuple((body, match(body, named, passes, declined)) for body, _ in p.scopes)
+    bodies = tuple({**info, "fusions": len(found.fusions)} for info, (_, found) in zip(p.subgraphs, scopes))
+    return dataclasses.replace(p, matched=matched, scopes=scopes, subgraphs=bodies)
 
 
 def control_flow_bodies(graph: Any):
@@ -216,7 +227,7 @@ def _fuse_staged(p: Planned, model: str | os.PathLike | ModelProto, out: Path | 
                 break
             except _DeclinedError as d:  # nothing was written yet: match again without those regions
                 declined.update(d.declined)
-                p = plan(model, options, declined, dataclasses.replace(p.loaded, pending=None))
+                p = rematch(p, options, declined)
     _raise_failures(result, rejected, out, options)
     return result
 
@@ -230,9 +241,22 @@ def _protected(loaded: LoadedModel) -> list[Path]:
 
 def _fuse_planned(p: Planned, model: str | os.PathLike | ModelProto, out: Path | None, tmp: Path | None, soc: Any,
                   options: FuseOptions, validate: bool) -> tuple[FuseResult, dict[str, str]]:
-    """Rewrite, package and verify a planned model; write into ``tmp`` when given."""
+    """Rewrite, package and verify a planned model; write into ``tmp`` when given. Where ops are declined, the
+    graphs are put back as the plan left them before the error goes up, for the re-match."""
     with graph_work():
         rewritten = rewrite(p.graph, p.loaded.model, p.matched.fusions, options.atc_domain_mode, p.scopes)
+    try:
+        return _fuse_rewritten(p, rewritten, model, out, tmp, soc, options, validate)
+    except _DeclinedError:
+        if rewritten.undo is not None:
+            rewritten.undo()
+        raise
+
+
+def _fuse_rewritten(p: Planned, rewritten: RewriteResult, model: str | os.PathLike | ModelProto, out: Path | None,
+                    tmp: Path | None, soc: Any, options: FuseOptions,
+                    validate: bool) -> tuple[FuseResult, dict[str, str]]:
+    with graph_work():
         pkg = package(rewritten, soc, options.atc_domain_mode, options.shape_map, None, p.loaded.symbolic)
     _decline(rewritten.ops, dict(pkg.skipped))
     name = p.loaded.source.name if p.loaded.source else (model.graph.name if isinstance(model, ModelProto) else "")

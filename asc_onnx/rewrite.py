@@ -21,8 +21,8 @@ This stage knows nothing about Ascend C.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import onnx
@@ -46,12 +46,35 @@ MIN_IR = 10
 
 @dataclass(frozen=True)
 class RewriteResult:
-    """The two models and the fused op types."""
+    """The two models and the fused op types; ``undo`` puts the graphs the rewrite changed back as they were
+    (a re-match with declined ops starts from the canonical graph, not from a new load)."""
 
     asc_model: ModelProto
     atc_model: ModelProto | None
     ops: tuple[FusedOp, ...]
     atc_notes: tuple[str, ...]
+    undo: Callable[[], None] | None = field(default=None, compare=False, repr=False)
+
+
+class _Snapshot:
+    """What a rewrite changes in its graphs, kept to put back: each graph's node list, and the links of every
+    matched node and every tensor next to one (a fused node is linked to the same tensors)."""
+
+    def __init__(self, graphs: Sequence[gs.Graph], fusions: Sequence[Fusion]) -> None:
+        self.graphs = [(g, list(g.nodes)) for g in {id(g): g for g in graphs}.values()]
+        nodes = {id(n): n for f in fusions for n in f.nodes}
+        self.nodes = [(n, list(n.inputs), list(n.outputs)) for n in nodes.values()]
+        tensors = {id(t): t for n in nodes.values() for t in [*n.inputs, *n.outputs]}
+        self.tensors = [(t, list(t.inputs), list(t.outputs)) for t in tensors.values()]
+
+    def restore(self) -> None:
+        for obj, ins, outs in [*self.nodes, *self.tensors]:  # raw lists: the links are set on both sides here
+            list.clear(obj.inputs)
+            list.extend(obj.inputs, ins)
+            list.clear(obj.outputs)
+            list.extend(obj.outputs, outs)
+        for g, nodes in self.graphs:
+            g.nodes = list(nodes)
 
 
 def _shape(t: gs.Tensor) -> tuple[object, ...] | None:
@@ -185,6 +208,7 @@ def rewrite(graph: gs.Graph, source: ModelProto, fusions: Sequence[Fusion], atc_
     for body, found in scopes:
         fusions += found.fusions
         scope_of += [body] * len(found.fusions)
+    snapshot = _Snapshot([graph, *scope_of], fusions)
     bodies = [build_body(f, opset) for f in fusions]
     types = _op_types(fusions, [sig for _, sig, _ in bodies])
     functions: dict[str, FunctionProto] = {}
@@ -231,7 +255,7 @@ def rewrite(graph: gs.Graph, source: ModelProto, fusions: Sequence[Fusion], atc_
                 for t in functions)
     atc, notes = build_atc_model(asc, {f.name for f in asc.functions}, atc_mode)
     _record_fused_shapes(asc, ops)
-    return RewriteResult(asc, atc, ops, notes)
+    return RewriteResult(asc, atc, ops, notes, snapshot.restore)
 
 
 def _record_fused_shapes(model: ModelProto, ops: Sequence[FusedOp]) -> None:
