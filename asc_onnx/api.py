@@ -11,7 +11,8 @@ import contextlib
 import dataclasses
 import json
 import os
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,7 @@ class Planned:
     nodes_before: int
     subgraphs: tuple[dict[str, Any], ...] = ()
     scopes: tuple[tuple[Any, MatchResult], ...] = ()  # (control-flow body graph, its matches)
+    dims: Mapping[str, DimRole] = field(default_factory=dict)  # the dynamic input dims' roles (asc_onnx.dims)
 
     @property
     def fusions(self) -> tuple[Any, ...]:
@@ -140,7 +142,7 @@ def _plan(model: str | os.PathLike | ModelProto, options: FuseOptions,
         scopes.append((body, found))
         bodies.append({"node": owner.name, "op": owner.op, "body": attr, "nodes": len(body.nodes),
                        "fusions": len(found.fusions)})
-    return Planned(loaded, graph, canon, matched, before, tuple(bodies), tuple(scopes))
+    return Planned(loaded, graph, canon, matched, before, tuple(bodies), tuple(scopes), roles(loaded.model))
 
 
 def rematch(p: Planned, options: FuseOptions, declined: dict[tuple[str, str], str]) -> Planned:
@@ -174,7 +176,7 @@ def inspect(model: str | os.PathLike | ModelProto, options: FuseOptions = FuseOp
     rows = tuple({"rule": f.rule, "op_name": f.op_name, "kernel": f.kernel,
                   "nodes": [n.name for n in f.nodes], "ops": [n.op for n in f.nodes]}
                  for f in p.fusions)
-    return InspectResult(rows, p.near_misses, p.nodes_before, p.subgraphs, tuple(roles(p.loaded.model).values()))
+    return InspectResult(rows, p.near_misses, p.nodes_before, p.subgraphs, tuple(p.dims.values()))
 
 
 def fuse(model: str | os.PathLike | ModelProto, out_dir: str | os.PathLike | None = None,
@@ -297,7 +299,8 @@ def _fuse_rewritten(p: Planned, rewritten: RewriteResult, model: str | os.PathLi
         # one it estimates slower than its unfused nodes goes back to them, unless --keep-slower.
         options.report("estimating")
         judged = list(pkg.kernels)
-        judgements = judge(judged, p.loaded.model, options.shape_map, soc, report=options.report)
+        binds = bindings(p.loaded.model, options.shape_map, p.dims)
+        judgements = judge(judged, p.loaded.model, options.shape_map, soc, report=options.report, binds=binds)
         slower = {j.op_type: j.reason() for j in judgements if not j.ship}
         slower.update(_no_faster_than_smaller(judgements, judged, soc))
         if not options.keep_slower:
@@ -308,7 +311,7 @@ def _fuse_rewritten(p: Planned, rewritten: RewriteResult, model: str | os.PathLi
                           {**state["rejected"], **slower}, p.loaded.symbolic)
         shipped = {k.op.op_type for k in pkg.kernels}
         models = [model_time(rewritten.asc_model, judgements, judged, shipped, b, options.shape_map, soc)
-                  for b in bindings(p.loaded.model, options.shape_map)]
+                  for b in binds]
         state["estimates"] = record(judgements, shipped, options.keep_slower, models)
 
     def finish(folder: Path | None) -> dict[str, Any]:
@@ -451,16 +454,17 @@ def choose_inputs(model: ModelProto, original: str | os.PathLike | ModelProto, o
 def _raise_failures(result: FuseResult, rejected: dict[str, str], out: Path | None, options: FuseOptions) -> None:
     """Raise ValidationError for a failed rung, after the folder (with the failed comparison) is written."""
     where = out / REPORT if out else "the report"
-    failed = result.validation is not None and not result.validation.ok or \
-        result.deployed is not None and not result.deployed.ok
-    hint = "" if options.input_values or not failed else input_value_hint(result.asc_model)
+
+    def hint() -> str:  # (walks the graph: only for a rung that failed)
+        return "" if options.input_values else input_value_hint(result.asc_model)
+
     if result.validation is not None and not result.validation.ok:
         bad = [o.name for o in result.validation.outputs if not o.ok]
         raise ValidationError(f"validation failed: outputs {', '.join(bad)} differ beyond tolerance (see {where})"
-                              f"{hint}")
+                              f"{hint()}")
     if result.deployed is not None and not result.deployed.ok:
         raise ValidationError(f"the deployed model with its emulated kernels does not match the original: "
-                              f"{result.deployed.why()} (see {where}){hint}")
+                              f"{result.deployed.why()} (see {where}){hint()}")
     if rejected and options.strict:
         raise ValidationError(f"--strict: kernels failed in the emulator, were refused by their tiling or were "
                               "estimated slower than the nodes they replace, and were not shipped: "

@@ -132,25 +132,9 @@ def _name_role(name: str) -> str | None:
     return None
 
 
-#: The last models' roles, by identity (a run asks for them at every judged step): (model, its node count and input
-#: dims) -> roles.
-_SEEN: list[tuple[ModelProto, tuple, dict[str, DimRole]]] = []
-
-
 def roles(model: ModelProto) -> dict[str, DimRole]:
-    """The role of every named dynamic dim of the model's inputs (name -> :class:`DimRole`), in input order."""
-    key = (len(model.graph.node), tuple((vi.name, tuple(d.dim_param or d.dim_value
-                                                        for d in vi.type.tensor_type.shape.dim))
-                                        for vi in model.graph.input))
-    for m, k, found in _SEEN:
-        if m is model and k == key:
-            return dict(found)
-    found = _roles(model)
-    _SEEN[:] = [(model, key, found), *_SEEN[:3]]
-    return dict(found)
-
-
-def _roles(model: ModelProto) -> dict[str, DimRole]:
+    """The role of every named dynamic dim of the model's inputs (name -> :class:`DimRole`), in input order (a plan
+    computes them once: :attr:`asc_onnx.api.Planned.dims`)."""
     g = model.graph
     inits = {i.name for i in g.initializer}
     consumers: dict[str, list] = {}
@@ -225,12 +209,13 @@ def _concat_axis(name: str, consumers: Mapping[str, list], rank: int) -> int | N
     return None
 
 
-def sweep(model: ModelProto, shape_map: Mapping[str, Sequence[int]]) -> list[dict[str, int]]:
+def sweep(model: ModelProto, shape_map: Mapping[str, Sequence[int]],
+          found: Mapping[str, DimRole] | None = None) -> list[dict[str, int]]:
     """The bindings of the model's dynamic input dims an op is judged at: the user's (``--input-shape``) where they
     give every one, else each role at its small values and then at its large ones (dims the user gave keep
-    their value at both)."""
+    their value at both). ``found``: the model's :func:`roles`, where the caller has them."""
     given = given_binding(model, shape_map)
-    found = roles(model)
+    found = roles(model) if found is None else found
     if all(n in given for n in found):
         return [{n: given[n] for n in found}]
     return [{n: given.get(n, r.sweep[c]) for n, r in found.items()} for c in (0, 1)]

@@ -32,7 +32,7 @@ def whole(exc: BaseException) -> str:
 def crash_reason(returncode: int, stderr: str) -> str:
     """Why a child program ended abnormally, in words that end the crash message: its signal by name (SIGKILL with
     no message of its own is most likely the out-of-memory killer), then its last standard-error lines, whole."""
-    tail = "\n".join(line for line in stderr.strip().splitlines()[-5:])
+    tail = "\n".join(stderr.strip().splitlines()[-5:])
     if returncode < 0:
         try:
             name = signal.Signals(-returncode).name

@@ -33,7 +33,7 @@ import numpy as np
 import onnx
 from onnx import ModelProto, TensorProto, helper
 
-from .dims import evaluate, sweep
+from .dims import DimRole, evaluate, sweep
 from .emulator.harness import prebuild, run
 from .errors import AscOnnxError
 from .hardware import FACTS, corner, emulator_table, value
@@ -48,10 +48,11 @@ VIEWS = {"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity", "Shape", "Con
 CUBE_OPS = {"MatMul", "Gemm", "Conv", "ConvTranspose"}
 
 
-def bindings(model: ModelProto, shape_map: Mapping[str, Sequence[int]]) -> list[dict[str, int]]:
+def bindings(model: ModelProto, shape_map: Mapping[str, Sequence[int]],
+             roles: Mapping[str, DimRole] | None = None) -> list[dict[str, int]]:
     """The bindings of the model's dynamic dims an op is judged at: the user's, else the sweep's corners by each
-    dim's role (:func:`asc_onnx.dims.sweep`)."""
-    return sweep(model, shape_map)
+    dim's role (:func:`asc_onnx.dims.sweep`; ``roles`` where the caller has them)."""
+    return sweep(model, shape_map, roles)
 
 
 def bind(shape: Sequence[object] | None, binding: Mapping[str, int]) -> tuple[int, ...]:
@@ -281,14 +282,15 @@ class Judgement:
 
 
 def judge(kernels: Sequence[Kernel], model: ModelProto, shape_map: Mapping[str, Sequence[int]], soc: Soc,
-          overrides: Mapping[str, float] | None = None, report: Any = None) -> list[Judgement]:
-    """Every kernel at every binding (:func:`bindings`) and every distinct shape its instances have there, at the
-    table's values and at the slow corner; with ``overrides``, at those values alone, where the decision is then
-    taken (to see a decision at one point of the ranges)."""
+          overrides: Mapping[str, float] | None = None, report: Any = None,
+          binds: Sequence[Mapping[str, int]] | None = None) -> list[Judgement]:
+    """Every kernel at every binding (:func:`bindings`, or ``binds`` where the caller has them) and every distinct
+    shape its instances have there, at the table's values and at the slow corner; with ``overrides``, at those
+    values alone, where the decision is then taken (to see a decision at one point of the ranges)."""
     prebuild([(k.ir, k.files, f"{k.op.op_type}TilingData", d, soc) for k in kernels for d in k.ir.dtypes[:1]])
     slow = corner(soc.name, slow=True)
     out = []
-    binds = bindings(model, shape_map)
+    binds = bindings(model, shape_map) if binds is None else binds
     for i, k in enumerate(kernels):
         if report is not None:
             report("estimating", i, len(kernels), k.op.op_type)

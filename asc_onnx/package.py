@@ -211,9 +211,7 @@ def package(rewritten: RewriteResult, soc: Soc, atc_mode: str, shape_map: Mappin
     kernels: list[Kernel] = []
     skipped: list[tuple[str, str]] = []
     fixed: list[str] = []
-    # the symbolic shapes with the dims --input-shape fixes put in: what an op is lowered at where it cannot be at
-    # every shape the model accepts
-    bound = bind_shapes(symbolic or {}, given_binding(rewritten.asc_model, shape_map)) if symbolic else None
+    bound: dict[str, tuple[object, ...] | None] | None = None  # (made at the first op that needs it)
     for op in rewritten.ops:
         if exclude and op.op_type in exclude:
             skipped.append((op.op_type, exclude[op.op_type]))
@@ -225,7 +223,10 @@ def package(rewritten: RewriteResult, soc: Soc, atc_mode: str, shape_map: Mappin
             except LoweringError as exc:
                 if not symbolic:
                     raise
-                # Not for every shape the model accepts, but at the dims --input-shape gives (which atc.sh fixes)
+                # Not for every shape the model accepts, but at the dims --input-shape gives (which atc.sh fixes):
+                # the symbolic shapes with those dims put in
+                if bound is None:
+                    bound = bind_shapes(symbolic, given_binding(rewritten.asc_model, shape_map))
                 ir = cls.lower(op, bound, None)
                 fixed.append(f"{op.op_type} (at the model's dynamic shapes: {exc})")
             ir = cls.scheduled(ir, soc)

@@ -258,8 +258,8 @@ def run(model: str | os.PathLike | ModelProto, feeds: Mapping[str, np.ndarray]) 
 
 
 def compare_arrays(name: str, ref: np.ndarray, got: np.ndarray, elem_type: int,
-                   allow: np.ndarray | None = None) -> OutputCheck:
-    """Compare one output with its dtype's tolerance (exact for integers and bools); ``allow``, an error each
+                   allow: float | None = None) -> OutputCheck:
+    """Compare one output with its dtype's tolerance (exact for integers and bools); ``allow``, an error every
     element may have beyond it (the deployed check's spread of the reference)."""
     rtol, atol = TOLERANCES.get(elem_type, (0.0, 0.0))
     dtype = TensorProto.DataType.Name(elem_type).lower() if elem_type else str(ref.dtype)
