@@ -6,8 +6,11 @@ that the phrase is there) or an assumption nobody publishes (``assumed``: the ra
 estimate makes must hold across that range). Changing a figure needs a new source, and the figures that depend
 on it are re-reported (the benchmarks print from this table).
 
-Representative parts: ``Ascend910B`` is Atlas A2 with 24 AI Cores (910B1/910B2; 910B3/910B4 have 20), and
-``Ascend310P`` is one Ascend 310P3 chip (an Atlas 300I Pro card has one, an Atlas 300I Duo two).
+Two tables: :data:`FACTS` per SoC family (what every chip of the family shares: memories, the vector repeat, the
+assumptions), and :data:`CHIPS` per chip ATC names with ``--soc_version`` (cores, clock, bandwidth and the peaks
+they make). :func:`value` takes a chip (``Ascend910B4``) or a family, which names the chip it stands for
+(:data:`ALIASES`: ``Ascend910B`` is ``Ascend910B1``, atc.sh's default; ``Ascend310P`` is ``Ascend310P3``, one chip
+of an Atlas 300I Pro card).
 """
 
 from __future__ import annotations
@@ -27,6 +30,13 @@ GUIDE_VECTOR = (f"{SHARED}/asc-devkit/docs/zh/guide/编程指南/编程模型/AI
 PLATFORM = f"{SHARED}/asc-devkit/impl/utils/tiling/platform/platform_ascendc.cpp"
 FACTS_15 = "shared/reference/cann_facts.md section 15 (vendor product pages)"
 CATLASS_MIX = "hicann/catlass examples/102_dynamic_optimized_matmul/docs/en/CommonMatmul_en.md"
+MATMUL_README = (f"{SHARED}/asc-devkit/examples/01_simd_cpp_api/05_best_practices/01_matrix_compute/"
+                 "matmul_basic_api_high_performance/README.md")
+MSOPMODELING = ("msopmodeling 1.0.9 (PyPI) tilesim/core/config/arc_config/<chip>/<chip>.yaml: MindStudio's op "
+                "performance model, whose profiles of the same chip are the measurements the judge is fitted to")
+FACTS_TABLE = "shared/reference/cann_facts.md section 13 (chip table; CANN platform ini values, S9)"
+ADD_README = (f"{SHARED}/asc-devkit/examples/01_simd_cpp_api/05_best_practices/00_vector_compute/"
+              "add_high_performance/README_en.md")
 
 
 @dataclass(frozen=True)
@@ -52,33 +62,18 @@ class Fact:
 
 FACTS: dict[str, dict[str, Fact]] = {
     "Ascend910B": {
-        "clock": Fact(1.8e9, "Hz", OPS_NN_GUIDE, note="频率 1.8 (GHz), AICore"),
-        "cube_cores": Fact(24, "cores", OPS_NN_GUIDE, note="核数 24, AICore"),
-        "vector_cores": Fact(48, "cores", PLATFORM, quote="MIX_AIC_AIV_RATION_910B1 = 2",
-                             note="two vector cores per cube core"),
-        "cube_fp16_flops": Fact(353.9e12, "FLOP/s", OPS_NN_GUIDE,
-                                note="353T @BF16,FP16: 24 cores x 16x16x16 MACs x 2 x 1.8 GHz"),
-        "vector_fp16_elems": Fact(11.06e12, "elements/s", CATLASS_PERF,
-                                  note="Vector理论峰值算力11.06 TOPS (float16): 48 cores x 128 lanes x 1.8 GHz, one "
-                                       "256-byte repeat per cycle per core; the migration guide's 23.5T counts two "
-                                       "operations per lane"),
         "vector_repeat_bytes": Fact(256, "bytes", GUIDE_VECTOR, quote="单次迭代固定处理32B × 8 block = 256B数据"),
-        "gm_bandwidth": Fact(1.6e12, "bytes/s", GUIDE_L2, quote="GM的带宽约为1.6TB/s",
-                             note="the migration guide also gives 1.6TB/s; CATLASS and the guide's performance "
-                                  "chapter (某款AI处理器) use 1.8 TB/s: estimates are also reported at 1.8",
-                             assumed=(1.6e12, 1.8e12)),
         "gm_peak_bandwidth": Fact(1.8e12, "bytes/s", GUIDE_PERF, quote="GM峰值带宽约为1.8TB/s",
                                   note="the higher published figure (CATLASS uses it too)"),
         "l2_bytes": Fact(192 * 2**20, "bytes", GUIDE_L2, quote="L2 Cache大小为192MB"),
-        "l2_bandwidth": Fact(7e12, "bytes/s", GUIDE_L2, quote="L2 Cache读写混合带宽约为7TB/s"),
+        "l2_bandwidth": Fact(5e12, "bytes/s", MATMUL_README, quote="L2Cache 峰值带宽约 5TB/s",
+                             note="the read figure the best-practice samples cost re-reads at (the data_copy sample's "
+                                  "is 5.2 TB/s); the L2 page gives 7 TB/s for mixed reads and writes. One figure for "
+                                  "a fused kernel's re-reads and an unfused chain's intermediates alike"),
         "ub_bytes": Fact(192 * 1024, "bytes", CATLASS_HW, note="UB 192KB (the host tiling sees 256 B less, KFC)"),
         "l1_bytes": Fact(512 * 1024, "bytes", CATLASS_HW, note="L1 Buffer 512KB"),
         "l0ab_bytes": Fact(64 * 1024, "bytes", CATLASS_HW, note="L0A/L0B 分别64KB"),
         "l0c_bytes": Fact(128 * 1024, "bytes", CATLASS_HW, note="L0C 128KB"),
-        "launch_us": Fact(20.0, "us", CATLASS_PERF,
-                          note="满核头开销约20~21μs: an empty kernel's TaskDuration on all cores (core start, "
-                               "TLB misses, initialisation); a graph-mode launch of a small node may cost less",
-                          assumed=(3.0, 21.0)),
         "v_to_s_drain_cycles": Fact(30, "cycles", "none published",
                                     note="a vector-to-scalar wait drains the vector pipe: assumed",
                                     assumed=(10, 100)),
@@ -122,7 +117,6 @@ FACTS: dict[str, dict[str, Fact]] = {
         "ub_bytes": Fact(256 * 1024, "bytes", FACTS_15, note="UB 256 KB; the host tiling sees the whole of it"),
         "l1_bytes": Fact(1024 * 1024, "bytes", FACTS_15, note="L1 1 MB (ini-derived, third-party)"),
         "l0c_bytes": Fact(256 * 1024, "bytes", FACTS_15, note="L0C 256 KB (ini-derived, third-party)"),
-        "launch_us": Fact(10.0, "us", "none published for 310P", note="assumed, as on 910B", assumed=(3.0, 21.0)),
         "cube_fp16_flops": Fact(70e12, "FLOP/s", "Atlas 300I Pro datasheet (70 TFLOPS FP16)",
                                 note="8 AI cores x 16x16x16 MACs x 2 x 1.08 GHz = 70.8T: the clock agrees",
                                 assumed=(60e12, 70.8e12)),
@@ -133,6 +127,64 @@ FACTS: dict[str, dict[str, Fact]] = {
     },
 }
 
+@dataclass(frozen=True)
+class Chip:
+    """One chip ATC names with ``--soc_version``: its family (the kernels' code path) and the figures of its own
+    (cores, clock, bandwidth and the peaks they make); everything else is its family's."""
+
+    name: str
+    family: str
+    facts: dict[str, Fact]
+    note: str = ""
+
+
+def _a2(name: str, cube: int, clock: Fact, gm: Fact, note: str) -> Chip:
+    hz = clock.value
+    return Chip(name, "Ascend910B", {
+        "clock": clock, "cube_cores": Fact(cube, "cores", FACTS_TABLE, note=f"{cube} AIC"),
+        "vector_cores": Fact(2 * cube, "cores", PLATFORM, quote="MIX_AIC_AIV_RATION_910B1 = 2",
+                             note="two vector cores per cube core"),
+        "cube_fp16_flops": Fact(cube * 16**3 * 2 * hz, "FLOP/s", "derived",
+                                note=f"{cube} cores x 16x16x16 MACs x 2 x {hz / 1e9:g} GHz"),
+        "vector_fp16_elems": Fact(2 * cube * 128 * hz, "elements/s", "derived",
+                                  note=f"{2 * cube} vector cores x one 256-byte repeat x {hz / 1e9:g} GHz"),
+        "gm_bandwidth": gm}, note)
+
+
+_GM_A2 = Fact(1.6e12, "bytes/s", GUIDE_L2, quote="GM的带宽约为1.6TB/s",
+              note="the migration guide also gives 1.6TB/s; CATLASS and the guide's performance chapter use 1.8 TB/s",
+              assumed=(1.6e12, 1.8e12))
+CHIPS: dict[str, Chip] = {c.name: c for c in [
+    _a2("Ascend910B1", 24, Fact(1.85e9, "Hz", MSOPMODELING, note="910B1.yaml: clock_freq: 1850"), _GM_A2,
+        "atc.sh's default chip; SoftmaxV2 and SliceAiCore are profiled on it"),
+    _a2("Ascend910B2", 24, Fact(1.8e9, "Hz", OPS_NN_GUIDE, note="频率 1.8 (GHz), AICore (Atlas A2)"), _GM_A2,
+        "the part the published 4096^3 MatMul efficiency was measured on"),
+    _a2("Ascend910B3", 20, Fact(1.8e9, "Hz", "none published", note="assumed as 910B2", assumed=(1.65e9, 1.85e9)),
+        _GM_A2, "20 AI cores (cann_facts.md); no clock or profile published"),
+    _a2("Ascend910B4", 20, Fact(1.65e9, "Hz", MSOPMODELING,
+                                note="910B4.yaml and 910B4-1.yaml: clock_freq: 1650. cann_facts.md quotes a "
+                                     "third-party ini at 1500 MHz; the profiles settle it: MatMulV3 "
+                                     "4096x1536x3072 bf16 runs at 241.5 TFLOPS, 98% of a 1.5 GHz peak but 89% of "
+                                     "1.65 GHz, the published efficiency"),
+        Fact(1.6e12, "bytes/s", "none published for 910B4",
+             note="the profiled Add [4096, 7168] bf16 moves 176 MB in 138 us (1.28 TB/s sustained): the A2 figure is "
+                  "kept, its range reaches down to what was measured", assumed=(1.28e12, 1.8e12)),
+        "the Add, Mul, RmsNorm, LayerNormV3 and MatMul profiles ran on its 910B4-1 configuration"),
+    Chip("Ascend310P3", "Ascend310P", {}, "one chip of an Atlas 300I Pro card (the Duo has two)"),
+    Chip("Ascend310P1", "Ascend310P", {}, "the 310P the CANN simulator models (dav-2002); figures as 310P3, assumed"),
+]}
+#: A family name names the chip it stands for.
+ALIASES = {"Ascend910B": "Ascend910B1", "Ascend310P": "Ascend310P3"}
+
+
+def chip_of(name: str) -> str:
+    """The chip a ``--soc`` name means: a chip ATC names, or a family alias (:data:`ALIASES`)."""
+    chip = ALIASES.get(name, name)
+    if chip not in CHIPS:
+        raise KeyError(name)
+    return chip
+
+
 #: The 910B assumptions the emulator's timing model shares on 310P (nobody publishes either SoC's).
 SHARED_ASSUMPTIONS = ("v_to_s_drain_cycles", "flag_latency_cycles", "core_dma_bytes", "cube_dma_bytes",
                       "dma_latency_cycles",
@@ -140,27 +192,36 @@ SHARED_ASSUMPTIONS = ("v_to_s_drain_cycles", "flag_latency_cycles", "core_dma_by
                       "fix_bytes_per_cycle")
 
 
+def fact_of(soc: str, name: str) -> Fact:
+    """One constant of a chip or a family (a family stands for its alias chip): the chip's own figure, its
+    family's, or the 910B assumption both families share."""
+    c = CHIPS[chip_of(soc)]
+    if name in c.facts:
+        return c.facts[name]
+    if name in FACTS[c.family]:
+        return FACTS[c.family][name]
+    if name in SHARED_ASSUMPTIONS:
+        return FACTS["Ascend910B"][name]
+    raise KeyError(f"{soc} has no constant {name!r}")
+
+
 def fact(soc: str, name: str) -> float:
     """The value of one constant."""
-    return FACTS[soc][name].value
+    return fact_of(soc, name).value
 
 
 def value(soc: str, name: str, overrides: dict[str, float] | None = None) -> float:
     """A constant as an estimate uses it: an override (an assumption moved within its range, for the tests that
-    show a decision holds across it), the SoC's own figure, or the 910B assumption both SoCs share."""
+    show a decision holds across it), else :func:`fact`."""
     if overrides and name in overrides:
         return overrides[name]
-    if name in FACTS[soc]:
-        return FACTS[soc][name].value
-    if name in SHARED_ASSUMPTIONS:
-        return FACTS["Ascend910B"][name].value
-    raise KeyError(f"{soc} has no constant {name!r}")
+    return fact_of(soc, name).value
 
 
 def emulator_table(soc: str, overrides: dict[str, float] | None = None) -> dict[str, float]:
     """The emulator timing model's constants (``TimingConsts`` in ``emu_runtime.h``) from this table."""
     v = functools.partial(value, soc, overrides=overrides)
-    coupled = soc == "Ascend310P"
+    coupled = CHIPS[chip_of(soc)].family == "Ascend310P"
     cores = v("ai_cores") if coupled else v("vector_cores")
     return {
         "clock_hz": v("clock"), "gm_bytes_per_s": v("gm_bandwidth"),
@@ -176,28 +237,48 @@ def emulator_table(soc: str, overrides: dict[str, float] | None = None) -> dict[
     }
 
 
-#: Which end of each range is the slow end for a fused kernel against its unfused nodes: a launch saved is worth
-#: least at "low", a latency costs most at "high"; bandwidth and peaks make the unfused roofline cheapest at "high".
-SLOW_END = {"launch_us": "low", "mix_launch_us": "high", "gm_bandwidth": "high", "clock": "low",
-            "cube_fp16_flops": "high", "matmul_efficiency": "high", "core_dma_bytes": "low", "cube_dma_bytes": "low",
+#: Which end of each range is the slow end for a fused kernel against its unfused nodes. The sides are costed
+#: differently: the fused kernel is emulated and pays a launch from the measured launch line
+#: (:func:`asc_onnx.atc_cost.launch_us`, its slowest line at the slow corner); the unfused nodes are CANN kernels
+#: costed from measurements (:mod:`asc_onnx.atc_cost`), at their fastest measured runs at the slow corner
+#: (``UNFUSED_END`` -1; the fused launch takes the opposite end). The fused kernel's bandwidth, peaks and clock are
+#: slowest at "low".
+SLOW_END = {"mix_launch_us": "high", "gm_bandwidth": "low", "clock": "low",
+            "cube_fp16_flops": "low", "matmul_efficiency": "high", "core_dma_bytes": "low", "cube_dma_bytes": "low",
             "mte1_bytes_per_cycle": "low", "fix_bytes_per_cycle": "low"}
 
 
+#: The override that puts the unfused side's measured kernels at their fastest runs (-1), their medians (0) or
+#: their slowest runs (+1).
+UNFUSED_END = "unfused_end"
+
+
 def corner(soc: str, slow: bool) -> dict[str, float]:
-    """Every range of ``soc`` (and the assumptions it shares) at its slow end for a fused kernel (``slow``), or
-    at its fast end: the corners a ship decision is checked at."""
+    """Every range of ``soc`` (a chip or a family; and the assumptions it shares) at its slow end for a fused kernel
+    (``slow``), or at its fast end: the corners a ship decision is checked at."""
+    chip = chip_of(soc)
     out = {}
-    for name in {n for s, n, _ in assumptions() if s == soc} | set(SHARED_ASSUMPTIONS):
-        f = FACTS[soc].get(name) or FACTS["Ascend910B"][name]
-        lo, hi = f.assumed
+    names = {n for _, n, _ in assumptions_of(chip)} | set(SHARED_ASSUMPTIONS)
+    for name in names:
+        lo, hi = fact_of(chip, name).assumed
         high = SLOW_END.get(name, "high") == "high"
         out[name] = hi if high == slow else lo
+    out[UNFUSED_END] = -1.0 if slow else 1.0
     return out
 
 
 def assumptions() -> list[tuple[str, str, Fact]]:
-    """Every constant given as a range: (SoC, name, fact)."""
-    return [(s, n, f) for s, table in FACTS.items() for n, f in table.items() if f.assumed is not None]
+    """Every constant given as a range: (SoC family or chip, name, fact)."""
+    return ([(s, n, f) for s, table in FACTS.items() for n, f in table.items() if f.assumed is not None]
+            + [(c.name, n, f) for c in CHIPS.values() for n, f in c.facts.items() if f.assumed is not None])
 
 
-__all__ = ["FACTS", "Fact", "assumptions", "corner", "emulator_table", "fact", "value"]
+def assumptions_of(chip: str) -> list[tuple[str, str, Fact]]:
+    """The ranges one chip's estimates take: its own and its family's."""
+    c = CHIPS[chip_of(chip)]
+    names = {n for n, f in c.facts.items() if f.assumed} | {n for n, f in FACTS[c.family].items() if f.assumed}
+    return [(c.name, n, fact_of(c.name, n)) for n in sorted(names)]
+
+
+__all__ = ["ALIASES", "CHIPS", "Chip", "FACTS", "Fact", "UNFUSED_END", "assumptions", "assumptions_of", "chip_of",
+           "corner", "emulator_table", "fact", "fact_of", "value"]

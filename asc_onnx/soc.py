@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .errors import AscOnnxError
-from .hardware import fact
+from .hardware import ALIASES, CHIPS, chip_of, fact
 
 
 @dataclass(frozen=True)
@@ -13,8 +13,9 @@ class Soc:
     """One target SoC.
 
     Attributes:
-        name: the ``--soc_version`` family asc-onnx accepts (``Ascend910B``).
-        atc_soc: the default ``--soc_version`` for the atc command.
+        name: the SoC family, which selects the kernels' code paths (``Ascend910B``).
+        atc_soc: the chip: ATC's ``--soc_version`` (``Ascend910B4``), what estimates, the host tiling's core
+            count and atc.sh all take.
         compute_unit: ``AddConfig`` / ``ASCEND_COMPUTE_UNIT`` string.
         ub_bytes: unified-buffer bytes the host tiling sees (GetCoreMemSize(UB)).
         vector_cores: vector cores the host tiling sees (GetCoreNumAiv()).
@@ -43,6 +44,11 @@ class Soc:
     l0c_bytes: int = 131072
     saturates: bool = False
 
+    @property
+    def chip(self) -> str:
+        """The chip (ATC's ``--soc_version``) estimates are made for."""
+        return self.atc_soc
+
 
 SOCS = {
     # GetCoreMemSize(UB): 196608 - 256 (KFC) on 910B; the whole 256 KiB on 310P (platform_ascendc.cpp).
@@ -55,8 +61,14 @@ SOCS = {
 
 
 def get_soc(name: str) -> Soc:
-    """Look a SoC up by family name (``Ascend910B1`` is accepted as ``Ascend910B``)."""
-    for key, soc in SOCS.items():
-        if name == key or name.startswith(key):
-            return soc
-    raise AscOnnxError(f"unknown SoC {name!r}; asc-onnx targets {', '.join(SOCS)}")
+    """The SoC a ``--soc`` name means: a chip ATC names (``Ascend910B4``), with its own core count and bandwidth,
+    or a family (``Ascend910B``), which names its chip (:data:`asc_onnx.hardware.ALIASES`)."""
+    try:
+        chip = chip_of(name)
+    except KeyError:
+        aliases = ", ".join(f"{a} (= {c})" for a, c in ALIASES.items())
+        raise AscOnnxError(f"unknown SoC {name!r}; asc-onnx targets the chips {', '.join(CHIPS)}, "
+                           f"and {aliases}") from None
+    soc = SOCS[CHIPS[chip].family]
+    cores = fact(chip, "ai_cores") if soc.name == "Ascend310P" else fact(chip, "vector_cores")
+    return replace(soc, atc_soc=chip, vector_cores=int(cores), gm_bandwidth=fact(chip, "gm_bandwidth"))
