@@ -13,7 +13,8 @@ import asc_onnx
 PKG = Path(asc_onnx.__file__).resolve().parent
 #: Stage order (modules or sub-packages); helpers may be imported by anyone.
 STAGES = ["load", "canonicalize", "match", "checks", "rewrite", "package", "validate", "emulator", "verify_kernels",
-          "estimate", "verify_deployed", "report", "report_charts", "report_html", "output", "api", "cli", "entry"]
+          "atc_passes", "atc_cost", "estimate", "verify_deployed",
+          "report", "report_charts", "report_html", "output", "api", "cli", "entry"]
 #: Helpers any stage may import. ``kernels`` is the kernel classes: a library under the stages, not a stage.
 HELPERS = {"cache", "errors", "options", "graph", "pattern", "fusion", "registry", "soc", "progress", "dims",
            "shape_values", "kernels", "hardware", "model_text", "__init__"}
