@@ -21,10 +21,11 @@ import onnx
 import onnx.inliner
 from onnx import ModelProto
 
+from .atc_passes import NOT_APPLIED
 from .canonicalize import CanonStats, canonicalize
 from .dims import DimRole, roles
 from .errors import AscOnnxError, ValidationError
-from .estimate import bindings, estimate_at, judge, label, model_time, record
+from .estimate import bindings, estimate_at, judge, label, model_nodes, model_time, record, static_shapes
 from .graph import graph_work, kept_alive, main_opset, refine_shapes, to_gs
 from .hardware import corner
 from .kernels import of
@@ -199,6 +200,22 @@ def fuse(model: str | os.PathLike | ModelProto, out_dir: str | os.PathLike | Non
         return _fuse_staged(p, model, out, soc, options, validate, force)
 
 
+def estimate_model(model: str | os.PathLike | ModelProto, options: FuseOptions = FuseOptions()) -> dict[str, Any]:
+    """What the model costs on ``options.soc`` (estimates; writes nothing): at each judged binding, every original
+    node as ATC would run it (:func:`asc_onnx.estimate.model_nodes`), and the fused ops and the whole model as
+    ``fuse`` judges them (its report's ``estimates``: the same figures)."""
+    soc = get_soc(options.soc)
+    original = load(model, options.shape_map, defer=True).model
+    res = fuse(model, None, dataclasses.replace(options, emulate=False, judge=True), validate=False)
+    est = res.report.get("estimates") or {}
+    binds = [m["binding"] for m in est.get("model", [])] or bindings(original, options.shape_map)
+    static = static_shapes(original, options.shape_map)
+    return {"soc": soc.chip, "static": static,
+            "bindings": [{"binding": b, "nodes": model_nodes(original, b, options.shape_map, soc, static)}
+                         for b in binds],
+            "estimates": est, "not_applied": dict(NOT_APPLIED)}
+
+
 class _DeclinedError(Exception):
     """Ops of a class with smaller fallbacks (attention) will not ship: the model is matched again without
     their regions, which keep the smaller fusions inside them (``declined`` as :func:`plan` takes it)."""
@@ -310,7 +327,8 @@ def _fuse_rewritten(p: Planned, rewritten: RewriteResult, model: str | os.PathLi
             pkg = package(rewritten, soc, options.atc_domain_mode, options.shape_map,
                           {**state["rejected"], **slower}, p.loaded.symbolic)
         shipped = {k.op.op_type for k in pkg.kernels}
-        models = [model_time(rewritten.asc_model, judgements, judged, shipped, b, options.shape_map, soc)
+        static = static_shapes(p.loaded.model, options.shape_map)
+        models = [model_time(rewritten.asc_model, judgements, judged, shipped, b, options.shape_map, soc, static)
                   for b in binds]
         state["estimates"] = record(judgements, shipped, options.keep_slower, models)
 
@@ -353,7 +371,7 @@ def _no_faster_than_smaller(judgements: Any, kernels: Any, soc: Any) -> dict[str
     their region keeps without them (what the model would run instead), at some judged shape with every assumption
     at its slow end: op type -> why. Beating the unfused nodes is not enough for such an op."""
     by_type = {k.op.op_type: k for k in kernels}
-    slow = corner(soc.name, slow=True)
+    slow = corner(soc.chip, slow=True)
     out: dict[str, str] = {}
     for j in judgements:
         k = by_type.get(j.op_type)

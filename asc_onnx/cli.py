@@ -17,9 +17,11 @@ from dataclasses import asdict
 from pathlib import Path
 
 from . import __version__
-from .api import REPORT, emulate, fuse, inspect, validate, validate_kernels
+from .api import REPORT, emulate, estimate_model, fuse, inspect, validate, validate_kernels
 from .errors import STOPPING_SIGNAL, AscOnnxError, ValidationError, stopped
+from .estimate import label
 from .estimate import lines as estimate_lines
+from .hardware import ALIASES, CHIPS
 from .options import FuseOptions
 from .progress import Progress
 from .registry import load_rules
@@ -75,6 +77,10 @@ def _select(p: argparse.ArgumentParser) -> None:
                    help="skip the generic passes (row regions, elementwise chains)")
 
 
+SOC_HELP = ("target chip, as ATC's --soc_version names it: " + ", ".join(CHIPS) + "; or a family: "
+            + ", ".join(f"{a} (= {c})" for a, c in ALIASES.items()) + "; default Ascend910B")
+
+
 def parser() -> argparse.ArgumentParser:
     """The argument parser (kept separate for tests and docs)."""
     ap = argparse.ArgumentParser(prog="asc-onnx", description="Fuse ONNX subgraphs into Ascend custom ops.")
@@ -89,7 +95,7 @@ def parser() -> argparse.ArgumentParser:
                    help="compat: fused ops in the default domain, one opset entry (released CANN); "
                         "custom: keep the asc_onnx domain (CANN with the empty-domain fix)")
     f.add_argument("--seed", type=int, default=0, help="seed of the validation inputs")
-    f.add_argument("--soc", default="Ascend910B", help="target SoC: Ascend910B (default) or Ascend310P")
+    f.add_argument("--soc", default="Ascend910B", help=SOC_HELP)
     f.add_argument("--no-emulate", action="store_true", help="skip running the generated kernels in the emulator")
     f.add_argument("--link-weights", action="store_true",
                    help="hard-link the model's external-data files into OUT (OUT then shares the input's weight "
@@ -124,6 +130,12 @@ def parser() -> argparse.ArgumentParser:
     i.add_argument("model")
     _select(i)
     _common(i)
+    es = sub.add_parser("estimate", help="what the model costs on a chip, unfused as ATC would run it and fused "
+                                         "(estimates of the timing model); writes nothing")
+    es.add_argument("model")
+    es.add_argument("--soc", default="Ascend910B", help=SOC_HELP)
+    _select(es)
+    _common(es)
     pt = sub.add_parser("patterns", help="list the patterns")
     _common(pt, shapes=False)
     return ap
@@ -316,6 +328,41 @@ def _cmd_inspect(a: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_estimate(a: argparse.Namespace) -> int:
+    try:
+        est = estimate_model(a.model, _options(a))
+    finally:
+        a.progress.close()
+    if a.json:
+        print(to_json(est), end="")
+        return 0
+    print(f"{a.model} on {est['soc']} ({'static' if est['static'] else 'dynamic'} shapes for ATC; estimates of the "
+          f"timing model, nothing here ran on an NPU)")
+    for b in est["bindings"]:
+        by_kernel: dict[str, list[float]] = {}
+        unmeasured = set()
+        for n in b["nodes"]:
+            if n.get("us") is not None:
+                t = by_kernel.setdefault(n["kernel"], [0.0, 0.0, 0.0, 0])
+                t[0] += n["us"]
+                t[1] += n["slow_corner_us"]
+                t[2] += n["fast_corner_us"]
+                t[3] += 1
+                if not n["measured"]:
+                    unmeasured.add(n["kernel"])
+        print(f"at {label(b['binding'])}, unfused as ATC would run it, by CANN kernel (us: table value, and the "
+              f"fastest-to-slowest measured range):")
+        for kname, (t, lo, hi, count) in sorted(by_kernel.items(), key=lambda x: -x[1][0]):
+            print(f"  {kname:<22} x{count:<4} est. {t:10.1f}  ({lo:.1f} .. {hi:.1f})"
+                  + ("  unmeasured" if kname in unmeasured else ""))
+    lines = estimate_lines(est["estimates"])
+    if lines:
+        print(lines)
+    for name, why in est["not_applied"].items():
+        print(f"  not applied: {name} ({why})")
+    return 0
+
+
 def _cmd_patterns(a: argparse.Namespace) -> int:
     rules = load_rules(a.patterns)
     if a.json:
@@ -328,6 +375,7 @@ def _cmd_patterns(a: argparse.Namespace) -> int:
 
 
 COMMANDS = {"fuse": _cmd_fuse, "validate": _cmd_validate, "inspect": _cmd_inspect, "patterns": _cmd_patterns,
+            "estimate": _cmd_estimate,
             "emulate": _cmd_emulate, "build": _cmd_build, "convert": _cmd_convert}
 
 

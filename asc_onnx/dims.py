@@ -15,7 +15,9 @@ from the graph's structure first (what consumes the input), then from the name, 
 * ``other``: anything else.
 
 A dim that two inputs share takes the strongest evidence either gives. The deployment sweep (:data:`SWEEP`) puts each
-role at a small and a large value; the judge estimates every fused op at both corners.
+role at a small and a large value; the judge estimates every fused op with every role small, every role large, batch
+1 with the rest large (b1 x 2048) and batch 8 with the rest small (b8 x 128), and, for a graph with a past-KV input,
+decode: one query (sequence 1) against 2048 and 8192 cached keys (:data:`DECODE_PAST`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ ROLES = ("batch", "sequence", "past", "spatial", "other")
 #: cache of 128 and 2048 keys, images of 224 and 640 pixels a side, anything else at 128 and 2048.
 SWEEP: Mapping[str, tuple[int, int]] = {"batch": (1, 8), "sequence": (128, 2048), "past": (128, 2048),
                                         "spatial": (224, 640), "other": (128, 2048)}
+
+#: Decode: one new token against this many cached keys (graphs with a past-KV input).
+DECODE_PAST = (2048, 8192)
 
 _BATCH_NAMES = {"batch", "batch_size", "batchsize", "n", "b", "bs", "nbatch", "num_batch"}
 _SEQ_WORDS = ("seq", "sequence", "length", "len", "token", "time", "frame", "step", "word", "text")
@@ -218,7 +223,19 @@ def sweep(model: ModelProto, shape_map: Mapping[str, Sequence[int]],
     found = roles(model) if found is None else found
     if all(n in given for n in found):
         return [{n: given[n] for n in found}]
-    return [{n: given.get(n, r.sweep[c]) for n, r in found.items()} for c in (0, 1)]
+
+    def at(batch: int, rest: int, **fixed: int) -> dict[str, int]:
+        return {n: given.get(n, fixed.get(r.role, r.sweep[batch if r.role == "batch" else rest]))
+                for n, r in found.items()}
+
+    out = [at(0, 0), at(1, 1), at(0, 1), at(1, 0)]  # all small, all large, b1 x 2048, b8 x 128
+    if any(r.role == "past" for r in found.values()):  # decode: one query against a long KV cache
+        out += [at(0, 0, sequence=1, past=p) for p in DECODE_PAST]
+    unique: list[dict[str, int]] = []
+    for b in out:
+        if b not in unique:
+            unique.append(b)
+    return unique
 
 
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")

@@ -7,15 +7,14 @@ its source):
 * a fused op is its kernel run in the emulator for timing only (its pipes and orderings, no arithmetic; the first
   and last cores' blocks, which hold the longest core), plus one launch (910B mixed cube+vector kernels: plus
   the mixed launch's extra);
-* an unfused node is costed at its own roofline: the GM bytes it must move (its inputs read once, its outputs
-  written once) over the bandwidth, MatMul, Gemm and Conv also at the cube peak times the best published
-  efficiency, whichever is longer, plus one launch; view ops (Reshape, Squeeze, ...) cost nothing. A matmul
-  op's MatMul nodes are also no faster than its class's bare MatMul (:func:`cube_nodes`) timed under the same
-  assumptions: what the cube costs at a corner it costs fused or not.
+* the unfused side is what ATC would run (:mod:`asc_onnx.atc_passes`: the op's nodes as CANN kernels after ATC's
+  fusion passes for the chip and shape mode), each kernel costed from kernels measured on chips
+  (:mod:`asc_onnx.atc_cost`): its median runs at the table values, its fastest at the slow corner, its slowest at
+  the fast one. View ops (Reshape, Squeeze, ...) cost nothing.
 
-GM traffic of an unfused node is counted at HBM bandwidth: the L2 rule of the emulator (a re-read within an L2's
-worth of a kernel's traffic is an L2 hit) credits neither side for the first read of a tensor, so the two sides
-are costed alike.
+One L2 rule for both sides: a tensor written and read again while it fits (the traffic since its write within the
+L2's size) is an L2 hit at the L2 read bandwidth, in the emulator for a fused kernel's re-reads and here for an
+unfused chain's intermediates.
 
 Dynamic dims are judged at the shapes the user gave (``--input-shape``); otherwise at two corners of a
 deployment sweep by each dim's role (:mod:`asc_onnx.dims`): batch at 1 and 8, sequence and KV-cache lengths at 128 and
@@ -33,19 +32,20 @@ import numpy as np
 import onnx
 from onnx import ModelProto, TensorProto, helper
 
+from . import atc_passes
+from .atc_cost import kernel_cost
+from .atc_cost import launch_us as launch_cost
+from .atc_passes import CUBE as CUBE_OPS
+from .atc_passes import VIEWS, AtcKernel
+from .atc_passes import flops as flops_of
 from .dims import DimRole, evaluate, sweep
 from .emulator.harness import prebuild, run
 from .errors import AscOnnxError
-from .hardware import FACTS, corner, emulator_table, value
+from .hardware import CHIPS, FACTS, UNFUSED_END, chip_of, corner, emulator_table, value
 from .kernels import of
-from .kernels.ir import IO_TYPES
-from .package import Kernel, render
+from .package import Kernel
 from .soc import Soc
-from .verify_kernels import body_shapes, data_shape, dtype_of, np_type, unfused_bytes
-
-#: Ops that move no data on the device (ATC folds them into their neighbours' addressing).
-VIEWS = {"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity", "Shape", "Constant", "Size", "Dropout"}
-CUBE_OPS = {"MatMul", "Gemm", "Conv", "ConvTranspose"}
+from .verify_kernels import body_shapes, data_shape, dtype_of, np_type
 
 
 def bindings(model: ModelProto, shape_map: Mapping[str, Sequence[int]],
@@ -73,12 +73,17 @@ def label(binding: Mapping[str, int]) -> str:
 
 @dataclass(frozen=True)
 class NodeCost:
-    """One unfused node at its roofline."""
+    """One CANN kernel of the unfused side at one end of its measured spread."""
 
-    op_type: str
+    op_type: str             # the CANN kernel (``MatMulV2``, ``Add``, ``LayerNormV3``)
     bytes: int
     flops: float
-    us: float  # roofline time plus a launch
+    us: float
+    op_types: tuple[str, ...] = ()  # the ONNX nodes it runs
+    measured: bool = False
+    passes: tuple[str, ...] = ()
+    rule: str = ""
+    l2_bytes: int = 0        # of what it reads, L2 hits
 
 
 @dataclass
@@ -110,76 +115,70 @@ class OpEstimate:
         return self.error is None and self.fused_us < self.unfused_us
 
 
-def launch_us(soc: Soc, mixed: bool = False, overrides: Mapping[str, float] | None = None) -> float:
-    """One kernel launch; a 910B kernel of cube and vector cores (MIX) pays the mixed launch's extra too."""
-    t = value(soc.name, "launch_us", dict(overrides or {}))
-    if mixed and "mix_launch_us" in FACTS[soc.name]:
-        t += value(soc.name, "mix_launch_us", dict(overrides or {}))
+#: The least a launch costs (us), however the line and the round trips fall.
+LAUNCH_FLOOR_US = 0.2
+
+
+def launch_us(soc: Soc, mixed: bool = False, overrides: Mapping[str, float] | None = None,
+              block_dim: int = 0) -> float:
+    """A fused kernel's launch on ``block_dim`` cores (all of them if 0), from the launch line the measured kernels
+    give (:func:`asc_onnx.atc_cost.launch_us`, at the end opposite to the unfused side's) less the two DMA round
+    trips its body already counts; a 910B kernel of cube and vector cores (MIX) pays the mixed launch's extra
+    too."""
+    o = dict(overrides or {})
+    end = -int(o.get(UNFUSED_END, 0))
+    # The measured kernels the line is fitted to finish tiny data in that time whole, a load and a store round trip
+    # included; the emulator counts those round trips in the fused kernel's body, so they leave its launch.
+    trips = 2 * value(soc.chip, "dma_latency_cycles", o) / value(soc.chip, "clock", o) * 1e6
+    t = max(LAUNCH_FLOOR_US, launch_cost(block_dim or soc.vector_cores, end) - trips)
+    if mixed and "mix_launch_us" in FACTS[soc.name]:  # (a 910B family constant)
+        t += value(soc.chip, "mix_launch_us", dict(overrides or {}))
     return t
 
 
-def node_cost(op_type: str, nbytes: int, flops: float, soc: Soc, overrides: Mapping[str, float] | None = None,
-              io_dtype: int = TensorProto.FLOAT16) -> NodeCost:
-    """An unfused node at its roofline plus one launch (a view op costs nothing)."""
-    if op_type in VIEWS:
-        return NodeCost(op_type, 0, 0.0, 0.0)
-    o = dict(overrides or {})
-    t = nbytes / value(soc.name, "gm_bandwidth", o)
-    if flops:
-        peak = value(soc.name, "cube_fp16_flops", o) * (0.5 if io_dtype == TensorProto.FLOAT else 1.0)
-        t = max(t, flops / (peak * value(soc.name, "matmul_efficiency", o)))
-    return NodeCost(op_type, nbytes, flops, t * 1e6 + launch_us(soc, overrides=o))
+def l2_hits(chain: Sequence[AtcKernel], chip: str) -> list[int]:
+    """Per kernel of a chain in run order, the bytes it reads that an earlier kernel wrote while they fit in L2:
+    the tensor and everything moved since its write within the L2's size (none on 310P, which has no L2 the
+    emulator models)."""
+    if CHIPS[chip_of(chip)].family == "Ascend310P":
+        return [0] * len(chain)
+    size = value(chip, "l2_bytes")
+    written: dict[str, tuple[int, float]] = {}  # tensor -> (bytes, traffic when written)
+    traffic = 0.0
+    out = []
+    for k in chain:
+        out.append(sum(b for name, b in k.reads if name in written and traffic - written[name][1] + b <= size))
+        traffic += k.bytes
+        written.update({name: (b, traffic) for name, b in k.writes})
+    return out
 
 
-def flops_of(node: onnx.NodeProto, shapes: Mapping[str, tuple[int, ...]]) -> float:
-    """Multiply-adds x 2 of a cube node (MatMul, Gemm, Conv), 0 for anything else or an unsized node."""
-    if node.op_type not in CUBE_OPS or not node.output or node.output[0] not in shapes:
-        return 0.0
-    out = shapes[node.output[0]]
-    a = shapes.get(node.input[0])
-    b = shapes.get(node.input[1]) if len(node.input) > 1 else None
-    if a is None or b is None:
-        return 0.0
-    if node.op_type == "MatMul":
-        k = a[-1]
-    elif node.op_type == "Gemm":
-        trans_a = next((x.i for x in node.attribute if x.name == "transA"), 0)
-        k = a[0] if trans_a else a[-1]
-    else:  # Conv: each output element sums Cin/group x kernel elements, which is the weight's row
-        k = int(np.prod(b[1:]))
-    return 2.0 * math.prod(out) * k
+def atc_costs(chain: Sequence[AtcKernel], soc: Soc, overrides: Mapping[str, float] | None = None) -> list[NodeCost]:
+    """Each CANN kernel of a chain costed from measurements, at the end of its spread ``overrides`` names
+    (``UNFUSED_END``: -1 its fastest runs, 0 its medians, +1 its slowest)."""
+    end = int((overrides or {}).get(UNFUSED_END, 0))
+    out = []
+    for k, hit in zip(chain, l2_hits(chain, soc.chip)):
+        c = kernel_cost(k, soc.chip, hit)
+        out.append(NodeCost(k.kernel, k.bytes, k.flops, (c.lo, c.us, c.hi)[end + 1], tuple(k.op_types), c.measured,
+                            tuple(k.passes), c.rule, hit))
+    return out
 
 
-def unfused_nodes(k: Kernel, inputs: Sequence[np.ndarray], soc: Soc,
-                  overrides: Mapping[str, float] | None = None) -> list[NodeCost]:
-    """Every body node of ``k`` as its own kernel on inputs of these shapes (its bytes as
-    :func:`asc_onnx.verify_kernels.unfused_bytes` counts them)."""
+def unfused_nodes(k: Kernel, inputs: Sequence[np.ndarray], soc: Soc, overrides: Mapping[str, float] | None = None,
+                  static: bool = False) -> list[NodeCost]:
+    """The op's body as ATC would run it on inputs of these shapes: its CANN kernels after the passes for the chip
+    and shape mode, each costed from measurements."""
     sizes = body_shapes(k, inputs)
+    if not sizes:  # onnx cannot size the body: every value at the data's shape
+        shape = data_shape(k, inputs)
+        sizes = {v: shape for n in k.op.function.node for v in [*n.input, *n.output] if v}
+        sizes.update({n: a.shape for n, a in zip(k.op.input_names, inputs)})
     dtype = dtype_of(inputs[0])
-    return [node_cost(node.op_type, b, flops_of(node, sizes), soc, overrides, dtype)
-            for node, b in unfused_bytes(k, inputs)]
-
-
-def cube_nodes(k: Kernel, inputs: Sequence[np.ndarray], soc: Soc, nodes: list[NodeCost], table: Mapping[str, float],
-               overrides: Mapping[str, float] | None = None) -> list[NodeCost]:
-    """The op's MatMul nodes no faster than its class's bare MatMul (the same gemms and tiling, an identity epilogue)
-    timed under the same assumptions, their share by FLOPs each, plus a launch: a cube-side assumption at a corner
-    (a narrower L1 port, a longer DMA latency) slows the MatMul whether or not its epilogue is fused, so the fused
-    op is judged on what fusing changes. The published-efficiency roofline stays the floor."""
-    bare = getattr(of(k).schedule, "bare", None)
-    flops = sum(n.flops for n in nodes)
-    if bare is None or not flops:
-        return nodes
-    b = render(k.op, bare(k.ir), soc)
-    try:
-        r = run(b.ir, b.files, f"{k.op.op_type}TilingData", inputs, soc, values=False, timing=table)
-    except AscOnnxError:  # the op's own run says why, if it fails too
-        return nodes
-    t = r.time or {}
-    body = float(t.get("cycles", 0.0)) / float(t.get("clock_hz", table["clock_hz"])) * 1e6
-    launch = launch_us(soc, overrides=overrides)
-    return [NodeCost(n.op_type, n.bytes, n.flops, max(n.us, launch + body * n.flops / flops)) if n.flops else n
-            for n in nodes]
+    types = {v: dtype for v in sizes}
+    types.update({n: dtype_of(a) for n, a in zip(k.op.input_names, inputs)})
+    chain = atc_passes.kernels(list(k.op.function.node), sizes, types, soc.name, static)
+    return atc_costs(chain, soc, overrides)
 
 
 def bound_us(k: Kernel, inputs: Sequence[np.ndarray], soc: Soc,
@@ -197,44 +196,47 @@ def bound_us(k: Kernel, inputs: Sequence[np.ndarray], soc: Soc,
     vec = sum(math.prod(sizes.get(n.output[0], shape)) for n in k.op.function.node
               if n.op_type not in CUBE_OPS | VIEWS and n.output)
     fp32 = dtype_of(inputs[0]) == TensorProto.FLOAT
-    elems = value(soc.name, "vector_fp16_elems", o) * (0.5 if fp32 else 1.0)
-    cube = value(soc.name, "cube_fp16_flops", o) * (0.5 if fp32 else 1.0)
-    t = max(compulsory / value(soc.name, "gm_bandwidth", o), flops / cube, vec / elems)
+    elems = value(soc.chip, "vector_fp16_elems", o) * (0.5 if fp32 else 1.0)
+    cube = value(soc.chip, "cube_fp16_flops", o) * (0.5 if fp32 else 1.0)
+    t = max(compulsory / value(soc.chip, "gm_bandwidth", o), flops / cube, vec / elems)
     return t * 1e6, int(compulsory), flops + vec
 
 
 def estimate_at(k: Kernel, shapes: Sequence[Sequence[int]], soc: Soc, overrides: Mapping[str, float] | None = None,
-                binding: Mapping[str, int] | None = None) -> OpEstimate:
-    """One fused op on inputs of these shapes: its kernel timed in the emulator (timing only) against its nodes."""
+                binding: Mapping[str, int] | None = None, static: bool = False) -> OpEstimate:
+    """One fused op on inputs of these shapes: its kernel timed in the emulator (timing only) against what ATC
+    would run for its nodes (``static``: ATC compiles the model at fixed shapes)."""
     shapes = [list(map(int, s)) for s in shapes]
     zero = np.zeros((), dtype=np_type(k.ir.dtypes[0]))
     inputs = [np.broadcast_to(zero, tuple(s)) for s in shapes]  # shapes only: nothing is allocated
-    table = emulator_table(soc.name, dict(overrides or {}))
-    unfused = cube_nodes(k, inputs, soc, unfused_nodes(k, inputs, soc, overrides), table, overrides)
+    table = emulator_table(soc.chip, dict(overrides or {}))
+    unfused = unfused_nodes(k, inputs, soc, overrides, static)
     bound, compulsory, work = bound_us(k, inputs, soc, overrides)
-    launch = launch_us(soc, mixed=of(k).cube and soc.has_data_copy_pad, overrides=overrides)
-    base = dict(op_type=k.op.op_type, binding=dict(binding or {}), shapes=shapes, launch_us=launch,
+    mixed = of(k).cube and soc.has_data_copy_pad
+    base = dict(op_type=k.op.op_type, binding=dict(binding or {}), shapes=shapes,
                 unfused_us=sum(n.us for n in unfused), bound_us=bound, compulsory_bytes=compulsory, work=work,
                 nodes=unfused)
     try:
         r = run(k.ir, k.files, f"{k.op.op_type}TilingData", inputs, soc, values=False, timing=table)
     except AscOnnxError as exc:  # a fault, a refused tiling or a crashed run: this shape is not judged
-        return OpEstimate(fused_us=math.inf, body_us=math.inf, efficiency=0.0, bottleneck="", error=str(exc), **base)
+        return OpEstimate(fused_us=math.inf, body_us=math.inf, efficiency=0.0, bottleneck="", error=str(exc),
+                          launch_us=launch_us(soc, mixed, overrides), **base)
+    launch = launch_us(soc, mixed, overrides, r.block_dim)
     t = r.time or {}
     clock = float(t.get("clock_hz", table["clock_hz"]))
     body = float(t.get("cycles", 0.0)) / clock * 1e6
     busy = {p: c / clock * 1e6 for p, c in dict(t.get("busy", {})).items() if c}
-    return OpEstimate(fused_us=body + launch, body_us=body, efficiency=bound / body if body else 0.0,
+    return OpEstimate(fused_us=body + launch, body_us=body, launch_us=launch, efficiency=bound / body if body else 0.0,
                       bottleneck=max(busy, key=busy.get) if busy else "", busy_us=busy,
                       hbm_bytes=int(t.get("hbm_bytes", 0)), l2_bytes=int(t.get("l2_bytes", 0)),
                       vec_read_hbm=int(t.get("vec_read_hbm", 0)), vec_read_l2=int(t.get("vec_read_l2", 0)), **base)
 
 
 def estimate(k: Kernel, binding: Mapping[str, int], soc: Soc, overrides: Mapping[str, float] | None = None,
-             instance: int = 0) -> OpEstimate:
+             instance: int = 0, static: bool = False) -> OpEstimate:
     """One fused op at one binding of the dynamic dims (its instance's shapes there)."""
     shapes = [bind(s, binding) for s in k.op.instances[instance].input_shapes]
-    return estimate_at(k, shapes, soc, overrides, binding)
+    return estimate_at(k, shapes, soc, overrides, binding, static)
 
 
 @dataclass
@@ -281,6 +283,14 @@ class Judgement:
                 f"end ({n.fused_us:.1f} against {n.unfused_us:.1f} us at the table's values; estimates)")
 
 
+def static_shapes(model: ModelProto, shape_map: Mapping[str, Sequence[int]]) -> bool:
+    """ATC compiles the model at fixed shapes: every input dim is a number, or the user gave the input's shape
+    (atc.sh passes it as ``--input_shape``)."""
+    return all(vi.name in shape_map or all(d.HasField("dim_value") and d.dim_value > 0
+                                            for d in vi.type.tensor_type.shape.dim)
+               for vi in model.graph.input if vi.name not in {t.name for t in model.graph.initializer})
+
+
 def judge(kernels: Sequence[Kernel], model: ModelProto, shape_map: Mapping[str, Sequence[int]], soc: Soc,
           overrides: Mapping[str, float] | None = None, report: Any = None,
           binds: Sequence[Mapping[str, int]] | None = None) -> list[Judgement]:
@@ -288,9 +298,10 @@ def judge(kernels: Sequence[Kernel], model: ModelProto, shape_map: Mapping[str, 
     shape its instances have there, at the table's values and at the slow corner; with ``overrides``, at those
     values alone, where the decision is then taken (to see a decision at one point of the ranges)."""
     prebuild([(k.ir, k.files, f"{k.op.op_type}TilingData", d, soc) for k in kernels for d in k.ir.dtypes[:1]])
-    slow = corner(soc.name, slow=True)
+    slow = corner(soc.chip, slow=True)
     out = []
     binds = bindings(model, shape_map) if binds is None else binds
+    static = static_shapes(model, shape_map)
     for i, k in enumerate(kernels):
         if report is not None:
             report("estimating", i, len(kernels), k.op.op_type)
@@ -302,9 +313,9 @@ def judge(kernels: Sequence[Kernel], model: ModelProto, shape_map: Mapping[str, 
                 if key in seen:
                     continue
                 seen.add(key)
-                ests.append(estimate(k, b, soc, overrides, instance=j))
+                ests.append(estimate(k, b, soc, overrides, instance=j, static=static))
                 # with ``overrides`` the decision is taken at them: one estimate serves both lists
-                worst.append(ests[-1] if overrides is not None else estimate(k, b, soc, slow, instance=j))
+                worst.append(ests[-1] if overrides is not None else estimate(k, b, soc, slow, j, static))
         out.append(Judgement(k.op.op_type, ests, worst))
     return out
 
@@ -348,46 +359,85 @@ def _sized(model: ModelProto, binding: Mapping[str, int], shape_map: Mapping[str
 
 def model_time(asc_model: ModelProto, judgements: Sequence[Judgement], kernels: Sequence[Kernel],
                shipped: set[str], binding: Mapping[str, int], shape_map: Mapping[str, Sequence[int]],
-               soc: Soc) -> dict[str, Any]:
-    """The whole model at one binding, by op type: unfused (every original node at its roofline plus a launch) and
-    fused (each shipped fused node at its kernel's estimate, the rest as unfused). Nodes onnx cannot size are
-    counted, not costed."""
+               soc: Soc, static: bool = False) -> dict[str, Any]:
+    """The whole model at one binding, by CANN kernel and fused op: unfused (what ATC would run for every original
+    node) and fused (each shipped fused node at its kernel's estimate, the rest as ATC would run them), at the
+    table values and, under ``slow_corner``, with every assumption at its slow end (the judge's slow estimates of
+    the fused nodes, the fastest measured runs of the unfused kernels). Nodes onnx cannot size are counted, not
+    costed."""
     _, shapes, types = _sized(asc_model, binding, shape_map)
     by_node = {inst.node: (k, inst) for k in kernels for inst in k.op.instances}
     judged = {j.op_type: j for j in judgements}
-    unfused: dict[str, float] = {}
-    fused: dict[str, float] = {}
     unsized = 0
+    rest = []
+    mine = []
     for node in asc_model.graph.node:
         if node.name in by_node and node.op_type in judged:
             k, inst = by_node[node.name]
-            key = [list(bind(s, binding)) for s in inst.input_shapes]
-            est = next((e for e in judged[node.op_type].estimates if e.shapes == key and e.binding == dict(binding)),
-                       None)
+            mine.append((node.op_type, [list(bind(s, binding)) for s in inst.input_shapes]))
+            continue
+        names = [v for v in list(node.input) + list(node.output) if v]
+        if node.op_type not in VIEWS and (not node.output or any(v not in shapes for v in names)):
+            unsized += 1
+            continue
+        rest.append(node)
+    chain = atc_passes.kernels(rest, shapes, types, soc.name, static)
+    out: dict[str, Any] = {}
+    for slow in (False, True):
+        unfused: dict[str, float] = {}
+        fused: dict[str, float] = {}
+        missing = 0
+        for op_type, key in mine:
+            ests = judged[op_type].slow if slow else judged[op_type].estimates
+            est = next((e for e in ests if e.shapes == key and e.binding == dict(binding)), None)
             if est is None:
-                unsized += 1
+                missing += 1
                 continue
             for n in est.nodes:
                 unfused[n.op_type] = unfused.get(n.op_type, 0.0) + n.us
-            if node.op_type in shipped and est.error is None:
-                fused[node.op_type] = fused.get(node.op_type, 0.0) + est.fused_us
+            if op_type in shipped and est.error is None:
+                fused[op_type] = fused.get(op_type, 0.0) + est.fused_us
             else:
                 for n in est.nodes:
                     fused[n.op_type] = fused.get(n.op_type, 0.0) + n.us
-            continue
-        names = [v for v in list(node.input) + list(node.output) if v]
-        if not node.output or any(v not in shapes for v in names):
-            if node.op_type not in VIEWS:
-                unsized += 1
-            continue
-        item = {v: IO_TYPES.get(types.get(v, TensorProto.FLOAT), (None, 4))[1] for v in names}
-        nbytes = sum(math.prod(shapes[v]) * item[v] for v in names)
-        cost = node_cost(node.op_type, nbytes, flops_of(node, shapes), soc, io_dtype=types.get(node.output[0], 1))
-        unfused[node.op_type] = unfused.get(node.op_type, 0.0) + cost.us
-        fused[node.op_type] = fused.get(node.op_type, 0.0) + cost.us
-    return {"binding": dict(binding), "unfused_us": sum(unfused.values()), "fused_us": sum(fused.values()),
-            "unfused_by_op_type": dict(sorted(unfused.items(), key=lambda x: -x[1])),
-            "fused_by_op_type": dict(sorted(fused.items(), key=lambda x: -x[1])), "unsized_nodes": unsized}
+        for c in atc_costs(chain, soc, corner(soc.chip, slow=True) if slow else None):
+            unfused[c.op_type] = unfused.get(c.op_type, 0.0) + c.us
+            fused[c.op_type] = fused.get(c.op_type, 0.0) + c.us
+        side = {"unfused_us": sum(unfused.values()), "fused_us": sum(fused.values()),
+                "unfused_by_op_type": dict(sorted(unfused.items(), key=lambda x: -x[1])),
+                "fused_by_op_type": dict(sorted(fused.items(), key=lambda x: -x[1]))}
+        if slow:
+            out["slow_corner"] = side
+        else:
+            out.update({"binding": dict(binding), **side, "unsized_nodes": unsized + missing})
+    return out
+
+
+def model_nodes(model: ModelProto, binding: Mapping[str, int], shape_map: Mapping[str, Sequence[int]], soc: Soc,
+                static: bool) -> list[dict[str, Any]]:
+    """Every node of the original model at one binding as ATC would run it: its name, op type, the CANN kernel it
+    is costed as (after ATC's passes; the nodes a pass puts into one kernel name its first node), its input
+    shapes, ``measured`` or not, and the kernel's estimate at the table values and both corners (us)."""
+    _, shapes, types = _sized(model, binding, shape_map)
+    nodes = list(model.graph.node)
+    chain = atc_passes.kernels(nodes, shapes, types, soc.name, static)
+    ends = [atc_costs(chain, soc, o) for o in (None, corner(soc.chip, slow=True), corner(soc.chip, slow=False))]
+    where = {name: i for i, k in enumerate(chain) for name in k.nodes}
+    out = []
+    for n in nodes:
+        i = where.get(n.name)
+        row: dict[str, Any] = {"name": n.name, "op_type": n.op_type,
+                               "input_shapes": [list(shapes[x]) if x in shapes else None for x in n.input]}
+        if i is None:
+            row.update(kernel=None, why="a view (no data moves)" if n.op_type in VIEWS else "unsized")
+        elif chain[i].nodes[0] != n.name:
+            row.update(kernel=chain[i].kernel, in_kernel_of=chain[i].nodes[0])
+        else:
+            t, w, f = (e[i] for e in ends)
+            row.update(kernel=t.op_type, passes=list(t.passes), measured=t.measured, rule=t.rule,
+                       us=round(t.us, 3), slow_corner_us=round(w.us, 3), fast_corner_us=round(f.us, 3))
+        out.append(row)
+    return out
 
 
 def record(judgements: Sequence[Judgement], shipped: set[str], keep_slower: bool,
@@ -421,15 +471,25 @@ def lines(est: Mapping[str, Any]) -> str:
         for e in op["estimates"]:
             if e["error"]:
                 continue
-            out.append(f"  {op['op_type']} at {label(e['binding'])}: est. {e['fused_us']:.1f} us fused "
-                       f"({e['efficiency']:.0%} of its bound, {e['bottleneck'] or '-'}-bound) against est. "
-                       f"{e['unfused_us']:.1f} us unfused" + ("" if op["shipped"] else " (not shipped)"))
+            w = next((x for x in op.get("slow_corner", []) if x["binding"] == e["binding"]
+                      and x["shapes"] == e["shapes"]), e)
+            ratio = w["unfused_us"] / max(w["fused_us"], 1e-9)
+            table = e["unfused_us"] / max(e["fused_us"], 1e-9)
+            out.append(f"  {op['op_type']} at {label(e['binding'])}: est. {ratio:.2f}x at the slow corner, "
+                       f"{table:.2f}x at the table values "
+                       f"({e['fused_us']:.1f} us fused, {e['efficiency']:.0%} of its bound, "
+                       f"{e['bottleneck'] or '-'}-bound, against {e['unfused_us']:.1f} us as ATC would run it)"
+                       + ("" if op["shipped"] else " (not shipped)"))
     for m in est.get("model", []):
-        out.append(f"model at {label(m['binding'])}: est. {m['fused_us']:.1f} us fused against est. "
-                   f"{m['unfused_us']:.1f} us unfused ({m['unfused_us'] / max(m['fused_us'], 1e-9):.2f}x)"
+        w = m.get("slow_corner", m)
+        out.append(f"model at {label(m['binding'])}: est. {w['unfused_us'] / max(w['fused_us'], 1e-9):.2f}x at the "
+                   f"slow corner ({w['fused_us']:.1f} us fused against {w['unfused_us']:.1f} us unfused as ATC would "
+                   f"run it), {m['unfused_us'] / max(m['fused_us'], 1e-9):.2f}x at the table values "
+                   f"({m['fused_us']:.1f} against {m['unfused_us']:.1f} us)"
                    + (f"; {m['unsized_nodes']} nodes unsized" if m["unsized_nodes"] else ""))
     return "\n".join(out)
 
 
 __all__ = ["Judgement", "NodeCost", "OpEstimate", "bind", "bindings", "bound_us", "estimate",
-           "estimate_at", "judge", "label", "launch_us", "lines", "model_time", "node_cost", "record", "unfused_nodes"]
+           "estimate_at", "judge", "label", "launch_us", "lines", "model_nodes", "model_time", "record",
+           "static_shapes", "unfused_nodes"]

@@ -37,7 +37,7 @@ def counts(soc: str, models: list[Path]) -> tuple[collections.Counter, collectio
         res = asc_onnx.fuse(path, options=FuseOptions(soc=soc, emulate=False, input_shapes=SHAPES.get(path.stem, ())),
                             validate=False)
         kind = {op.op_type: op.kernel for op in res.ops}
-        for e in res.report["estimates"]["ops"]:
+        for e in (res.report.get("estimates") or {}).get("ops", []):
             judged[kind[e["op_type"]]] += 1
             shipped[kind[e["op_type"]]] += bool(e["shipped"])
         # An attention op that did not ship left the model (its regions keep their smaller fusions): counted from

@@ -16,7 +16,7 @@ from onnx import helper
 import asc_onnx
 from asc_onnx import FuseOptions
 from asc_onnx.cli import main
-from asc_onnx.dims import SWEEP, evaluate, name_input_dims, roles, show, sweep
+from asc_onnx.dims import DECODE_PAST, SWEEP, evaluate, name_input_dims, roles, show, sweep
 from asc_onnx.load import load
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
@@ -71,7 +71,18 @@ def test_the_dim_roles_of_every_fixture(name):
     found = roles(m)
     assert {n: r.role for n, r in found.items()} == FIXTURE_ROLES[name]
     corners = sweep(m, {})
-    assert corners == [{n: SWEEP[r][c] for n, r in FIXTURE_ROLES[name].items()} for c in (0, 1)] if found else [{}]
+    if not found:
+        assert corners == [{}]
+        return
+    roles_ = FIXTURE_ROLES[name]
+    # every role small, every role large, then batch 1 with the rest large and batch 8 with the rest small, and
+    # decode (one query against DECODE_PAST cached keys) where there is a past-KV input; no binding twice
+    assert corners[:2] == [{n: SWEEP[r][c] for n, r in roles_.items()} for c in (0, 1)]
+    cross = [{n: SWEEP[r][b if r == "batch" else x] for n, r in roles_.items()} for b, x in ((0, 1), (1, 0))]
+    assert all(c in corners for c in cross)
+    assert len(corners) == len({tuple(sorted(c.items())) for c in corners})
+    past = [n for n, r in roles_.items() if r == "past"]
+    assert bool(past) == any(c.get(past[0]) == DECODE_PAST[-1] for c in corners) if past else True
 
 
 def test_inspect_lists_the_roles(capsys):

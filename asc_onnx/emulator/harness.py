@@ -299,7 +299,7 @@ def run(k: KernelIR, sources: Mapping[str, str], struct: str,
     prog = build(k, sources, struct, dtype, soc)
     driver = of(k).driver
     ctype, size = IO_TYPES[dtype]
-    table = dict(emulator_table(soc.name)) if timing is None else dict(timing)
+    table = dict(emulator_table(soc.chip)) if timing is None else dict(timing)
     kept = None
     if not values:  # a timing-only run depends on the program, the shapes and the constants only: kept on disk
         key = json.dumps([str(prog), [list(a.shape) for a in inputs], params, core_num, sorted(table.items()),
