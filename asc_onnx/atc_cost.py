@@ -95,8 +95,8 @@ class Curve:
     """Time against bytes on the chip the kernels were measured on: ``xs`` bytes, and at each the fastest run, the
     median fit (non-decreasing) and the slowest run of the kernels of that size (us); the corners never cross the
     median fit. Between points the curve is interpolated on log axes; below the first it is the first point's (the
-    kernel's floor); beyond the last it grows in proportion
-    to the bytes (bandwidth-bound)."""
+    kernel's floor); beyond the last the further bytes take the sustained rate of the largest profiled Add
+    (:func:`sustained_rate`), not the last point's own rate (a small kernel's is far below it)."""
 
     name: str
     chip: str
@@ -106,7 +106,11 @@ class Curve:
     hi: tuple[float, ...]
 
     def at(self, nbytes: float) -> tuple[float, float, float]:
-        lo, med, hi = (_interp(nbytes, self.xs, ys) for ys in (self.lo, self.med, self.hi))
+        if nbytes > self.xs[-1]:  # beyond the profiles: the rest of the bytes at the sustained rate
+            extra = (nbytes - self.xs[-1]) / sustained_rate()
+            lo, med, hi = (ys[-1] + extra for ys in (self.lo, self.med, self.hi))
+        else:
+            lo, med, hi = (_interp(nbytes, self.xs, ys) for ys in (self.lo, self.med, self.hi))
         return min(lo, med), med, max(hi, med)
 
 
@@ -114,7 +118,7 @@ def _interp(x: float, xs: tuple[float, ...], ys: tuple[float, ...]) -> float:
     if x <= xs[0]:
         return ys[0]
     if x >= xs[-1]:
-        return ys[-1] * x / xs[-1]
+        return ys[-1]
     j = int(np.searchsorted(xs, x))
     t = (math.log(x) - math.log(xs[j - 1])) / (math.log(xs[j]) - math.log(xs[j - 1]))
     return math.exp(math.log(ys[j - 1]) + t * (math.log(ys[j]) - math.log(ys[j - 1])))
@@ -144,6 +148,14 @@ def curve(name: str) -> Curve:
     lo = [min(q.lo for q in ps if q.bytes == p.bytes) for p in ps]
     hi = [max(q.hi for q in ps if q.bytes == p.bytes) for p in ps]
     return Curve(name, chip, tuple(xs), tuple(map(float, lo)), tuple(med), tuple(map(float, hi)))
+
+
+@functools.cache
+def sustained_rate() -> float:
+    """Bytes per us a CANN vector kernel sustains on its profiled chip: the largest profiled Add's (176 MB in
+    138 us on 910B4-1, 1.28 TB/s), what a curve adds beyond its largest profile."""
+    p = max((p for p in profiles() if p.kernel == "Add"), key=lambda p: p.bytes)
+    return p.bytes / p.median
 
 
 @dataclass(frozen=True)

@@ -363,7 +363,8 @@ def model_time(asc_model: ModelProto, judgements: Sequence[Judgement], kernels: 
     """The whole model at one binding, by CANN kernel and fused op: unfused (what ATC would run for every original
     node) and fused (each shipped fused node at its kernel's estimate, the rest as ATC would run them), at the
     table values and, under ``slow_corner``, with every assumption at its slow end (the judge's slow estimates of
-    the fused nodes, the fastest measured runs of the unfused kernels). Nodes onnx cannot size are counted, not
+    the fused nodes against the fastest measured runs of the kernels they replace; the kernels both sides run at
+    their slowest runs, which makes the ratio least). Nodes onnx cannot size are counted, not
     costed."""
     _, shapes, types = _sized(asc_model, binding, shape_map)
     by_node = {inst.node: (k, inst) for k in kernels for inst in k.op.instances}
@@ -400,7 +401,9 @@ def model_time(asc_model: ModelProto, judgements: Sequence[Judgement], kernels: 
             else:
                 for n in est.nodes:
                     fused[n.op_type] = fused.get(n.op_type, 0.0) + n.us
-        for c in atc_costs(chain, soc, corner(soc.chip, slow=True) if slow else None):
+        # The nodes both sides run alike are at their slowest runs in the slow corner: the larger the common
+        # part, the smaller the ratio of the two sides.
+        for c in atc_costs(chain, soc, {UNFUSED_END: 1.0} if slow else None):
             unfused[c.op_type] = unfused.get(c.op_type, 0.0) + c.us
             fused[c.op_type] = fused.get(c.op_type, 0.0) + c.us
         side = {"unfused_us": sum(unfused.values()), "fused_us": sum(fused.values()),

@@ -42,6 +42,7 @@ def test_llama7b_bench_smoke_from_another_working_directory(tmp_path, budget):
     ("bench_schedules.py", "single-buffered"),
     ("bench_chip.py", "GEMM 512^3"),
     ("bench_ship.py", "Ascend910B  matmul"),
+    ("bench_judge.py", "all fitted"),
     ("bench_attention.py", "emulated, max abs error"),
 ])
 def test_bench_smoke(tmp_path, script, expect):
