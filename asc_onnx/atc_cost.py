@@ -154,7 +154,7 @@ def curve(name: str) -> Curve:
 def sustained_rate() -> float:
     """Bytes per us a CANN vector kernel sustains on its profiled chip: the largest profiled Add's (176 MB in
     138 us on 910B4-1, 1.28 TB/s), what a curve adds beyond its largest profile."""
-    p = max((p for p in profiles() if p.kernel == "Add"), key=lambda p: p.bytes)
+    p = max((p for p in profiles() if p.kernel in CURVES["Add"]), key=lambda p: p.bytes)
     return p.bytes / p.median
 
 
