@@ -11,7 +11,8 @@ import pytest
 from conftest import MODELS
 from onnx import TensorProto, helper
 
-from asc_onnx import atc_passes
+import asc_onnx
+from asc_onnx import FuseOptions, atc_passes
 from asc_onnx.atc_cost import cube_fit, curve, kernel_cost, launch_us, profiles
 from asc_onnx.atc_passes import AtcKernel
 from asc_onnx.cli import run
@@ -22,10 +23,6 @@ from asc_onnx.hardware import corner, emulator_table, value
 from asc_onnx.soc import get_soc
 
 F16 = TensorProto.FLOAT16
-
-
-def _chain(nodes, shapes, dtype=F16):
-    return [n for n in nodes], dict(shapes), {v: dtype for v in shapes}
 
 
 def _kernels(nodes, shapes, family="Ascend910B", static=True, dtype=F16):
@@ -157,6 +154,11 @@ def test_judged_shapes_by_role_with_decode_on_a_kv_cache_fixture():
     past = [b for b in binds if any(v == DECODE_PAST[-1] for v in b.values())]
     assert past, binds
     assert not static_shapes(model, {})
+    res = asc_onnx.fuse(model, options=FuseOptions(emulate=False), validate=False)
+    softmax = next(o for o in res.report["estimates"]["ops"] if "Softmax" in o["op_type"])
+    # the scores' last dim is the cache: judged (at both ends) against 8192 cached keys
+    assert any(e["binding"] == past[0] and not e["error"] for e in softmax["estimates"])
+    assert any(e["binding"] == past[0] for e in softmax["slow_corner"])
 
 
 def test_estimate_json_gives_the_figures_fuse_reports(tmp_path, capsys):
