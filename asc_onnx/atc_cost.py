@@ -39,9 +39,15 @@ DATA = Path(__file__).resolve().parent / "data" / "msopmodeling_profiles.csv"
 #: msopmodeling's ``910B4-1.yaml`` gives it 20 cube and 40 vector cores at 1650 MHz, as ``910B4.yaml``).
 PROFILED = {"910B4-1": "Ascend910B4", "910B1": "Ascend910B1"}
 SIZES = {"bf16": 2, "fp16": 2, "fp32": 4, "int64": 8, "int32": 4, "int8": 1, "bool": 1}
-#: Curves: a CANN kernel and the profiled kernels it is fitted to.
+#: Curves: a CANN kernel and the profiled kernels it is fitted to. Add, Mul and the pooled elementwise curve come
+#: in two: same-shape inputs, and a broadcast input (``/broadcast``), which CANN's profiles show slower per byte
+#: (Mul [64, 128] x [64, 1] 11.9 us against [8, 1024] x [8, 1024] 2.9 us).
 CURVES = {"Add": ("Add",), "Mul": ("Mul",), "elementwise": ("Add", "Mul"), "RmsNorm": ("RmsNorm",),
-          "LayerNormV3": ("LayerNormV3",), "SoftmaxV2": ("SoftmaxV2",), "SliceAiCore": ("SliceAiCore",)}
+          "LayerNormV3": ("LayerNormV3",), "SoftmaxV2": ("SoftmaxV2",), "SliceAiCore": ("SliceAiCore",),
+          "Add/broadcast": ("Add",), "Mul/broadcast": ("Mul",), "elementwise/broadcast": ("Add", "Mul")}
+SPLIT = {"Add", "Mul", "elementwise"}  # the curves that come in two
+#: The cube fit comes in two: at most this many rows (M), CANN's matmuls are bound by streaming B, not by FLOPs.
+GEMV_ROWS = 16
 CUBE_KERNELS = ("MatMulV2", "MatMulV3", "BatchMatMulV2")
 
 
@@ -65,6 +71,16 @@ class Profile:
     def bytes(self) -> int:
         return (sum(math.prod(s) * SIZES[d] for s, d in zip(self.inputs, self.dtypes))
                 + sum(math.prod(s) * SIZES[d] for s, d in zip(self.outputs, self.out_dtypes)))
+
+    @property
+    def broadcast(self) -> bool:
+        """An input of more than one element smaller than the output (as :class:`AtcKernel` says it)."""
+        size = math.prod(self.outputs[0])
+        return any(1 < math.prod(s) < size for s in self.inputs)
+
+    @property
+    def rows(self) -> int:
+        return int(self.outputs[0][-2]) if len(self.outputs[0]) >= 2 else 1
 
     @property
     def flops(self) -> float:
@@ -138,7 +154,9 @@ def _isotonic(ys: list[float]) -> list[float]:
 @functools.cache
 def curve(name: str) -> Curve:
     """The fitted curve of one vector kernel (:data:`CURVES`), on the chip most of its profiles ran on."""
-    ps = [p for p in profiles() if p.kernel in CURVES[name]]
+    base = name.split("/")[0]
+    ps = [p for p in profiles() if p.kernel in CURVES[name]
+          and (base not in SPLIT or p.broadcast == name.endswith("/broadcast"))]
     chip = max({p.chip for p in ps}, key=lambda c: sum(p.chip == c for p in ps))
     ps = sorted((p for p in ps if p.chip == chip), key=lambda p: (p.bytes, p.median))
     xs: list[float] = []
@@ -161,7 +179,8 @@ def sustained_rate() -> float:
 @dataclass(frozen=True)
 class CubeFit:
     """``launch + flops / (peak x efficiency) + bytes / bandwidth`` on the profiled chip, with the spread of every
-    run about it (``lo`` and ``hi`` as factors)."""
+    run about it (``lo`` and ``hi`` as factors). A term the profiles do not support is infinite (no cost): at a few
+    rows, CANN's matmuls take their time streaming B, not in FLOPs."""
 
     chip: str
     launch_us: float
@@ -183,16 +202,26 @@ def _cube_peak(chip: str) -> float:
 
 
 @functools.cache
-def cube_fit() -> CubeFit:
-    """The cube kernels' fit to their profiles (relative least squares on the launch, FLOPs and bytes terms)."""
-    ps = [p for p in profiles() if p.kernel in CUBE_KERNELS]
+def cube_fit(gemv: bool = False) -> CubeFit:
+    """The cube kernels' fit to their profiles (relative least squares on the launch, FLOPs and bytes terms), for
+    at most :data:`GEMV_ROWS` rows (``gemv``) or more."""
+    ps = [p for p in profiles() if p.kernel in CUBE_KERNELS and (p.rows <= GEMV_ROWS) == gemv]
     chip = ps[0].chip
     f = np.array([p.flops for p in ps])
     b = np.array([float(p.bytes) for p in ps])
     y = np.array([p.median for p in ps])
-    a = np.stack([np.ones_like(f), f, b], 1) / y[:, None]
-    (launch, per_flop, per_byte), *_ = np.linalg.lstsq(a, np.ones_like(y), rcond=None)
-    fit = CubeFit(chip, float(launch), float(1e6 / (per_flop * _cube_peak(chip))), float(1e6 / per_byte), 1.0, 1.0)
+    cols = [np.ones_like(f), f, b]
+    keep = [0, 1, 2]
+    while True:  # least squares with no negative term: a term that fits negative is dropped and the rest refitted
+        a = np.stack([cols[i] for i in keep], 1) / y[:, None]
+        x, *_ = np.linalg.lstsq(a, np.ones_like(y), rcond=None)
+        if (x >= 0).all() or len(keep) == 1:
+            break
+        keep.pop(int(np.argmin(x)))
+    coef = dict(zip(keep, map(float, x)))
+    launch, per_flop, per_byte = coef.get(0, 0.0), coef.get(1, 0.0), coef.get(2, 0.0)
+    fit = CubeFit(chip, launch, 1e6 / (per_flop * _cube_peak(chip)) if per_flop else math.inf,
+                  1e6 / per_byte if per_byte else math.inf, 1.0, 1.0)
     mids = [fit.at(p.flops, p.bytes, chip, False)[1] for p in ps]
     return CubeFit(chip, fit.launch_us, fit.efficiency, fit.bandwidth,
                    float(min(p.lo / m for p, m in zip(ps, mids))), float(max(p.hi / m for p, m in zip(ps, mids))))
@@ -224,15 +253,17 @@ def kernel_cost(k: AtcKernel, chip: str, l2_bytes: int = 0) -> Cost:
     l2 = 0.0 if not l2_bytes else value(chip, "gm_bandwidth") / value(chip, "l2_bandwidth")
     eff = hbm + l2_bytes * l2
     if k.flops:
-        fit = cube_fit()
+        fit = cube_fit(0 < k.rows <= GEMV_ROWS)
         lo, mid, hi = fit.at(k.flops, eff, chip, k.dtype == TensorProto.FLOAT)
         measured = k.kernel in CUBE_KERNELS and chip == fit.chip
         return Cost(k.kernel, mid, lo, hi, measured, "cube fit" + ("" if measured else ", scaled to the chip"))
     name = k.kernel if k.kernel in CURVES else "elementwise"
+    if name in SPLIT and k.broadcast:
+        name += "/broadcast"
     c = curve(name)
     lo, mid, hi = c.at(_scaled_bytes(eff, c.chip, chip))
-    measured = name != "elementwise" and c.chip == chip
-    rule = (f"{name} curve" if name != "elementwise" else "the elementwise curve (Add, Mul)") + (
+    measured = not name.startswith("elementwise") and c.chip == chip
+    rule = (f"{name} curve" if not name.startswith("elementwise") else f"the {name} curve (Add, Mul)") + (
         "" if c.chip == chip else f", measured on {c.chip}, scaled by GM bandwidth")
     return Cost(k.kernel, mid, lo, hi, measured, rule)
 

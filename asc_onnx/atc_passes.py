@@ -74,6 +74,9 @@ class AtcKernel:
         flops: cube FLOPs (2 x multiply-adds), 0 for a vector kernel.
         passes: the ATC passes that made it.
         dtype: its data's ONNX element type (the first output's).
+        broadcast: an input of more than one element is smaller than the output (CANN's broadcast path, which
+            its profiles show slower per byte).
+        rows: a cube kernel's M (its output's second-last dim), 0 otherwise.
     """
 
     kernel: str
@@ -84,6 +87,8 @@ class AtcKernel:
     flops: float = 0.0
     passes: list[str] = field(default_factory=list)
     dtype: int = onnx.TensorProto.FLOAT16
+    broadcast: bool = False
+    rows: int = 0
 
     @property
     def bytes(self) -> int:
@@ -259,10 +264,15 @@ def kernels(nodes: Sequence[onnx.NodeProto], shapes: Mapping[str, Sequence[int]]
         writes = [o for o in made if any(u not in idx for u in consumers.get(o, [])) or o not in consumers]
         writes = [o for i in idx for o in nodes[i].output if o in writes]
         last = nodes[idx[-1]].output[0] if nodes[idx[-1]].output else ""
+        size = math.prod(shapes.get(last, ()) or (1,))
+        cube = next((nodes[i] for i in idx if nodes[i].op_type in CUBE), None)
         out.append(AtcKernel(kernel, [nodes[i].name for i in idx], [nodes[i].op_type for i in idx],
                              [(x, nbytes(x)) for x in reads], [(o, nbytes(o)) for o in writes],
                              sum(flops(nodes[i], shapes) for i in idx), passes,
-                             types.get(last, onnx.TensorProto.FLOAT16)))
+                             types.get(last, onnx.TensorProto.FLOAT16),
+                             any(1 < math.prod(shapes.get(x, (1,)) or (1,)) < size for x in reads),
+                             int(shapes[cube.output[0]][-2]) if cube is not None and len(shapes.get(
+                                 cube.output[0], ())) >= 2 else 0))
     return out
 
 

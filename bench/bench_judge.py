@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_ship import SMOKE_MODEL, counts  # noqa: E402
 
-from asc_onnx.atc_cost import CUBE_KERNELS, CURVES, cube_fit, curve, launch_lines, profiles  # noqa: E402
+from asc_onnx.atc_cost import CUBE_KERNELS, CURVES, GEMV_ROWS, SPLIT, cube_fit, curve, launch_lines, profiles  # noqa: E402,E501
 
 #: bench/bench_ship.py at commit 3e13fab (the unfused side at its roofline plus a 20 us launch, matmul nodes as
 #: our own bare mixed kernel), run on the same 32 fixtures: shipped / judged op types per kernel class.
@@ -43,9 +43,13 @@ def fit_table() -> tuple[int, int, int]:
     """Part 1: prints every profiled shape; returns (shapes, medians within the band, shapes with every run inside
     the corners)."""
     lo_, hi_ = BAND
-    fit = cube_fit()
-    print(f"cube fit on {fit.chip}: {fit.launch_us:.2f} us + FLOPs at {fit.efficiency:.3f} of the fp16 peak + bytes at "
-          f"{fit.bandwidth / 1e12:.3f} TB/s; corners x{fit.lo:.2f} .. x{fit.hi:.2f} (never below the cube's peak)")
+    for gemv in (True, False):
+        fit = cube_fit(gemv)
+        flops = (f"FLOPs at {fit.efficiency:.3f} of the fp16 peak" if fit.efficiency != float("inf")
+                 else "no FLOPs term (it fits negative)")
+        print(f"cube fit, M {'<=' if gemv else '>'} {GEMV_ROWS}, on {fit.chip}: {fit.launch_us:.2f} us + {flops} + "
+              f"bytes at {fit.bandwidth / 1e12:.3f} TB/s; corners x{fit.lo:.2f} .. x{fit.hi:.2f} (never below the "
+              f"cube's peak)")
     (a0, a1), (m0, m1), (h0, h1) = launch_lines()
     print(f"launch line (fastest, median, slowest runs): {a0:.2f}+{a1:.3f}/core, {m0:.2f}+{m1:.3f}/core, "
           f"{h0:.2f}+{h1:.3f}/core us: {a0 + 48 * a1:.1f}, {m0 + 48 * m1:.1f}, {h0 + 48 * h1:.1f} us on 48 cores "
@@ -55,6 +59,7 @@ def fit_table() -> tuple[int, int, int]:
     per: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0, 0])
     for p in sorted(profiles(), key=lambda p: (p.kernel, p.bytes)):
         if p.kernel in CUBE_KERNELS:
+            fit = cube_fit(p.rows <= GEMV_ROWS)
             lo, mid, hi = fit.at(p.flops, p.bytes, p.chip, p.dtypes[0] == "fp32")
         else:
             if p.kernel not in CURVES and p.kernel not in UNUSED:
@@ -63,13 +68,15 @@ def fit_table() -> tuple[int, int, int]:
                 continue
             else:
                 name = p.kernel
+            if name in SPLIT and p.broadcast:
+                name += "/broadcast"
             c = curve(name)
             if c.chip != p.chip:
                 continue
             lo, mid, hi = c.at(p.bytes)
         ratio = mid / p.median
         inside = lo <= p.lo + 1e-9 and p.hi <= hi + 1e-9
-        row = per[p.kernel if name != "elementwise" else f"{p.kernel}*"]
+        row = per[p.kernel if not name.startswith("elementwise") else f"{p.kernel}*"]
         row[0] += 1
         row[1] += lo_ <= ratio <= hi_
         row[2] += inside

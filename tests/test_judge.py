@@ -13,7 +13,7 @@ from onnx import TensorProto, helper
 
 import asc_onnx
 from asc_onnx import FuseOptions, atc_passes
-from asc_onnx.atc_cost import cube_fit, curve, kernel_cost, launch_us, profiles
+from asc_onnx.atc_cost import GEMV_ROWS, cube_fit, curve, kernel_cost, launch_us, profiles
 from asc_onnx.atc_passes import AtcKernel
 from asc_onnx.cli import run
 from asc_onnx.dims import DECODE_PAST, sweep
@@ -124,9 +124,9 @@ def test_an_fp32_matmul_is_costed_at_the_fp32_cube_rate():
 def test_measured_kernels_lie_inside_their_corners_and_unmeasured_ones_say_so():
     for p in profiles():
         if p.kernel == "MatMulV2":
-            lo, mid, hi = cube_fit().at(p.flops, p.bytes, p.chip, p.dtypes[0] == "fp32")
+            lo, mid, hi = cube_fit(p.rows <= GEMV_ROWS).at(p.flops, p.bytes, p.chip, p.dtypes[0] == "fp32")
         elif p.kernel in ("Add", "RmsNorm", "SoftmaxV2"):
-            lo, mid, hi = curve(p.kernel).at(p.bytes)
+            lo, mid, hi = curve(p.kernel + ("/broadcast" if p.kernel == "Add" and p.broadcast else "")).at(p.bytes)
         else:
             continue
         assert lo <= p.lo + 1e-9 and p.hi <= hi + 1e-9, p
@@ -190,3 +190,18 @@ def test_an_erf_gelu_is_one_kernel_on_a2_at_static_shapes_and_a_tanh_chain_is_no
     chain = [helper.make_node("Mul", ["x", "c"], ["d"]), helper.make_node("Add", ["d", "one"], ["a"]),
              helper.make_node("Tanh", ["a"], ["y"])]
     assert len(_kernels(chain, s)) == 3
+
+
+def test_a_broadcast_input_takes_canns_broadcast_curve_and_a_few_row_matmul_its_gemv_fit():
+    s = {"x": (64, 128), "r": (64, 1), "y": (64, 128), "z": (64, 128)}
+    same, = _kernels([helper.make_node("Mul", ["x", "y"], ["z"], name="m")], s)
+    bcast, = _kernels([helper.make_node("Mul", ["x", "r"], ["z"], name="m")], s)
+    assert bcast.broadcast and not same.broadcast
+    assert "broadcast" in kernel_cost(bcast, "Ascend910B4").rule
+    assert "broadcast" not in kernel_cost(same, "Ascend910B4").rule
+    m = {"a": (8, 4096), "w": (4096, 11008), "o": (8, 11008)}
+    mm, = _kernels([helper.make_node("MatMul", ["a", "w"], ["o"], name="mm")], m)
+    assert mm.rows == 8
+    # at 8 rows the time is B's bytes streamed, well above the FLOPs' share of the cube
+    c = kernel_cost(mm, "Ascend910B4")
+    assert c.us > mm.bytes / value("Ascend910B4", "gm_bandwidth") * 1e6
