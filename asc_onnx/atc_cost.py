@@ -190,7 +190,7 @@ class CubeFit:
     hi: float
 
     def at(self, flops: float, nbytes: float, chip: str, fp32: bool) -> tuple[float, float, float]:
-        peak = _cube_peak(chip) * (0.25 if fp32 else 1.0)
+        peak = _cube_peak(chip) * (value(chip, "cube_fp32_share") if fp32 else 1.0)
         bw = self.bandwidth * value(chip, "gm_bandwidth") / value(self.chip, "gm_bandwidth")
         mid = self.launch_us + (flops / (peak * self.efficiency) + nbytes / bw) * 1e6
         roof = flops / peak * 1e6  # (a profiled kernel's bytes may be L2 hits: only the FLOPs bound it)

@@ -196,8 +196,8 @@ def bound_us(k: Kernel, inputs: Sequence[np.ndarray], soc: Soc,
     vec = sum(math.prod(sizes.get(n.output[0], shape)) for n in k.op.function.node
               if n.op_type not in CUBE_OPS | VIEWS and n.output)
     fp32 = dtype_of(inputs[0]) == TensorProto.FLOAT
-    elems = value(soc.chip, "vector_fp16_elems", o) * (0.5 if fp32 else 1.0)
-    cube = value(soc.chip, "cube_fp16_flops", o) * (0.5 if fp32 else 1.0)
+    elems = value(soc.chip, "vector_fp16_elems", o) * (0.5 if fp32 else 1.0)  # 64 float lanes a repeat
+    cube = value(soc.chip, "cube_fp16_flops", o) * (value(soc.chip, "cube_fp32_share", o) if fp32 else 1.0)
     t = max(compulsory / value(soc.chip, "gm_bandwidth", o), flops / cube, vec / elems)
     return t * 1e6, int(compulsory), flops + vec
 

@@ -35,6 +35,7 @@ MATMUL_README = (f"{SHARED}/asc-devkit/examples/01_simd_cpp_api/05_best_practice
 MSOPMODELING = ("msopmodeling 1.0.9 (PyPI) tilesim/core/config/arc_config/<chip>/<chip>.yaml: MindStudio's op "
                 "performance model, whose profiles of the same chip are the measurements the judge is fitted to")
 FACTS_TABLE = "shared/reference/cann_facts.md section 13 (chip table; CANN platform ini values, S9)"
+ARCH_2201 = f"{SHARED}/asc-devkit/docs/zh/guide/编程指南/高级编程/硬件实现/硬件约束/NPU架构版本2201.md"
 ADD_README = (f"{SHARED}/asc-devkit/examples/01_simd_cpp_api/05_best_practices/00_vector_compute/"
               "add_high_performance/README_en.md")
 
@@ -63,6 +64,8 @@ class Fact:
 FACTS: dict[str, dict[str, Fact]] = {
     "Ascend910B": {
         "vector_repeat_bytes": Fact(256, "bytes", GUIDE_VECTOR, quote="单次迭代固定处理32B × 8 block = 256B数据"),
+        "cube_fp32_share": Fact(0.25, "fraction", ARCH_2201, quote="Cube计算场景float算力为half算力的1/4",
+                                note="torch_npu measures 84.5 TFLOPS fp32 at 4096^3 on 910B2 against 314.5 fp16"),
         "gm_peak_bandwidth": Fact(1.8e12, "bytes/s", GUIDE_PERF, quote="GM峰值带宽约为1.8TB/s",
                                   note="the higher published figure (CATLASS uses it too)"),
         "l2_bytes": Fact(192 * 2**20, "bytes", GUIDE_L2, quote="L2 Cache大小为192MB"),
@@ -114,6 +117,8 @@ FACTS: dict[str, dict[str, Fact]] = {
                              note="press reports of the Atlas 300I Duo give 408 GB/s for its two chips",
                              assumed=(180e9, 204.8e9)),
         "vector_repeat_bytes": Fact(256, "bytes", GUIDE_VECTOR, quote="单次迭代固定处理32B × 8 block = 256B数据"),
+        "cube_fp32_share": Fact(0.25, "fraction", "none published for 310P",
+                                note="NPU架构版本2002.md states none; 2201's quarter assumed", assumed=(0.25, 0.5)),
         "ub_bytes": Fact(256 * 1024, "bytes", FACTS_15, note="UB 256 KB; the host tiling sees the whole of it"),
         "l1_bytes": Fact(1024 * 1024, "bytes", FACTS_15, note="L1 1 MB (ini-derived, third-party)"),
         "l0c_bytes": Fact(256 * 1024, "bytes", FACTS_15, note="L0C 256 KB (ini-derived, third-party)"),
@@ -231,7 +236,8 @@ def emulator_table(soc: str, overrides: dict[str, float] | None = None) -> dict[
         "vec_issue": v("vec_issue_cycles"), "vec_repeat": 1, "vec_slow_repeat": v("vec_slow_repeat_cycles"),
         "scalar_op": v("scalar_op_cycles"), "dispatch": 1, "v_to_s": v("v_to_s_drain_cycles"),
         "flag": v("flag_latency_cycles"), "kfc": 0 if coupled else v("kfc_message_us") * 1e-6 * v("clock"),
-        "cube_macs": 16 ** 3, "mte1_bytes": v("mte1_bytes_per_cycle"), "fix_bytes": v("fix_bytes_per_cycle"),
+        "cube_macs": 16 ** 3, "cube_fp32": v("cube_fp32_share"), "mte1_bytes": v("mte1_bytes_per_cycle"),
+        "fix_bytes": v("fix_bytes_per_cycle"),
         "cores": cores, "cube_cores": cores if coupled else v("cube_cores"), "coupled": 1 if coupled else 0,
         "sync_all": 0 if coupled else v("sync_all_us") * 1e-6 * v("clock"),  # (310P: no hard SyncAll)
     }
@@ -243,7 +249,7 @@ def emulator_table(soc: str, overrides: dict[str, float] | None = None) -> dict[
 #: costed from measurements (:mod:`asc_onnx.atc_cost`), at their fastest measured runs at the slow corner
 #: (``UNFUSED_END`` -1; the fused launch takes the opposite end). The fused kernel's bandwidth, peaks and clock are
 #: slowest at "low".
-SLOW_END = {"mix_launch_us": "high", "gm_bandwidth": "low", "clock": "low",
+SLOW_END = {"mix_launch_us": "high", "cube_fp32_share": "low", "gm_bandwidth": "low", "clock": "low",
             "cube_fp16_flops": "low", "matmul_efficiency": "high", "core_dma_bytes": "low", "cube_dma_bytes": "low",
             "mte1_bytes_per_cycle": "low", "fix_bytes_per_cycle": "low"}
 

@@ -17,7 +17,7 @@ import numpy as np
 import onnx
 import pytest
 from conftest import F16, F32, model
-from onnx import helper, numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 
 import asc_onnx
 from asc_onnx import FuseOptions
@@ -287,7 +287,6 @@ def test_waited_async_and_flagged_slot_pass(matmul_exe):
 @pytest.mark.parametrize("case", ["silu_bias", "swiglu", "gelu_erf"])
 def test_bf16_inputs_on_910b(case):
     """bf16 x, weights and bias through the same kernel (the fp32 body is the reference, bf16 tolerances)."""
-    from onnx import TensorProto
 
     k = _kernel(CASES[case](F32, N))
     c = _run(k, 128, dtype=TensorProto.BFLOAT16)
@@ -439,3 +438,18 @@ def test_the_ring_overlaps_the_epilogue_with_the_cube():
     vec = float(rs.time["busy"]["V"])
     assert vec > 0 and rr.time["busy"]["V"] == vec  # the same epilogue work in both
     assert ring < loop - 0.5 * vec, (ring, loop, vec)
+
+
+def test_the_cube_runs_float_at_a_quarter_of_the_half_rate():
+    """NPU架构版本2201.md: "Cube计算场景float算力为half算力的1/4" (torch_npu measures 84.5 TFLOPS fp32 at 4096^3 on
+    910B2 against 314.5 fp16). The same Linear+SiLU at 2048 x 4096 x 4096, timing only: the M pipe's busy time in
+    float is four times its time in half (it was twice: the 16 x 16 x 8 fractal's halved K)."""
+    from asc_onnx.estimate import estimate_at
+
+    busy = {}
+    for dtype in (F16, TensorProto.FLOAT):
+        k = _kernel(BUILDERS["silu"](dtype, 64, k=32), "Ascend910B")
+        e = estimate_at(k, full_shapes(k, 2048, 4096, 4096), get_soc("Ascend910B"))
+        assert not e.error, e.error
+        busy[dtype] = e.busy_us["M"]
+    assert 3.8 < busy[TensorProto.FLOAT] / busy[F16] < 4.2, busy

@@ -105,6 +105,7 @@ struct TimingConsts {
     double flag = 20;                // a cross-pipe flag from set to wait (assumed)
     double kfc = 1800;               // a vector core's Matmul message to the cube core and back (assumed)
     double cubeMacs = 4096;          // fp16 multiply-accumulates per cycle (16 x 16 x 16)
+    double cubeFp32 = 0.25;          // float's share of that rate (2201: a quarter)
     double mte1Bytes = 256;          // L1 -> L0A/L0B per cycle (assumed)
     double fixBytes = 128;           // L0C -> GM per cycle through the fixpipe, before the GM share (assumed)
     double cores = 48;               // cores sharing GM: vector cores (910B) or AI Cores (310P)
@@ -326,7 +327,8 @@ inline TimingConsts LoadTiming() {
         {"l2_bytes", &t.l2Bytes}, {"core_dma_bytes", &t.coreDmaBytes}, {"cube_dma_bytes", &t.cubeDmaBytes}, {"dma_latency", &t.dmaLatency},
         {"vec_issue", &t.vecIssue}, {"vec_repeat", &t.vecRepeat}, {"vec_slow_repeat", &t.vecSlowRepeat},
         {"scalar_op", &t.scalarOp}, {"dispatch", &t.dispatch}, {"v_to_s", &t.vToS}, {"flag", &t.flag},
-        {"kfc", &t.kfc}, {"cube_macs", &t.cubeMacs}, {"mte1_bytes", &t.mte1Bytes}, {"fix_bytes", &t.fixBytes},
+        {"kfc", &t.kfc}, {"cube_macs", &t.cubeMacs}, {"cube_fp32", &t.cubeFp32}, {"mte1_bytes", &t.mte1Bytes},
+        {"fix_bytes", &t.fixBytes},
         {"cores", &t.cores}, {"cube_cores", &t.cubeCores}, {"sync_all", &t.syncAll}};
     FILE* f = std::fopen(path, "r");
     if (f == nullptr) throw std::runtime_error(std::string("ASC_EMU_TIMING: cannot read ") + path);

@@ -605,8 +605,9 @@ private:
         }
         asc_emu::St().cube.macs += static_cast<uint64_t>(up(blockH_, 16) * up(blockW_, 16) * up(K, frac));
         asc_emu::St().cube.blocks += 1;
-        // fp16/bf16: 16 x 16 x 16 MACs per cycle; float: 16 x 16 x 8 (the fractal's K halves)
-        const double rate = asc_emu::St().tm.cubeMacs * frac / 16.0;
+        // fp16/bf16: 16 x 16 x 16 MACs per cycle; float: a quarter of that (NPU架构版本2201.md: "Cube计算场景float
+        // 算力为half算力的1/4"), not the half its 16 x 16 x 8 fractal suggests
+        const double rate = asc_emu::St().tm.cubeMacs * (sizeof(AT) == 4 ? asc_emu::St().tm.cubeFp32 : frac / 16.0);
         // L1 holds depthA1 A and depthB1 B tiles: loads run that many steps ahead of the L0 loads.
         double cHbm = -1;
         if (dst != nullptr) {
