@@ -53,6 +53,7 @@ __aicore__ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>
     emu_copy::CheckFits(dst, bytes, "DataCopy GM->UB");
     asc_emu::GmRead(src.GetPhyAddr(), bytes, "DataCopy GM->UB");
     const int32_t op = asc_emu::Issue(asc_emu::PMTE2, "DataCopy GM->UB", loc);
+    asc_emu::DmaIssue(asc_emu::PMTE2);
     asc_emu::Mte2Read(op, src.GetPhyAddr(), bytes);
     asc_emu::UbAccess(op, emu_ub::Offset(dst.GetPhyAddr()), bytes, true);
     asc_emu::Dma(asc_emu::PMTE2, src.GetPhyAddr(), bytes, false);
@@ -68,6 +69,7 @@ __aicore__ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>
     emu_copy::CheckUb(src.GetPhyAddr(), bytes, "DataCopy UB->GM");
     emu_copy::CheckFits(src, bytes, "DataCopy UB->GM");
     const int32_t op = asc_emu::Issue(asc_emu::PMTE3, "DataCopy UB->GM", loc);
+    asc_emu::DmaIssue(asc_emu::PMTE3);
     asc_emu::UbAccess(op, emu_ub::Offset(src.GetPhyAddr()), bytes, false);
     asc_emu::GmWrite(dst.GetPhyAddr(), bytes, "DataCopy UB->GM", op);
     asc_emu::Dma(asc_emu::PMTE3, dst.GetPhyAddr(), bytes, true);
@@ -90,6 +92,7 @@ __aicore__ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor
     emu_copy::CheckUb(dst.GetPhyAddr(), total, "DataCopyPad GM->UB");
     emu_copy::CheckFits(dst, total, "DataCopyPad GM->UB");
     const int32_t op = asc_emu::Issue(asc_emu::PMTE2, "DataCopyPad GM->UB", loc);
+    asc_emu::DmaIssue(asc_emu::PMTE2);
     asc_emu::UbAccess(op, emu_ub::Offset(dst.GetPhyAddr()), total, true);
     const uint8_t* g = reinterpret_cast<const uint8_t*>(src.GetPhyAddr());
     uint8_t* u = reinterpret_cast<uint8_t*>(dst.GetPhyAddr());
@@ -129,6 +132,7 @@ __aicore__ inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor
     emu_copy::CheckUb(src.GetPhyAddr(), total, "DataCopyPad UB->GM");
     emu_copy::CheckFits(src, total, "DataCopyPad UB->GM");
     const int32_t op = asc_emu::Issue(asc_emu::PMTE3, "DataCopyPad UB->GM", loc);
+    asc_emu::DmaIssue(asc_emu::PMTE3);
     asc_emu::UbAccess(op, emu_ub::Offset(src.GetPhyAddr()), total, false);
     uint8_t* g = reinterpret_cast<uint8_t*>(dst.GetPhyAddr());
     const uint8_t* u = reinterpret_cast<const uint8_t*>(src.GetPhyAddr());
