@@ -191,8 +191,8 @@ class CubeFit:
 
     def at(self, flops: float, nbytes: float, chip: str, fp32: bool) -> tuple[float, float, float]:
         peak = _cube_peak(chip) * (value(chip, "cube_fp32_share") if fp32 else 1.0)
-        bw = self.bandwidth * value(chip, "gm_bandwidth") / value(self.chip, "gm_bandwidth")
-        mid = self.launch_us + (flops / (peak * self.efficiency) + nbytes / bw) * 1e6
+        mid = self.launch_us + (flops / (peak * self.efficiency)
+                                + _scaled_bytes(nbytes, self.chip, chip) / self.bandwidth) * 1e6
         roof = flops / peak * 1e6  # (a profiled kernel's bytes may be L2 hits: only the FLOPs bound it)
         return max(mid * self.lo, roof), mid, mid * self.hi
 
@@ -277,8 +277,7 @@ LAUNCH_MAX_BYTES = 1 << 20
 def launch_lines() -> tuple[tuple[float, float], tuple[float, float], tuple[float, float]]:
     """(intercept us, us per core) of the fastest, median and slowest runs' lines: the launch model of both sides
     (the measured kernels carry theirs; a fused kernel pays the line at its block dim)."""
-    c = curve("Add")
-    rate = c.xs[-1] / c.med[-1]  # bytes per us at the largest profiled Add
+    rate = sustained_rate()
     ps = [p for p in profiles() if p.kernel in ("Add", "Mul") and p.bytes <= LAUNCH_MAX_BYTES
           and all(s == p.outputs[0] for s in p.inputs) and p.dtypes[0] in ("bf16", "fp16", "fp32")]
     cores = np.array([float(p.block_dim) for p in ps])

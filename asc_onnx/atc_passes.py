@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 
 import onnx
 
+from .kernels.ir import IO_TYPES
+
 REF = "https://www.hiascend.com/document/detail/en/canncommercial/800/graph/graphubfusionref/"
 REF_ZH = "https://www.hiascend.com/doc_center/source/zh/CANNCommunityEdition/82RC1alpha001/maintenref/graphubfusionref/"
 
@@ -172,8 +174,6 @@ def kernels(nodes: Sequence[onnx.NodeProto], shapes: Mapping[str, Sequence[int]]
     ``shapes`` and ``types`` size every value; a value they do not size counts no bytes. ``small`` names the
     weights and constants a LayerNorm or GELU may read besides its data (default: every value of at most one
     dimension's elements, and every Constant's output)."""
-    from .kernels.ir import IO_TYPES
-
     def nbytes(v: str) -> int:
         if not v or v not in shapes:
             return 0
@@ -261,8 +261,9 @@ def kernels(nodes: Sequence[onnx.NodeProto], shapes: Mapping[str, Sequence[int]]
     for idx, kernel, passes in sorted(groups, key=lambda g: g[0][0]):
         made = {o for i in idx for o in nodes[i].output if o}
         reads = list(dict.fromkeys(x for i in idx for x in nodes[i].input if x and x not in made and x not in consts))
-        writes = [o for o in made if any(u not in idx for u in consumers.get(o, [])) or o not in consumers]
-        writes = [o for i in idx for o in nodes[i].output if o in writes]
+        # written: what a node outside the kernel reads, or nothing reads (an output of the list)
+        writes = [o for i in idx for o in nodes[i].output
+                  if o and (o not in consumers or any(u not in idx for u in consumers[o]))]
         last = nodes[idx[-1]].output[0] if nodes[idx[-1]].output else ""
         size = math.prod(shapes.get(last, ()) or (1,))
         cube = next((nodes[i] for i in idx if nodes[i].op_type in CUBE), None)

@@ -132,7 +132,7 @@ def launch_us(soc: Soc, mixed: bool = False, overrides: Mapping[str, float] | No
     trips = 2 * value(soc.chip, "dma_latency_cycles", o) / value(soc.chip, "clock", o) * 1e6
     t = max(LAUNCH_FLOOR_US, launch_cost(block_dim or soc.vector_cores, end) - trips)
     if mixed and "mix_launch_us" in FACTS[soc.name]:  # (a 910B family constant)
-        t += value(soc.chip, "mix_launch_us", dict(overrides or {}))
+        t += value(soc.chip, "mix_launch_us", o)
     return t
 
 
@@ -286,9 +286,10 @@ class Judgement:
 def static_shapes(model: ModelProto, shape_map: Mapping[str, Sequence[int]]) -> bool:
     """ATC compiles the model at fixed shapes: every input dim is a number, or the user gave the input's shape
     (atc.sh passes it as ``--input_shape``)."""
+    weights = {t.name for t in model.graph.initializer}
     return all(vi.name in shape_map or all(d.HasField("dim_value") and d.dim_value > 0
                                             for d in vi.type.tensor_type.shape.dim)
-               for vi in model.graph.input if vi.name not in {t.name for t in model.graph.initializer})
+               for vi in model.graph.input if vi.name not in weights)
 
 
 def judge(kernels: Sequence[Kernel], model: ModelProto, shape_map: Mapping[str, Sequence[int]], soc: Soc,
@@ -374,7 +375,7 @@ def model_time(asc_model: ModelProto, judgements: Sequence[Judgement], kernels: 
     mine = []
     for node in asc_model.graph.node:
         if node.name in by_node and node.op_type in judged:
-            k, inst = by_node[node.name]
+            inst = by_node[node.name][1]
             mine.append((node.op_type, [list(bind(s, binding)) for s in inst.input_shapes]))
             continue
         names = [v for v in list(node.input) + list(node.output) if v]

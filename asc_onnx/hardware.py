@@ -114,9 +114,6 @@ FACTS: dict[str, dict[str, Fact]] = {
         "mix_launch_us": Fact(3.0, "us", CATLASS_MIX,
                               note="Whenever a MIX kernel is launched, it incurs a deterministic latency of roughly "
                                    "1-5 us: added to the launch of a fused cube+vector kernel", assumed=(1.0, 5.0)),
-        "matmul_efficiency": Fact(0.889, "fraction", "zzc0721/torch-performance-test-data issue 109 (GitHub)",
-                                  note="torch_npu's fp16 MatMul at 4096^3 on 910B2: 314.5 of 353.9 TFLOPS; the "
-                                       "unfused MatMul nodes are costed at this fraction of the cube peak"),
     },
     "Ascend310P": {
         "clock": Fact(1.08e9, "Hz", "Atlas 300I Pro datasheet (AI Core frequency)",
@@ -136,8 +133,6 @@ FACTS: dict[str, dict[str, Fact]] = {
                                 assumed=(60e12, 70.8e12)),
         "vector_fp16_elems": Fact(8 * 128 * 1.08e9, "elements/s", "derived",
                                   note="8 AI cores x one 256-byte repeat (128 fp16 lanes) per cycle x 1.08 GHz"),
-        "matmul_efficiency": Fact(0.80, "fraction", "none published for 310P",
-                                  note="assumed below 910B's published 0.889", assumed=(0.6, 0.9)),
     },
 }
 
@@ -259,7 +254,7 @@ def emulator_table(soc: str, overrides: dict[str, float] | None = None) -> dict[
 #: (``UNFUSED_END`` -1; the fused launch takes the opposite end). The fused kernel's bandwidth, peaks and clock are
 #: slowest at "low".
 SLOW_END = {"mix_launch_us": "high", "cube_fp32_share": "low", "gm_bandwidth": "low", "clock": "low",
-            "cube_fp16_flops": "low", "matmul_efficiency": "high", "core_dma_bytes": "low", "cube_dma_bytes": "low",
+            "cube_fp16_flops": "low", "core_dma_bytes": "low", "cube_dma_bytes": "low",
             "mte1_bytes_per_cycle": "low", "fix_bytes_per_cycle": "low"}
 
 
