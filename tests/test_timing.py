@@ -1,12 +1,11 @@
 """The emulator's timing model, held to calibration kernels (``tests/cpp/emu_timing.cpp``) with thresholds, on
 both SoCs, under the constants of :mod:`asc_onnx.hardware`:
 
-* a double-buffered copy reaches >= 90% of its bandwidth bound, the same copy single-buffered <= 70%. The tiles
-  are what keeps a core's share of the port busy across the assumed 500-cycle DMA latency (Little's law: 8 KB on
-  910B at 18.5 B/cycle, 16 KB on 310P at 23.7 B/cycle). Single-buffered, the next tile's load still overlaps this
-  tile's store (they use different queues), so what is lost is one DMA latency per tile: 40% at 8 KB on 910B, not
-  more (the issue asked for <= 60%; the model does not support that figure);
-* a long vector chain reaches >= 90% of the vector bound;
+* a double-buffered copy of 16 KB tiles reaches >= 90% of its bandwidth bound (its HBM bytes at GM bandwidth and,
+  on 910B, its writes at L2's: they go to L2); single-buffered, the same copy loses about one DMA latency a tile
+  (the next tile's load still overlaps this tile's store: they use different queues). The Add sample's Cases 3
+  and 4 (bench/samples.py) hold these to measurements;
+* a long vector chain reaches >= 90% of the vector bound (its repeats and each instruction's issue);
 * per-row ``ReduceSum`` + ``GetValue`` shows its drains: at least one V -> S drain per row, and the same sums
   as one repeat-strided ``ReduceRepeat`` with no scalar read are several times faster;
 * a timing-only run (no arithmetic) times a generated kernel exactly as the full emulation does.
@@ -45,33 +44,51 @@ def calib(tmp_path_factory):
     return run
 
 
+def _transfer_times(info: dict) -> tuple[float, float]:
+    """Cycles the kernel's reads and writes take at the SoC's bandwidths: its HBM bytes at GM bandwidth, the bytes L2
+    serves (910B: the copy's writes, which go to L2 and are written back after the kernel while they fit) at L2's."""
+    t, time = info["table"], info["time"]
+    assert time["hbm_bytes"] + time["l2_bytes"] == info["bytes"]
+    l2 = time["l2_bytes"] / t["l2_bytes_per_s"] if time["l2_bytes"] else 0.0
+    return time["hbm_bytes"] / t["gm_bytes_per_s"] * t["clock_hz"], l2 * t["clock_hz"]
+
+
 def _bandwidth_bound(info: dict) -> float:
-    """Cycles to move the kernel's bytes at the SoC's GM bandwidth."""
-    t = info["table"]
-    return info["bytes"] / t["gm_bytes_per_s"] * t["clock_hz"]
+    """The copy's bound: reads and writes one after the other on the core's port (310P), or beside each other
+    (910B: writes stream into L2 beside the port)."""
+    reads, writes = _transfer_times(info)
+    return max(reads, writes) if writes else reads
 
 
 @pytest.mark.parametrize("soc", sorted(ARCHES))
 def test_double_buffered_copy_reaches_its_bandwidth_bound(calib, soc):
-    tile = "2048" if soc == "Ascend910B" else "4096"  # fp32 elements
+    tile = "4096"  # fp32 elements: 16 KB tiles
     double, single = calib(soc, "copy_double", tile), calib(soc, "copy_single", tile)
     eff_double = _bandwidth_bound(double) / double["time"]["cycles"]
     eff_single = _bandwidth_bound(single) / single["time"]["cycles"]
     assert eff_double >= 0.90, eff_double
-    assert eff_single <= 0.70, eff_single
+    # single-buffered, each tile's load waits for the store before it: about one DMA latency a tile is exposed
+    lost = single["time"]["cycles"] - double["time"]["cycles"]
+    assert lost >= 0.5 * 64 * single["table"]["dma_latency"], (eff_single, eff_double)
     assert eff_double <= 1.0 + 1e-9  # no kernel beats its bound
     # MTE2 and MTE3 share the core's port: their busy time together is the bound's, plus each copy instruction's
     # issue (two a tile, 64 tiles)
     busy = double["time"]["busy"]
-    issue = double["table"]["dma_issue"] * 2 * 64
-    assert busy["MTE2"] + busy["MTE3"] == pytest.approx(_bandwidth_bound(double) + issue, rel=1e-3)
+    issue = double["table"]["dma_issue"] * 64
+    reads, writes = _transfer_times(double)
+    if writes:  # each pipe's busy time is its own transfers' and copy instructions' (64 tiles a core)
+        assert busy["MTE2"] == pytest.approx(reads + issue, rel=1e-3)
+        assert busy["MTE3"] == pytest.approx(writes + issue, rel=1e-3)
+    else:  # reads and writes share the port
+        assert busy["MTE2"] + busy["MTE3"] == pytest.approx(reads + 2 * issue, rel=1e-3)
 
 
 @pytest.mark.parametrize("soc", sorted(ARCHES))
 def test_long_vector_chain_reaches_the_vector_bound(calib, soc):
     info = calib(soc, "chain")
     cores = info["table"]["cores"]
-    bound = info["vec_elems"] / cores / 64  # fp32: 64 lanes of one 256-byte repeat per cycle
+    # fp32: 64 lanes of one 256-byte repeat per cycle, and each instruction's issue (512 of 256 repeats a core)
+    bound = info["vec_elems"] / cores / 64 + 512 * info["table"]["vec_issue"]
     eff = bound / info["time"]["cycles"]
     assert 0.90 <= eff <= 1.0, eff
     assert max(info["time"]["busy"], key=info["time"]["busy"].get) == "V"
@@ -94,7 +111,7 @@ def test_slower_assumptions_give_slower_kernels(calib, soc):
     """Every assumed cost moves the estimate the way it should (a latency up: never faster)."""
     base = calib(soc, "copy_single")["time"]["cycles"]
     assert calib(soc, "copy_single", dma_latency=1000)["time"]["cycles"] > base
-    assert calib(soc, "copy_single", dma_latency=200)["time"]["cycles"] < base
+    assert calib(soc, "copy_single", dma_latency=100)["time"]["cycles"] < base
     rows = calib(soc, "rows_getvalue")["time"]["cycles"]
     assert calib(soc, "rows_getvalue", v_to_s=100)["time"]["cycles"] > rows
 

@@ -63,6 +63,7 @@ inline void FiberEntry() {
     Scheduler& s = *Sched();
     Fiber& f = *s.running;
     try {
+        ResetBlock();  // a block starts with idle pipes (a kernel without a TPipe too)
         s.launch();
         EndBlock();
     } catch (const Fault& e) {

@@ -12,6 +12,7 @@
 #include <initializer_list>
 #include <map>
 #include <memory>
+#include <deque>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -23,6 +24,11 @@
 #define __aicore__
 #define __global__
 #define __gm__
+// Where a kernel runs (bisheng's function qualifiers): the sample runner reads them from the source, the launch
+// takes them from it (acl/acl.h); in C++ they qualify nothing.
+#define __vector__
+#define __cube__
+#define __mix__(cube, vec)
 #define GM_ADDR uint8_t*
 
 // The architecture the kernel is compiled for, as bisheng defines it: 2201 Atlas A2/A3 (910B), 2002 310P.
@@ -64,12 +70,14 @@ struct Soc {
 #if __NPU_ARCH__ == 2002
     std::string name = "Ascend310P";
     uint32_t ubBytes = 262144;       // GetCoreMemSize(UB): 256 KiB, nothing subtracted on 310P
+    uint32_t ubPhysical = 262144;    // the unified buffer itself (a static LocalTensor may use all of it)
     uint32_t tmpUbOffset = 253952;   // TMP_UB_OFFSET, 248 KiB (impl/basic_api/utils/kernel_utils_constants.h)
     bool hasDataCopyPad = false;     // compiles, does nothing at run time (dav_m200 data copy impl)
     bool hasBf16 = false;
 #else
     std::string name = "Ascend910B";
     uint32_t ubBytes = 196352;       // GetCoreMemSize(UB): 196608 - 256 reserved for KFC
+    uint32_t ubPhysical = 196608;    // the unified buffer itself, 192 KiB (a static LocalTensor may use all of it)
     uint32_t tmpUbOffset = 188416;   // TMP_UB_OFFSET, 184 KiB
     bool hasDataCopyPad = true;
     bool hasBf16 = true;
@@ -90,16 +98,19 @@ inline const char* PipeName(int p) {
 // defaults below are that table's 910B values, so hand-written test kernels time without a file.
 struct TimingConsts {
     double clockHz = 1.8e9;
-    double gmBytesPerS = 1.6e12;     // HBM, shared by every core the kernel runs on
+    double gmBytesPerS = 1.48e12;    // HBM sustained, shared by every core the kernel runs on
     double l2BytesPerS = 7e12;       // L2 hits (a re-read within an L2's worth of traffic: Classify)
     double l2Bytes = 192.0 * 1048576;
     double coreDmaBytes = 64;        // per cycle, one vector core's DMA engines at most (assumed)
     double cubeDmaBytes = 128;       // per cycle, one cube core's MTE2 into L1 at most (assumed)
-    double dmaLatency = 500;         // a copy's completion after its last byte left (assumed)
+    double dmaLatency = 200;         // a copy's completion after its last byte left (Add sample Case 2)
     double dmaIssue = 13;            // a vector core's copy instruction holds its MTE before its bytes (data_copy)
-    double vecIssue = 8;             // a vector instruction's fixed cost before its first repeat (assumed)
+    double vecIssue = 22;            // a vector instruction's fixed cost before its first repeat (Add sample)
     double vecRepeat = 1;            // one 256-byte repeat
     double vecSlowRepeat = 2;        // Exp, Ln, Sqrt, Div, Reciprocal, Rsqrt per repeat (assumed)
+    double hbmWriteBack = 1.5;       // an evicted dirty byte's HBM time in read bytes' (Add sample Case 4)
+    double ubReadConflict = 1;       // a repeat whose sources share a UB bank group: one beat more (bank_conflict_ub)
+    double ubWriteConflict = 0.75;    // a repeat whose destination meets a source's bank elsewhere (bank_conflict_ub)
     double scalarOp = 2;             // a scalar access (assumed)
     double dispatch = 1;             // the scalar unit hands one instruction to a pipe
     double vToS = 30;                // a scalar wait on the vector pipe drains it (assumed)
@@ -266,6 +277,8 @@ struct PipeState {
     uint64_t l1Reserved = 0;               // L1 the block's Matmul objects reserve
     void* activeMatmul = nullptr;          // the Matmul object whose iteration is open (End() closes it)
     std::vector<PendingC> pending;         // cube output not yet waited for
+    std::deque<std::pair<uint64_t, bool>> l2Lines;  // this core's share of L2 in allocation order: (bytes, dirty)
+    uint64_t l2Resident = 0;                        // bytes of those lines
 };
 
 // Timing of one finished block.
@@ -283,6 +296,7 @@ struct State {
     uint64_t hbmBytes = 0;                     // GM bytes costed at HBM bandwidth
     uint64_t l2Bytes = 0;                      // GM bytes costed as L2 hits
     uint64_t l2Clock = 0;                      // GM bytes brought into L2 so far, in emulation order (the L2 rule)
+    uint64_t l2WriteBacks = 0;                 // dirty bytes evicted to HBM during the kernel
     double vecMoved = 0, cubeMoved = 0;        // GM bytes the vector cores and the cube cores have moved (GmShare)
     uint64_t vecReadHbm = 0, vecReadL2 = 0;    // the vector cores' GM reads by level (a matmul's C ring, say)
     int64_t blockIdx = 0;
@@ -328,6 +342,7 @@ inline TimingConsts LoadTiming() {
         {"l2_bytes", &t.l2Bytes}, {"core_dma_bytes", &t.coreDmaBytes}, {"cube_dma_bytes", &t.cubeDmaBytes}, {"dma_latency", &t.dmaLatency},
         {"dma_issue", &t.dmaIssue},
         {"vec_issue", &t.vecIssue}, {"vec_repeat", &t.vecRepeat}, {"vec_slow_repeat", &t.vecSlowRepeat},
+        {"hbm_write_back", &t.hbmWriteBack}, {"ub_read_conflict", &t.ubReadConflict}, {"ub_write_conflict", &t.ubWriteConflict},
         {"scalar_op", &t.scalarOp}, {"dispatch", &t.dispatch}, {"v_to_s", &t.vToS}, {"flag", &t.flag},
         {"kfc", &t.kfc}, {"cube_macs", &t.cubeMacs}, {"cube_fp32", &t.cubeFp32}, {"mte1_bytes", &t.mte1Bytes},
         {"fix_bytes", &t.fixBytes},
@@ -461,44 +476,84 @@ inline double GmShare(double bytesPerS, bool cube = false) {
     // a side that has moved nothing takes nothing.
     const double moved = St().vecMoved + St().cubeMoved;
     const double vecPart = moved > 0 ? St().vecMoved / moved : 0.0, cubePart = moved > 0 ? St().cubeMoved / moved : 0.0;
-    double active = cube ? (tm.coupled ? vec : cubes + vec * vecPart) : vec + cubes * cubePart;
-    // Likewise HBM and L2: every engine takes the kernel's mix of the two so far, so each level is shared by that
-    // fraction of the engines (910B; the first reader of a block is not the only one paying for it).
-    if (!tm.coupled && tm.l2BytesPerS > 0) {
-        const double hbm = static_cast<double>(St().hbmBytes), l2 = static_cast<double>(St().l2Bytes);
-        const double hbmPart = hbm + l2 > 0 ? hbm / (hbm + l2) : 1.0;
-        active *= bytesPerS == tm.gmBytesPerS ? hbmPart : 1.0 - hbmPart;
-    }
+    const double active = cube ? (tm.coupled ? vec : cubes + vec * vecPart) : vec + cubes * cubePart;
+    // HBM and L2 each serve every engine: a port's HBM bytes take its share of HBM and its L2 bytes its share of
+    // L2, one after the other (the Add sample's Case 5, reads from HBM and writes into L2 on 48 cores, is their sum:
+    // 256 MB at 1.6 TB/s plus 128 MB at 5 TB/s, 186 us, measured 187.68 us).
     return std::min(cube ? tm.cubeDmaBytes : tm.coreDmaBytes, bytesPerS / tm.clockHz / std::max(1.0, active));
 }
 
 inline GmBuffer& FindGm(const void* p, size_t bytes, const char* what);
 
+// How a DMA meets L2 (910B): a read allocates the lines it misses, a read under CACHE_MODE_DISABLE
+// (GlobalTensor::SetL2CacheHint) does not, a write allocates without fetching (write-back).
+enum class L2Use { Read, ReadBypass, Write };
+
 // The L2 rule: a 32-byte block touched again is an L2 hit when fewer bytes than the L2 holds were brought into it
-// (misses, read or written, by any core, in emulation order) since it was last touched: an LRU cache evicts a line
-// once a cache's worth of distinct other lines came after it, and while the working set fits, the lines that come
-// are the misses (a resident ring rewritten a thousand times takes its footprint once, not its traffic). So a
-// working set that fits stays resident while the rest of a large kernel's tensors stream through. A write is a hit
-// too: L2 is a write-back cache, so a workspace ring rewritten while it is resident (a matmul's C stages,
-// attention's scores) costs HBM once, at its first write, not at every pass. Everything else is HBM traffic (310P:
-// no L2 credit). Returns the HBM bytes.
-inline uint64_t Classify(const void* p, size_t bytes) {
+// (lines allocated, read or written, by any core, in emulation order) since it was last touched: an LRU cache
+// evicts a line once a cache's worth of distinct other lines came after it, and while the working set fits, the
+// lines that come are the misses (a resident ring rewritten a thousand times takes its footprint once, not its
+// traffic). A read miss costs HBM. A write goes to L2 (write-back, the data_copy and Add samples' "z writes hit the
+// L2 Cache"): it costs HBM only when its line is evicted dirty, which is charged to the transfer whose allocation
+// evicts it (lines leave in allocation order, each core's from its share of L2); what is still dirty when the
+// kernel ends is written back after it.
+// A bypassing read neither allocates nor evicts (the Add sample's Case 5: 28.9% faster once x and y stop evicting
+// z). 310P: no L2 credit, every byte is HBM traffic.
+struct L2Cost {
+    uint64_t hbm = 0;  // bytes at HBM bandwidth: read misses and the dirty lines evicted
+    uint64_t l2 = 0;   // bytes at L2 bandwidth: hits and written lines
+};
+inline L2Cost L2Classify(const void* p, size_t bytes, L2Use use = L2Use::Read) {
     auto& st = St();
     GmBuffer& buf = FindGm(p, bytes, "DMA");
     if (buf.seen.size() != (buf.bytes + 31) / 32) buf.seen.assign((buf.bytes + 31) / 32, 0);
     const size_t off = static_cast<size_t>(static_cast<const uint8_t*>(p) - buf.base);
     const uint64_t window = static_cast<uint64_t>(st.tm.l2Bytes) / 1024;  // in KiB, as the stamps
     const uint64_t now = st.l2Clock / 1024 + 1;
-    uint64_t hbm = 0;
+    const bool writeBack = st.tm.l2Bytes > 0 && !st.tm.coupled;
+    uint64_t miss = 0;
     for (size_t blk = off / 32; blk <= (off + bytes - 1) / 32 && blk < buf.seen.size(); ++blk) {
         const size_t lo = std::max(off, blk * 32), hi = std::min(off + bytes, blk * 32 + 32);
         const uint32_t last = buf.seen[blk];
-        if (last == 0 || now - last >= window) hbm += hi - lo;
-        buf.seen[blk] = static_cast<uint32_t>(now);
+        const bool hit = last != 0 && now - last < window;
+        if (!hit) miss += hi - lo;
+        if (use != L2Use::ReadBypass || hit) buf.seen[blk] = static_cast<uint32_t>(now);
     }
-    st.l2Clock += hbm;
+    if (!writeBack) {  // every miss is HBM traffic
+        st.l2Clock += miss;
+        buf.hbm += miss;
+        return {miss, bytes - miss};
+    }
+    uint64_t hbm = use == L2Use::Write ? 0 : miss, wb = 0;
+    if (use != L2Use::ReadBypass && miss > 0) {
+        st.l2Clock += miss;
+        // Evictions: the cores run at once, so each fills L2 at its pace; a core's share of the cache holds its own
+        // last allocations (blocks emulated one after another would otherwise see the cache full only from the
+        // middle block on, and charge every write-back to the second half).
+        const double sharers = std::max(1.0, std::min<double>(static_cast<double>(st.blockNum), st.tm.cores));
+        const uint64_t share = static_cast<uint64_t>(st.tm.l2Bytes / sharers);
+        auto& ps = st.pipes;
+        auto& fifo = ps.l2Lines;
+        if (!fifo.empty() && fifo.back().second == (use == L2Use::Write)) fifo.back().first += miss;
+        else fifo.emplace_back(miss, use == L2Use::Write);
+        ps.l2Resident += miss;
+        while (ps.l2Resident > share && !fifo.empty()) {  // evict the oldest lines
+            const uint64_t out = std::min(fifo.front().first, ps.l2Resident - share);
+            if (fifo.front().second) wb += out, st.l2WriteBacks += out;
+            fifo.front().first -= out;
+            ps.l2Resident -= out;
+            if (fifo.front().first == 0) fifo.pop_front();
+        }
+    }
+    // a write-back turns the HBM bus from reads to writes: it costs hbmWriteBack read bytes' time
+    hbm += static_cast<uint64_t>(static_cast<double>(wb) * st.tm.hbmWriteBack);
     buf.hbm += hbm;
-    return hbm;
+    return {hbm, use == L2Use::Write ? bytes : bytes - miss};
+}
+
+// The HBM bytes of a transfer (the cube's loads and fixpipe writes: the rest of its bytes are L2's).
+inline uint64_t Classify(const void* p, size_t bytes, L2Use use = L2Use::Read) {
+    return std::min<uint64_t>(L2Classify(p, bytes, use).hbm, bytes);
 }
 
 // A transfer of `need` cycles of the core's GM port from `at`: it takes the port's free time from `at` on, in bursts
@@ -544,24 +599,27 @@ inline double PortTransfer(double at, double need) {
 // 128 KB ones reach 1.49 TB/s.
 inline void DmaIssue(int pipe) { Spend(pipe, St().tm.dmaIssue); }
 
-// A DMA of `bytes` at `p` by the operation issued last on `pipe` (MTE2 reads, MTE3 writes): it holds the core's GM
-// port for its transfer (HBM bytes at the core's HBM share, L2 hits at its L2 share) and completes a DMA latency
-// after. A write is classified as a read is (Classify: a resident block is rewritten in L2).
-inline void Dma(int pipe, const void* p, size_t bytes, bool write) {
+// A DMA of `bytes` at `p` by the operation issued last on `pipe` (MTE2 reads, MTE3 writes), costed by L2Classify.
+// A read holds the core's GM port for its transfer: HBM bytes at the core's share of HBM, L2 hits at its share of
+// L2. A write streams into L2 at its share of L2 beside the port (the Add sample's Case 5 reads 256 MB from HBM
+// and writes 128 MB into L2 in about the time of the reads alone); the dirty lines its allocation evicts take the
+// port's HBM time, as they take HBM bandwidth from every core's reads. Completes a DMA latency after.
+inline void Dma(int pipe, const void* p, size_t bytes, bool write, bool bypassL2 = false) {
     if (bytes == 0) return;
     auto& st = St();
     st.vecMoved += static_cast<double>(bytes);
-    const uint64_t hbm = Classify(p, bytes);
-    const uint64_t l2 = bytes - hbm;
+    const L2Cost c = L2Classify(p, bytes, write ? L2Use::Write : bypassL2 ? L2Use::ReadBypass : L2Use::Read);
+    const uint64_t hbm = c.hbm, l2 = c.l2;
     st.hbmBytes += hbm;
     st.l2Bytes += l2;
     if (!write) st.vecReadHbm += hbm, st.vecReadL2 += l2;
     auto& t = st.pipes.t;
     const double s = t.free[pipe];
-    const double need = static_cast<double>(hbm) / GmShare(st.tm.gmBytesPerS) +
-                        (l2 > 0 ? static_cast<double>(l2) / GmShare(st.tm.l2BytesPerS) : 0.0);
-    const double e = PortTransfer(s, need);
-    t.busy[pipe] += need;
+    const double hbmNeed = static_cast<double>(hbm) / GmShare(st.tm.gmBytesPerS);
+    const double l2Need = l2 > 0 ? static_cast<double>(l2) / GmShare(st.tm.l2BytesPerS) : 0.0;
+    const bool beside = write && !st.tm.coupled && st.tm.l2Bytes > 0;  // 310P: no L2, writes take the port
+    const double e = beside ? std::max(PortTransfer(s, hbmNeed), s + l2Need) : PortTransfer(s, hbmNeed + l2Need);
+    t.busy[pipe] += beside ? std::max(hbmNeed, l2Need) : hbmNeed + l2Need;
     t.free[pipe] = e;
     CompleteAt(pipe, e + st.tm.dmaLatency);
 }
@@ -571,6 +629,50 @@ inline void VecCost(uint64_t bytes, bool slow = false) {
     const auto& tm = St().tm;
     const double repeats = std::ceil(static_cast<double>(bytes) / 256.0);
     Spend(PV, tm.vecIssue + repeats * (slow ? tm.vecSlowRepeat : tm.vecRepeat));
+}
+
+// One operand of a vector instruction as its repeats walk the unified buffer: its UB offset and strides in 32-byte
+// blocks (a contiguous operand: block stride 1, repeat stride 8).
+struct VecOperand {
+    uint64_t offset = 0;
+    uint32_t blkStride = 1, repStride = 8;
+};
+
+// UB bank conflicts of a binary vector instruction (910B; the bank_conflict_ub sample's README): the UB is 48
+// banks of 32-byte rows in 16 bank groups; an address's bank group is bits 8:5, its bank bits 17:16 with the group.
+// In one repeat, two sources reading the same bank group conflict (read-read), and the destination writing a bank a
+// source reads at another place in the repeat conflicts (read-write; the same place is served, "hardware
+// optimization"). Returns the extra beats: each conflicting repeat costs the timing model's ubReadConflict or
+// ubWriteConflict more. 310P's UB is not described there: no conflicts are charged.
+inline double BankConflictBeats(const VecOperand& dst, const VecOperand& a, const VecOperand& b, uint32_t repeats,
+                                uint32_t blocks) {
+    const auto& tm = St().tm;
+    if (tm.coupled || (tm.ubReadConflict <= 0 && tm.ubWriteConflict <= 0) || blocks == 0) return 0;
+    const auto at = [](const VecOperand& o, uint32_t r, uint32_t k) {
+        return o.offset + (static_cast<uint64_t>(r) * o.repStride + static_cast<uint64_t>(k) * o.blkStride) * 32;
+    };
+    const auto group = [](uint64_t addr) { return static_cast<uint32_t>((addr >> 5) & 15); };
+    const auto bank = [](uint64_t addr) { return static_cast<uint32_t>((addr >> 16) & 3) * 16 + ((addr >> 5) & 15); };
+    double beats = 0;
+    for (uint32_t r = 0; r < repeats; ++r) {
+        uint32_t groupsA = 0, groupsB = 0;
+        bool same = true;
+        for (uint32_t k = 0; k < blocks; ++k) {
+            groupsA |= 1u << group(at(a, r, k));
+            groupsB |= 1u << group(at(b, r, k));
+            same = same && at(a, r, k) == at(b, r, k);
+        }
+        const bool rr = !same && (groupsA & groupsB) != 0;
+        bool rw = false;
+        for (uint32_t kd = 0; kd < blocks && !rw; ++kd) {
+            const uint64_t d = at(dst, r, kd);
+            for (uint32_t ks = 0; ks < blocks && !rw; ++ks)
+                for (const VecOperand* o : {&a, &b})
+                    if (ks != kd && bank(at(*o, r, ks)) == bank(d) && at(*o, r, ks) != d) rw = true;
+        }
+        beats += (rr ? tm.ubReadConflict : 0.0) + (rw ? tm.ubWriteConflict : 0.0);
+    }
+    return beats;
 }
 
 // A reduction that ends in a scalar register (dav_c220/dav_m200 ReduceSum, ReduceMax, ReduceMin count forms): the

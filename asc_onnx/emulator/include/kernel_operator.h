@@ -15,8 +15,18 @@
 // Pipe names are global enumerators, as in the CCE headers.
 enum pipe_t { PIPE_S, PIPE_V, PIPE_MTE2, PIPE_MTE3, PIPE_ALL };
 
+// Event IDs of SetFlag/WaitFlag, global as in the CCE headers.
+enum : int8_t { EVENT_ID0, EVENT_ID1, EVENT_ID2, EVENT_ID3, EVENT_ID4, EVENT_ID5, EVENT_ID6, EVENT_ID7 };
+
 namespace AscendC {
 __aicore__ inline int64_t GetBlockIdx() { return asc_emu::St().blockIdx; }
+
+// A kernel's first call in the static-Tensor samples: resets the core's state (the emulator gives every block a
+// fresh one anyway).
+__aicore__ inline void InitSocState() {}
+
+template <typename T, typename U>
+__aicore__ inline constexpr T DivCeil(T a, U b) { return (a + b - 1) / b; }
 __aicore__ inline int64_t GetBlockNum();  // (after the kernel types: emu_blocks.h)
 
 // PipeBarrier<P>: every operation issued on P so far completes before the next one on P starts. V needs

@@ -32,7 +32,7 @@ inline void CheckUb(const void* p, uint64_t bytes, const char* what) {
     if (emu_ub::Offset(p) % 32 != 0)
         asc_emu::Fail(std::string(what) + ": unified-buffer address " + std::to_string(emu_ub::Offset(p)) +
                       " is not 32-byte aligned");
-    if (emu_ub::Offset(p) + bytes > asc_emu::St().soc.ubBytes)
+    if (emu_ub::Offset(p) + bytes > asc_emu::St().soc.ubPhysical)
         asc_emu::Fail(std::string(what) + ": access past the end of the unified buffer");
 }
 template <typename T>
@@ -56,7 +56,7 @@ __aicore__ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>
     asc_emu::DmaIssue(asc_emu::PMTE2);
     asc_emu::Mte2Read(op, src.GetPhyAddr(), bytes);
     asc_emu::UbAccess(op, emu_ub::Offset(dst.GetPhyAddr()), bytes, true);
-    asc_emu::Dma(asc_emu::PMTE2, src.GetPhyAddr(), bytes, false);
+    asc_emu::Dma(asc_emu::PMTE2, src.GetPhyAddr(), bytes, false, src.EmuBypassL2());
     if (asc_emu::Values()) std::memcpy(dst.GetPhyAddr(), src.GetPhyAddr(), bytes);
 }
 
@@ -101,7 +101,7 @@ __aicore__ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor
         uint8_t* ur = u + r * (rowUb + p.dstStride * 32ull);
         asc_emu::GmRead(gr, p.blockLen, "DataCopyPad GM->UB");
         asc_emu::Mte2Read(op, gr, p.blockLen);
-        asc_emu::Dma(asc_emu::PMTE2, gr, p.blockLen, false);
+        asc_emu::Dma(asc_emu::PMTE2, gr, p.blockLen, false, src.EmuBypassL2());
         T* row = reinterpret_cast<T*>(ur);
         uint32_t n = p.blockLen / sizeof(T);
         uint32_t rowElems = static_cast<uint32_t>(rowUb / sizeof(T));

@@ -107,6 +107,12 @@ void Binary(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& a,
     Operand(api, dst, count), Operand(api, a, count), Operand(api, b, count);
     NoPartialOverlap(api, dst, a, count), NoPartialOverlap(api, dst, b, count);
     VecAccess(api, loc, dst, count * sizeof(T), {{a.GetPhyAddr(), count * sizeof(T)}, {b.GetPhyAddr(), count * sizeof(T)}});
+    const uint64_t bytes = static_cast<uint64_t>(count) * sizeof(T);
+    asc_emu::Spend(asc_emu::PV, asc_emu::BankConflictBeats({emu_ub::Offset(dst.GetPhyAddr())},
+                                                           {emu_ub::Offset(a.GetPhyAddr())},
+                                                           {emu_ub::Offset(b.GetPhyAddr())},
+                                                           static_cast<uint32_t>((bytes + 255) / 256),
+                                                           static_cast<uint32_t>(std::min<uint64_t>(8, (bytes + 31) / 32))));
     T* d = dst.GetPhyAddr();
     const T *x = a.GetPhyAddr(), *y = b.GetPhyAddr();
     if (asc_emu::Values())

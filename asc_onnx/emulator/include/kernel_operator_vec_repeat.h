@@ -113,7 +113,12 @@ void Binary(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& sr
     asc_emu::UbAccess(op, emu_ub::Offset(dst.GetPhyAddr()), dSpan, true);
     asc_emu::Spend(asc_emu::PV, asc_emu::St().tm.vecIssue +
                                     repeatTime * (emu_vec::SlowApi(api) ? asc_emu::St().tm.vecSlowRepeat
-                                                                        : asc_emu::St().tm.vecRepeat));
+                                                                        : asc_emu::St().tm.vecRepeat) +
+                                    asc_emu::BankConflictBeats(
+                                        {emu_ub::Offset(dst.GetPhyAddr()), p.dstBlkStride, p.dstRepStride},
+                                        {emu_ub::Offset(src0.GetPhyAddr()), p.src0BlkStride, p.src0RepStride},
+                                        {emu_ub::Offset(src1.GetPhyAddr()), p.src1BlkStride, p.src1RepStride},
+                                        repeatTime, blocks));
     if (asc_emu::Values()) {
         const auto at = [](T* base, uint32_t r, uint32_t i, uint32_t blk, uint32_t rep) {
             return base + (static_cast<uint64_t>(r) * rep + static_cast<uint64_t>(i / perBlock) * blk) * perBlock +

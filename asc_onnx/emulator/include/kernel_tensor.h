@@ -8,6 +8,10 @@ namespace AscendC {
 enum class TPosition { GM, VECIN, VECOUT, VECCALC, A1, A2, B1, B2, CO1, CO2 };
 using QuePosition = TPosition;
 
+// L2 use of a GlobalTensor's DMA (impl/basic_api/utils/kernel_utils_macros.h values). On 2201 CACHE_MODE_DISABLE
+// moves the address into the window that bypasses L2 (L2CacheAlter): reads through it do not allocate lines.
+enum class CacheMode { CACHE_MODE_DISABLE = 0, CACHE_MODE_NORMAL = 1, CACHE_MODE_LAST = 2, CACHE_MODE_PERSISTENT = 4 };
+
 namespace emu_ub {
 // The unified buffer of the running block: 512 KiB backing store, capacity set by the SoC.
 alignas(64) inline uint8_t arena[512 * 1024];
@@ -30,8 +34,13 @@ public:
         GlobalTensor t;
         t.ptr_ = ptr_ + offset;
         t.size_ = size_ > offset ? size_ - offset : 0;
+        t.cacheMode_ = cacheMode_;
         return t;
     }
+    // The DMA of this view meets L2 as `mode` says (SetL2CacheHint.md); the emulator honours DISABLE on reads.
+    __aicore__ inline void SetL2CacheHint(CacheMode mode) { cacheMode_ = mode; }
+    __aicore__ inline CacheMode GetCacheMode() const { return cacheMode_; }
+    bool EmuBypassL2() const { return cacheMode_ == CacheMode::CACHE_MODE_DISABLE && asc_emu::St().soc.name != "Ascend310P"; }
     // Scalar reads and writes of global memory go through the core's data cache (64-byte lines): a
     // SetValue reaches GM only when DataCacheCleanAndInvalid cleans its line (docs: GlobalTensor/SetValue.md).
     __aicore__ inline T GetValue(uint64_t i, asc_emu::Loc loc = ASC_EMU_HERE) const {
@@ -71,6 +80,7 @@ public:
 private:
     T* ptr_ = nullptr;
     uint64_t size_ = 0;
+    CacheMode cacheMode_ = CacheMode::CACHE_MODE_NORMAL;
 };
 
 struct EmuSlot;  // queue slot bookkeeping (kernel_tpipe.h)
@@ -80,6 +90,18 @@ class LocalTensor {
 public:
     LocalTensor() = default;
     LocalTensor(T* p, uint32_t n, EmuSlot* slot) : ptr_(p), size_(n), slot_(slot) {}
+    // A tensor at a fixed unified-buffer address, no TPipe (静态Tensor编程): `addr` in bytes, `tileSize` elements.
+    // The address must be 32-byte aligned and the tensor inside the SoC's UB.
+    LocalTensor(TPosition pos, uint32_t addr, uint32_t tileSize) : ptr_(reinterpret_cast<T*>(emu_ub::arena + addr)),
+                                                                    size_(tileSize) {
+        if (pos == TPosition::GM) asc_emu::Fail("LocalTensor(TPosition::GM, ...): a local tensor lives in a local buffer");
+        if (addr % 32 != 0) asc_emu::Fail("LocalTensor at unified-buffer address " + std::to_string(addr) +
+                                          ": not 32-byte aligned");
+        if (static_cast<uint64_t>(addr) + static_cast<uint64_t>(tileSize) * sizeof(T) > asc_emu::St().soc.ubPhysical)
+            asc_emu::Fail("LocalTensor at unified-buffer address " + std::to_string(addr) + " of " +
+                          std::to_string(tileSize) + " elements ends past the " +
+                          std::to_string(asc_emu::St().soc.ubPhysical) + "-byte unified buffer");
+    }
     __aicore__ inline LocalTensor operator[](uint32_t offset) const {
         if (offset > size_) asc_emu::Fail("LocalTensor[] offset " + std::to_string(offset) + " past its " +
                                           std::to_string(size_) + " elements");

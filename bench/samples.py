@@ -1,0 +1,181 @@
+"""Huawei's best-practice Ascend C samples run in our emulator, built from ``../shared/ascend`` at run time and never
+copied: each sample's whole program (kernel and host main) is compiled against the emulator's headers, its host
+runtime calls served by ``acl/acl.h``, its kernel launches rewritten from ``kernel<<<blocks, 0, stream>>>(args)``
+to ``asc_emu::Launch(kind, kernel, blocks, 0, stream)(args)`` (the one edit: ``<<<>>>`` is not C++). The kind is
+the kernel's qualifier in the source (``__vector__``, ``__cube__``, ``__mix__``).
+
+Each case is run for its timing only, at the chip's table values or a corner's, and compared with what msprof
+measured on Atlas A2 in the sample's ``README_en.md`` (:data:`MEASURED`, each figure with the table it is from).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BEST = Path("asc-devkit/examples/01_simd_cpp_api/05_best_practices")
+
+
+def shared_root() -> Path:
+    """The open CANN sources: ``ASC_ONNX_CANN_SOURCE`` or ``../shared/ascend`` beside the repository."""
+    env = os.environ.get("ASC_ONNX_CANN_SOURCE")
+    return Path(env).resolve() if env else ROOT.parent / "shared" / "ascend"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One measured case of a sample: how it is built and what msprof measured (us)."""
+
+    sample: str          # folder under 05_best_practices
+    source: str          # the file with main()
+    case: str            # the README's name for it
+    defines: tuple[str, ...]
+    task_us: float       # Task Duration
+    pipes: Mapping[str, float] = field(default_factory=dict)  # e.g. aiv_vec_time, aiv_mte2_time (us)
+    cores: str = "vector"  # which cores' pipes `pipes` are
+
+
+ADD = "00_vector_compute/add_high_performance"
+#: The measured cases (README_en.md "Performance data" tables, Atlas A2, 48 AIV, 8192 x 8192 fp16).
+MEASURED: tuple[Case, ...] = (
+    Case(ADD, "add.asc", "Add Case 2 (48 cores, 4096-element copies)", ("SCENARIO=2",), 306.58,
+         {"V": 15.885, "MTE2": 215.485, "MTE3": 54.33}),
+    Case(ADD, "add.asc", "Add Case 3 (16384-element copies)", ("SCENARIO=3",), 268.5,
+         {"V": 12.845, "MTE2": 184.369, "MTE3": 57.354}),
+    Case(ADD, "add.asc", "Add Case 4 (double buffer)", ("SCENARIO=4",), 264.02,
+         {"V": 12.846, "MTE2": 250.528, "MTE3": 84.988}),
+    Case(ADD, "add.asc", "Add Case 5 (x, y bypass L2)", ("SCENARIO=5",), 187.68,
+         {"V": 12.846, "MTE2": 175.997, "MTE3": 160.291}),
+    Case(ADD, "add.asc", "Add Case 6 (no UB bank conflicts)", ("SCENARIO=6",), 184.52,
+         {"V": 6.954, "MTE2": 171.611, "MTE3": 121.442}),
+)
+
+_KIND = {"__vector__": "Vector", "__cube__": "Cube"}
+_QUALIFIED = re.compile(r"(?:__global__\s+(__vector__|__cube__|__mix__\([^)]*\))|(__vector__|__cube__|__mix__\([^)]*\))"
+                        r"\s+__global__)\s+void\s+(\w+)")
+_LAUNCH = re.compile(r"(\b[A-Za-z_]\w*(?:<[^;<>]*(?:<[^;<>]*>[^;<>]*)*>)?)\s*<<<(.*?)>>>")
+
+
+class SampleError(RuntimeError):
+    """A sample that could not be built or run in the emulator."""
+
+
+def kernel_kinds(text: str) -> dict[str, str]:
+    """Each ``__global__`` kernel's name -> where it runs ("Vector", "Cube", "Mix")."""
+    kinds = {}
+    for m in _QUALIFIED.finditer(text):
+        q = m.group(1) or m.group(2)
+        kinds[m.group(3)] = _KIND.get(q, "Mix")
+    return kinds
+
+
+def rewrite_launches(text: str, kinds: Mapping[str, str]) -> str:
+    """``k<<<blocks, ub, stream>>>(args)`` -> ``asc_emu::Launch(asc_emu::KernelKind::K, k, blocks, ub,
+    stream)(args)``; a launch through a pointer takes the one kind every kernel of the program has."""
+    def one(m: re.Match) -> str:
+        name = m.group(1)
+        base = name.split("<", 1)[0]
+        kind = kinds.get(base)
+        if kind is None:
+            if len(set(kinds.values())) != 1:
+                raise SampleError(f"launch of {base}: not a kernel of the program, and its kernels run on more "
+                                  f"than one kind of core ({sorted(set(kinds.values()))})")
+            kind = next(iter(kinds.values()))
+        return f"asc_emu::Launch(asc_emu::KernelKind::{kind}, {name}, {m.group(2)})"
+
+    out, n = _LAUNCH.subn(one, text)
+    if n == 0:
+        raise SampleError("no kernel launch (<<<...>>>) in the program")
+    return out
+
+
+def build(case: Case, cache: Path) -> Path:
+    """The case's program, compiled once per source and emulator digest into ``cache``."""
+    from asc_onnx.emulator import INCLUDE_DIR
+    from asc_onnx.emulator.harness import _headers_digest
+
+    folder = shared_root() / BEST / case.sample
+    src = folder / case.source
+    if not src.exists():
+        raise SampleError(f"{src} is missing (the open CANN sources are expected at {shared_root()})")
+    local = sorted(p for p in folder.iterdir() if p.suffix in (".h", ".asc"))
+    text = src.read_text()
+    kinds = kernel_kinds("\n".join(p.read_text() for p in local))
+    main = rewrite_launches(text, kinds)
+    flags = ["-std=c++17", "-O1", "-w", "-D__NPU_ARCH__=2201", "-DNPU_ARCH=2201",
+             *(f"-D{d}" for d in case.defines)]
+    h = hashlib.sha256(main.encode())
+    for p in local:
+        h.update(p.read_bytes())
+    h.update((_headers_digest() + " ".join(flags)).encode())
+    exe = cache / f"{Path(case.sample).name}-{h.hexdigest()[:16]}"
+    if exe.exists():
+        return exe
+    cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=cache) as d:
+        cpp = Path(d) / "main.cpp"
+        cpp.write_text(f'#include "acl/acl.h"\n#line 1 "{src.name}"\n{main}')
+        proc = subprocess.run(["g++", *flags, "-I", str(INCLUDE_DIR), "-I", str(folder), str(cpp), "-o",
+                               str(Path(d) / "prog")], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise SampleError(f"{case.case}: the sample does not compile against the emulator:\n"
+                              + proc.stderr[-3000:])
+        os.replace(Path(d) / "prog", exe)
+    return exe
+
+
+def run(exe: Path, table: Mapping[str, float]) -> dict:
+    """The program's timing-only run under ``table`` (the emulator's constants): its JSON line."""
+    with tempfile.TemporaryDirectory(prefix="asc-sample-") as d:
+        (Path(d) / "timing.txt").write_text("".join(f"{k} {v!r}\n" for k, v in table.items()))
+        env = {**os.environ, "ASC_EMU_TIMING": str(Path(d) / "timing.txt"), "ASC_EMU_VALUES": "0"}
+        proc = subprocess.run([str(exe)], cwd=d, env=env, capture_output=True, text=True)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if not lines:
+        raise SampleError(f"{exe.name} printed no result (exit {proc.returncode}): {proc.stderr[-800:]}")
+    info = json.loads(lines[-1])
+    if "error" in info:
+        raise SampleError(f"{exe.name}: {info['message']}")
+    return info
+
+
+#: The chip the samples were measured on: "Atlas A2" with 48 AIV and 24 AIC (910B1 or 910B2; 910B1's constants).
+CHIP = "Ascend910B1"
+
+#: The timing model's assumed constants a vector-only sample's time depends on: each is moved alone to both ends of
+#: its range by the calibration tests.
+VECTOR_CONSTANTS = ("gm_bandwidth", "core_dma_bytes", "dma_latency_cycles", "dma_issue_cycles", "vec_issue_cycles",
+                    "flag_latency_cycles", "ub_read_conflict_beats", "ub_write_conflict_beats", "scalar_op_cycles")
+
+
+def estimate_us(info: Mapping, launch_us: float) -> float:
+    """The task's estimate: the kernel's cycles at the table's clock plus a launch."""
+    t = info["time"]
+    return t["cycles"] / t["clock_hz"] * 1e6 + launch_us
+
+
+def estimate(exe: Path, overrides: Mapping[str, float] | None = None, blocks: int = 48) -> tuple[float, dict]:
+    """A case's task estimate (us) under the chip's constants with ``overrides`` (a corner, a range end), and the
+    run's JSON. The launch comes from the measured launch line (:func:`asc_onnx.atc_cost.launch_us`): its slowest
+    line at the slow corner (``unfused_end`` -1), its fastest at the fast one."""
+    from asc_onnx.atc_cost import launch_us
+    from asc_onnx.hardware import UNFUSED_END, emulator_table
+
+    ov = dict(overrides or {})
+    end = {-1.0: 1, 1.0: -1}.get(float(ov.pop(UNFUSED_END, 0.0)), 0)
+    info = run(exe, emulator_table(CHIP, ov))
+    return estimate_us(info, launch_us(blocks, end)), info
+
+
+def pipe_us(info: Mapping, pipe: str) -> float:
+    """One pipe's busy time on the critical core (us)."""
+    t = info["time"]
+    return t["busy"][pipe] / t["clock_hz"] * 1e6
