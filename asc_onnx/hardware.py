@@ -78,7 +78,10 @@ FACTS: dict[str, dict[str, Fact]] = {
         "l2_bandwidth": Fact(5e12, "bytes/s", MATMUL_README, quote="L2Cache 峰值带宽约 5TB/s",
                              note="the read figure the best-practice samples cost re-reads at (the data_copy sample's "
                                   "is 5.2 TB/s); the L2 page gives 7 TB/s for mixed reads and writes. One figure for "
-                                  "a fused kernel's re-reads and an unfused chain's intermediates alike"),
+                                  "a fused kernel's re-reads and an unfused chain's intermediates alike. data_copy's "
+                                  "Case 6 (906 MB of hits after 302 MB of misses, 354.56 us aiv_time) needs about 6 "
+                                  "TB/s: the range",
+                             assumed=(5e12, 6e12)),
         "ub_bytes": Fact(192 * 1024, "bytes", CATLASS_HW, note="UB 192KB (the host tiling sees 256 B less, KFC)"),
         "l1_bytes": Fact(512 * 1024, "bytes", CATLASS_HW, note="L1 Buffer 512KB"),
         "l0ab_bytes": Fact(64 * 1024, "bytes", CATLASS_HW, note="L0A/L0B 分别64KB"),
@@ -124,6 +127,18 @@ FACTS: dict[str, dict[str, Fact]] = {
                                          "x and y evict z from L2 (264.02 us; 1.12x too fast at 1.0); out of sample "
                                          "Cases 2 and 3 at 0.95 of theirs",
                                     assumed=(1.25, 2.0)),
+        "dma_row_cycles": Fact(0.43, "cycles", DATA_COPY_README, quote="blockCount=64, blockLen=128B",
+                               note="each row (burst) of a copy holds its MTE this much beyond its bytes: Case 2 moves "
+                                    "the 128-byte rows of Case 1 64 to an instruction, 49152 rows a core in 220.772 "
+                                    "us aiv_mte2_time, 11.4 us over the bytes and instructions alone; Cases 1 and 3 "
+                                    "(one and 64 rows of 2 KB) are the out-of-sample checks",
+                               assumed=(0.3, 0.6)),
+        "nd2nz_row_cycles": Fact(5.1, "cycles", DATA_COPY_README, quote="Nd2NzParams={nValue=64, dValue=64",
+                                 note="the cube core's MTE2 turns at most one ND row into NZ per 5.1 cycles: fitted "
+                                      "to the GM -> L1 Case 1 (128-byte rows, 98304 a core in 283.508 us "
+                                      "aic_mte2_time, 5.3 cycles a row with the copy instructions); Case 2's "
+                                      "512-byte rows are bandwidth-bound (the out-of-sample check)",
+                                 assumed=(4.8, 5.6)),
         "vec_issue_cycles": Fact(22, "cycles", ADD_README, quote="aiv_vec_time",
                                  note="a vector instruction's fixed cost before its first repeat: fitted to Case 3 "
                                       "(85.3 Adds of 128 repeats a core, each repeat conflicting, in 12.845 us at "
@@ -201,8 +216,9 @@ _GM_A2 = Fact(1.48e12, "bytes/s", DATA_COPY_README, quote="Full matrix transferr
                    "GM的带宽约为1.6TB/s and the 1.8 TB/s peak (CATLASS, the performance chapter) are not sustained: at "
                    "1.8 the Add sample's double-buffered Case 4 is estimated 1.19x faster than measured. Out of "
                    "sample, the Add sample's Cases 5 and 6 (HBM reads, L2 writes) at 0.98 and 0.97 of their "
-                   "measurements (tests/test_samples.py)",
-              assumed=(1.44e12, 1.55e12))
+                   "measurements (tests/test_samples.py). The range spans what the samples imply, 1.41 TB/s "
+                   "(data_copy's GM -> L1, 214.519 us) to 1.49 (GM -> UB); above 1.55 Add Case 4 leaves its band",
+              assumed=(1.40e12, 1.55e12))
 CHIPS: dict[str, Chip] = {c.name: c for c in [
     _a2("Ascend910B1", 24, Fact(1.85e9, "Hz", MSOPMODELING, note="910B1.yaml: clock_freq: 1850"), _GM_A2,
         "atc.sh's default chip; SoftmaxV2 and SliceAiCore are profiled on it"),
@@ -238,7 +254,7 @@ def chip_of(name: str) -> str:
 SHARED_ASSUMPTIONS = ("v_to_s_drain_cycles", "flag_latency_cycles", "core_dma_bytes", "cube_dma_bytes",
                       "dma_latency_cycles", "dma_issue_cycles",
                       "vec_issue_cycles", "vec_slow_repeat_cycles", "scalar_op_cycles", "mte1_bytes_per_cycle",
-                      "fix_bytes_per_cycle")
+                      "fix_bytes_per_cycle", "nd2nz_row_cycles", "dma_row_cycles")
 
 
 def fact_of(soc: str, name: str) -> Fact:
@@ -277,8 +293,9 @@ def emulator_table(soc: str, overrides: dict[str, float] | None = None) -> dict[
         "l2_bytes_per_s": 0 if coupled else v("l2_bandwidth"), "l2_bytes": 0 if coupled else v("l2_bytes"),
         "core_dma_bytes": v("core_dma_bytes"), "cube_dma_bytes": v("cube_dma_bytes"),
         "dma_latency": v("dma_latency_cycles"), "dma_issue": v("dma_issue_cycles"),
+        "dma_row": v("dma_row_cycles"),
         "vec_issue": v("vec_issue_cycles"), "vec_repeat": 1, "vec_slow_repeat": v("vec_slow_repeat_cycles"),
-        "hbm_write_back": 1 if coupled else v("hbm_write_back_cost"),
+        "hbm_write_back": 1 if coupled else v("hbm_write_back_cost"), "nd2nz_row": v("nd2nz_row_cycles"),
         "ub_read_conflict": 0 if coupled else v("ub_read_conflict_beats"),
         "ub_write_conflict": 0 if coupled else v("ub_write_conflict_beats"),
         "scalar_op": v("scalar_op_cycles"), "dispatch": 1, "v_to_s": v("v_to_s_drain_cycles"),
@@ -296,7 +313,8 @@ def emulator_table(soc: str, overrides: dict[str, float] | None = None) -> dict[
 #: costed from measurements (:mod:`asc_onnx.atc_cost`), at their fastest measured runs at the slow corner
 #: (``UNFUSED_END`` -1; the fused launch takes the opposite end). The fused kernel's bandwidth, peaks and clock are
 #: slowest at "low".
-SLOW_END = {"mix_launch_us": "high", "cube_fp32_share": "low", "gm_bandwidth": "low", "clock": "low",
+SLOW_END = {"mix_launch_us": "high", "cube_fp32_share": "low", "gm_bandwidth": "low", "l2_bandwidth": "low",
+            "clock": "low",
             "cube_fp16_flops": "low", "core_dma_bytes": "low", "cube_dma_bytes": "low",
             "mte1_bytes_per_cycle": "low", "fix_bytes_per_cycle": "low"}
 

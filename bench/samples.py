@@ -39,23 +39,39 @@ class Case:
     case: str            # the README's name for it
     defines: tuple[str, ...]
     task_us: float       # Task Duration
-    pipes: Mapping[str, float] = field(default_factory=dict)  # e.g. aiv_vec_time, aiv_mte2_time (us)
-    cores: str = "vector"  # which cores' pipes `pipes` are
+    pipes: Mapping[str, float] = field(default_factory=dict)  # pipe times held to the band: aiv_vec_time as V ...
+    cores: str = "vector"  # the cores it runs on: "vector" (48 AIV) or "cube" (24 AIC)
+
+    @property
+    def blocks(self) -> int:
+        return 24 if self.cores == "cube" else 48
 
 
 ADD = "00_vector_compute/add_high_performance"
+COPY = "04_memory_access/data_copy"
 #: The measured cases (README_en.md "Performance data" tables, Atlas A2, 48 AIV, 8192 x 8192 fp16).
 MEASURED: tuple[Case, ...] = (
-    Case(ADD, "add.asc", "Add Case 2 (48 cores, 4096-element copies)", ("SCENARIO=2",), 306.58,
-         {"V": 15.885, "MTE2": 215.485, "MTE3": 54.33}),
-    Case(ADD, "add.asc", "Add Case 3 (16384-element copies)", ("SCENARIO=3",), 268.5,
-         {"V": 12.845, "MTE2": 184.369, "MTE3": 57.354}),
-    Case(ADD, "add.asc", "Add Case 4 (double buffer)", ("SCENARIO=4",), 264.02,
-         {"V": 12.846, "MTE2": 250.528, "MTE3": 84.988}),
-    Case(ADD, "add.asc", "Add Case 5 (x, y bypass L2)", ("SCENARIO=5",), 187.68,
-         {"V": 12.846, "MTE2": 175.997, "MTE3": 160.291}),
-    Case(ADD, "add.asc", "Add Case 6 (no UB bank conflicts)", ("SCENARIO=6",), 184.52,
-         {"V": 6.954, "MTE2": 171.611, "MTE3": 121.442}),
+    Case(ADD, "add.asc", "Add Case 2 (48 cores, 4096-element copies)", ("SCENARIO=2",), 306.58, {"V": 15.885}),
+    Case(ADD, "add.asc", "Add Case 3 (16384-element copies)", ("SCENARIO=3",), 268.5, {"V": 12.845}),
+    Case(ADD, "add.asc", "Add Case 4 (double buffer)", ("SCENARIO=4",), 264.02, {"V": 12.846}),
+    Case(ADD, "add.asc", "Add Case 5 (x, y bypass L2)", ("SCENARIO=5",), 187.68, {"V": 12.846}),
+    Case(ADD, "add.asc", "Add Case 6 (no UB bank conflicts)", ("SCENARIO=6",), 184.52, {"V": 6.954}),
+    # data_copy README_en.md: a [12288, 12288] fp16 matrix read tile by tile with DataCopyPad into one UB buffer
+    # on 48 AIV (GM -> UB), or with the ND2NZ DataCopy into one L1 buffer on 24 AIC (GM -> L1)
+    Case(COPY, "data_copy.asc", "data_copy UB Case 1 (128-byte copies)", ("SCENARIO_NUM=1", "COPY_DST_UB"), 564.84,
+         {"MTE2": 548.161}),
+    Case(COPY, "data_copy.asc", "data_copy UB Case 2 (64 x 128-byte copies)", ("SCENARIO_NUM=2", "COPY_DST_UB"),
+         233.54, {"MTE2": 220.772}),
+    Case(COPY, "data_copy.asc", "data_copy UB Case 3 (64 x 2 KB copies)", ("SCENARIO_NUM=3", "COPY_DST_UB"), 215.82,
+         {"MTE2": 202.657}),
+    Case(COPY, "data_copy.asc", "data_copy UB Case 5 (the matrix 4 times, no L2 hits)",
+         ("SCENARIO_NUM=5", "COPY_DST_UB"), 828.06, {}),
+    Case(COPY, "data_copy.asc", "data_copy UB Case 6 (a quarter 4 times: 75% L2 hits)",
+         ("SCENARIO_NUM=6", "COPY_DST_UB"), 365.74, {}),
+    Case(COPY, "data_copy.asc", "data_copy L1 Case 1 (ND2NZ 64 x 64 tiles)", ("SCENARIO_NUM=1", "COPY_DST_L1"),
+         300.7, {"MTE2": 283.508}, cores="cube"),
+    Case(COPY, "data_copy.asc", "data_copy L1 Case 2 (ND2NZ 64 x 256 tiles)", ("SCENARIO_NUM=2", "COPY_DST_L1"),
+         230.24, {"MTE2": 214.519}, cores="cube"),
 )
 
 _KIND = {"__vector__": "Vector", "__cube__": "Cube"}
@@ -150,10 +166,15 @@ def run(exe: Path, table: Mapping[str, float]) -> dict:
 #: The chip the samples were measured on: "Atlas A2" with 48 AIV and 24 AIC (910B1 or 910B2; 910B1's constants).
 CHIP = "Ascend910B1"
 
-#: The timing model's assumed constants a vector-only sample's time depends on: each is moved alone to both ends of
-#: its range by the calibration tests.
-VECTOR_CONSTANTS = ("gm_bandwidth", "core_dma_bytes", "dma_latency_cycles", "dma_issue_cycles", "vec_issue_cycles",
-                    "flag_latency_cycles", "ub_read_conflict_beats", "ub_write_conflict_beats", "scalar_op_cycles")
+#: The timing model's assumed constants a sample's time depends on, by the cores it runs on: each is moved alone to
+#: both ends of its range by the calibration tests.
+CONSTANTS = {
+    "vector": ("gm_bandwidth", "l2_bandwidth", "core_dma_bytes", "dma_latency_cycles", "dma_issue_cycles",
+               "dma_row_cycles", "vec_issue_cycles", "flag_latency_cycles", "ub_read_conflict_beats",
+               "ub_write_conflict_beats", "hbm_write_back_cost"),
+    "cube": ("gm_bandwidth", "l2_bandwidth", "cube_dma_bytes", "dma_latency_cycles", "dma_issue_cycles",
+             "dma_row_cycles", "nd2nz_row_cycles"),
+}
 
 
 def estimate_us(info: Mapping, launch_us: float) -> float:

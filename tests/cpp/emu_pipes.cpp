@@ -45,6 +45,22 @@ static void Run(const std::string& s) {
             WaitFlag<HardEvent::V_MTE2>(0);
         }
         DataCopy(a, xGm, 64);
+    } else if (s == "mte2_waw_read" || s == "mte2_waw_barrier" || s == "mte2_waw_unread") {
+        // Two copies into one buffer with nothing ordering them: the bytes are either copy's. Harmless until read
+        // (the data_copy sample copies tile after tile into one buffer it never reads).
+        DataCopy(a, xGm, 64);
+        if (s == "mte2_waw_barrier") PipeBarrier<PIPE_MTE2>();
+        DataCopy(a, xGm[64], 64);
+        if (s != "mte2_waw_unread") {
+            SetFlag<HardEvent::MTE2_V>(0);
+            WaitFlag<HardEvent::MTE2_V>(0);
+            Muls(b, a, 2.0f, 64);
+        }
+    } else if (s == "static_tensor_past_ub" || s == "static_tensor_fits") {
+        // A LocalTensor at a fixed UB address (静态Tensor编程) must lie inside the physical UB.
+        const uint32_t end = asc_emu::St().soc.ubPhysical;
+        LocalTensor<float> t(TPosition::VECCALC, end - 1024, s == "static_tensor_fits" ? 256 : 512);
+        Duplicate(t, 1.0f, 64);
     } else if (s == "queue_skips_deque" || s == "queue_ordered") {
         TQue<QuePosition::VECIN, 1> inQueueX;
         TQue<QuePosition::VECOUT, 1> outQueueY;

@@ -87,29 +87,6 @@ static void RowSums(GM_ADDR x, GM_ADDR y, bool perRow) {
     DataCopy(yGm, perRow ? xLocal : sums, ROWS);
 }
 
-// GM -> UB copies only, as the data_copy best-practice sample reads a 12288 x 12288 half matrix: each DataCopyPad
-// moves `rows` rows of `rowBytes` (blockCount, blockLen) `stride` bytes apart in GM, into a ring of UB slots (a
-// PipeBarrier<PIPE_MTE2> as the ring wraps: the emulator does not order one MTE2 write after another by itself),
-// `copies` instructions per core.
-static void CopyIn(GM_ADDR x, uint32_t rows, uint32_t rowBytes, uint32_t stride, uint32_t copies) {
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> buf;
-    constexpr uint32_t UB = 190 * 1024;
-    pipe.InitBuffer(buf, UB);
-    LocalTensor<half> ub = buf.Get<half>();
-    const uint32_t slot = rows * rowBytes, slots = UB / slot;
-    const uint64_t perCopy = static_cast<uint64_t>(rows) * (rowBytes + stride);
-    GlobalTensor<half> xGm;
-    xGm.SetGlobalBuffer(reinterpret_cast<half*>(x) + GetBlockIdx() * perCopy * copies / sizeof(half),
-                        perCopy * copies / sizeof(half));
-    DataCopyExtParams p{static_cast<uint16_t>(rows), rowBytes, stride, 0, 0};
-    DataCopyPadExtParams<half> pad{false, 0, 0, 0};
-    for (uint32_t c = 0; c < copies; ++c) {
-        if (c > 0 && c % slots == 0) PipeBarrier<PIPE_MTE2>();
-        DataCopyPad(ub[(c % slots) * slot / sizeof(half)], xGm[c * perCopy / sizeof(half)], p, pad);
-    }
-}
-
 int main(int argc, char** argv) {
     if (argc < 2) return 2;
     const std::string s = argv[1];
@@ -117,9 +94,6 @@ int main(int argc, char** argv) {
     auto& st = asc_emu::St();
     const uint32_t cores = static_cast<uint32_t>(st.tm.cores);
     size_t n = static_cast<size_t>(cores) * std::max<uint32_t>(TILE * TILES, 16384);
-    if (s == "copy_in" && argc > 6)  // every core's copies, rows and strides included, as floats
-        n = std::max<size_t>(n, static_cast<size_t>(cores) * std::stoul(argv[3]) *
-                                    (std::stoul(argv[4]) + std::stoul(argv[5])) * std::stoul(argv[6]) / 4 + 16);
     std::vector<float> x(n, 1.0f), y(n, 0.0f);
     st.gm.push_back({"x", reinterpret_cast<uint8_t*>(x.data()), n * 4, false, {}});
     st.gm.push_back({"y", reinterpret_cast<uint8_t*>(y.data()), n * 4, true, std::vector<int32_t>(n * 4, -1)});
@@ -132,11 +106,6 @@ int main(int argc, char** argv) {
                 Copy(x.data() ? reinterpret_cast<GM_ADDR>(x.data()) : nullptr, reinterpret_cast<GM_ADDR>(y.data()),
                      s == "copy_double" ? 2 : 1);
                 bytes += 2ull * TILE * TILES * 4, vecElems += TILE * TILES;
-            } else if (s == "copy_in") {  // argv: rows, row bytes, GM stride, copies per core
-                const uint32_t rows = std::stoul(argv[3]), rowBytes = std::stoul(argv[4]),
-                               stride = std::stoul(argv[5]), copies = std::stoul(argv[6]);
-                CopyIn(reinterpret_cast<GM_ADDR>(x.data()), rows, rowBytes, stride, copies);
-                bytes += static_cast<uint64_t>(rows) * rowBytes * copies;
             } else if (s == "chain") {
                 Chain(reinterpret_cast<GM_ADDR>(x.data()), reinterpret_cast<GM_ADDR>(y.data()));
                 bytes += 2ull * 16384 * 4, vecElems += 512ull * 16384;

@@ -71,6 +71,7 @@ struct Soc {
     std::string name = "Ascend310P";
     uint32_t ubBytes = 262144;       // GetCoreMemSize(UB): 256 KiB, nothing subtracted on 310P
     uint32_t ubPhysical = 262144;    // the unified buffer itself (a static LocalTensor may use all of it)
+    uint32_t l1Bytes = 1048576;      // L1 Buffer, 1 MB (cann_facts.md section 15)
     uint32_t tmpUbOffset = 253952;   // TMP_UB_OFFSET, 248 KiB (impl/basic_api/utils/kernel_utils_constants.h)
     bool hasDataCopyPad = false;     // compiles, does nothing at run time (dav_m200 data copy impl)
     bool hasBf16 = false;
@@ -78,6 +79,7 @@ struct Soc {
     std::string name = "Ascend910B";
     uint32_t ubBytes = 196352;       // GetCoreMemSize(UB): 196608 - 256 reserved for KFC
     uint32_t ubPhysical = 196608;    // the unified buffer itself, 192 KiB (a static LocalTensor may use all of it)
+    uint32_t l1Bytes = 524288;       // L1 Buffer, 512 KB (catlass atlasA2_hardware_info.md)
     uint32_t tmpUbOffset = 188416;   // TMP_UB_OFFSET, 184 KiB
     bool hasDataCopyPad = true;
     bool hasBf16 = true;
@@ -105,9 +107,11 @@ struct TimingConsts {
     double cubeDmaBytes = 128;       // per cycle, one cube core's MTE2 into L1 at most (assumed)
     double dmaLatency = 200;         // a copy's completion after its last byte left (Add sample Case 2)
     double dmaIssue = 13;            // a vector core's copy instruction holds its MTE before its bytes (data_copy)
+    double dmaRow = 0.43;            // each row (burst) of a copy holds its MTE this much more (data_copy)
     double vecIssue = 22;            // a vector instruction's fixed cost before its first repeat (Add sample)
     double vecRepeat = 1;            // one 256-byte repeat
     double vecSlowRepeat = 2;        // Exp, Ln, Sqrt, Div, Reciprocal, Rsqrt per repeat (assumed)
+    double nd2nzRow = 5.1;           // the cube's MTE2 turns at most one ND row into NZ per this many (data_copy)
     double hbmWriteBack = 1.5;       // an evicted dirty byte's HBM time in read bytes' (Add sample Case 4)
     double ubReadConflict = 1;       // a repeat whose sources share a UB bank group: one beat more (bank_conflict_ub)
     double ubWriteConflict = 0.75;    // a repeat whose destination meets a source's bank elsewhere (bank_conflict_ub)
@@ -148,6 +152,8 @@ struct UbBlock {
     uint64_t writeSeq = 0;          // that op's sequence number on its pipe
     int32_t readOp[NPIPES] = {-1, -1, -1, -1};  // latest reader per pipe since the write
     uint64_t readSeq[NPIPES] = {0, 0, 0, 0};
+    int32_t tornOp = -1;            // an earlier write nothing orders with the last: the bytes are either's
+    uint64_t tornSeq = 0;
 };
 
 // Last MTE3 write of one 32-byte global-memory block of an output (byte mask).
@@ -271,6 +277,7 @@ struct PipeState {
     uint64_t seq[NPIPES] = {0, 0, 0, 0};  // operations issued per pipe
     Clock known[NPIPES];                   // known[p]: what pipe p's next operation is ordered after
     std::vector<UbBlock> ub = std::vector<UbBlock>(512 * 1024 / 32);
+    std::vector<UbBlock> l1;               // the cube core's L1, per 32-byte block, once a kernel touches it
     std::map<int, Clock> flags;            // pending SetFlag per (event, id)
     std::map<uintptr_t, CacheLine> cache;  // data-cache lines by GM address / 64
     Clock sExplicit;                       // what S knows complete through WaitFlag/PipeBarrier<PIPE_ALL> only
@@ -279,6 +286,7 @@ struct PipeState {
     std::vector<PendingC> pending;         // cube output not yet waited for
     std::deque<std::pair<uint64_t, bool>> l2Lines;  // this core's share of L2 in allocation order: (bytes, dirty)
     uint64_t l2Resident = 0;                        // bytes of those lines
+    uint64_t l2Alloc = 0;                           // bytes this block has brought into L2
 };
 
 // Timing of one finished block.
@@ -295,7 +303,7 @@ struct State {
     std::map<int64_t, CubeTimes> cubeCores;  // by cube core
     uint64_t hbmBytes = 0;                     // GM bytes costed at HBM bandwidth
     uint64_t l2Bytes = 0;                      // GM bytes costed as L2 hits
-    uint64_t l2Clock = 0;                      // GM bytes brought into L2 so far, in emulation order (the L2 rule)
+    std::map<int64_t, uint64_t> coreL2;        // L2 allocations of the blocks each core has finished (the L2 rule)
     uint64_t l2WriteBacks = 0;                 // dirty bytes evicted to HBM during the kernel
     double vecMoved = 0, cubeMoved = 0;        // GM bytes the vector cores and the cube cores have moved (GmShare)
     uint64_t vecReadHbm = 0, vecReadL2 = 0;    // the vector cores' GM reads by level (a matmul's C ring, say)
@@ -340,9 +348,9 @@ inline TimingConsts LoadTiming() {
     std::map<std::string, double*> slot = {
         {"clock_hz", &t.clockHz}, {"gm_bytes_per_s", &t.gmBytesPerS}, {"l2_bytes_per_s", &t.l2BytesPerS},
         {"l2_bytes", &t.l2Bytes}, {"core_dma_bytes", &t.coreDmaBytes}, {"cube_dma_bytes", &t.cubeDmaBytes}, {"dma_latency", &t.dmaLatency},
-        {"dma_issue", &t.dmaIssue},
+        {"dma_issue", &t.dmaIssue}, {"dma_row", &t.dmaRow},
         {"vec_issue", &t.vecIssue}, {"vec_repeat", &t.vecRepeat}, {"vec_slow_repeat", &t.vecSlowRepeat},
-        {"hbm_write_back", &t.hbmWriteBack}, {"ub_read_conflict", &t.ubReadConflict}, {"ub_write_conflict", &t.ubWriteConflict},
+        {"hbm_write_back", &t.hbmWriteBack}, {"nd2nz_row", &t.nd2nzRow}, {"ub_read_conflict", &t.ubReadConflict}, {"ub_write_conflict", &t.ubWriteConflict},
         {"scalar_op", &t.scalarOp}, {"dispatch", &t.dispatch}, {"v_to_s", &t.vToS}, {"flag", &t.flag},
         {"kfc", &t.kfc}, {"cube_macs", &t.cubeMacs}, {"cube_fp32", &t.cubeFp32}, {"mte1_bytes", &t.mte1Bytes},
         {"fix_bytes", &t.fixBytes},
@@ -467,8 +475,13 @@ inline void SWait(double at, double cycles = 0) {
 // Bytes per cycle one core's DMA moves: its share of GM bandwidth among the engines the kernel runs (the vector
 // cores; the cube cores too once a Matmul is registered, and for the cube the vector cores once one of them moved
 // data), at most what one core's engines move.
+constexpr int kAicOnly = 1;  // KERNEL_TYPE_AIC_ONLY (kernel_operator.h checks it)
+
 inline double GmShare(double bytesPerS, bool cube = false) {
     const auto& tm = St().tm;
+    if (St().kernelType == kAicOnly && !tm.coupled)  // a __cube__ kernel: its blocks are the cube cores
+        return std::min(tm.cubeDmaBytes, bytesPerS / tm.clockHz /
+                                             std::max(1.0, std::min<double>(St().blockNum, tm.cubeCores)));
     const double vec = std::min<double>(static_cast<double>(St().blockNum), tm.cores);
     const double cubes = tm.coupled ? 0.0 : std::min<double>(std::ceil(vec / 2), tm.cubeCores);
     // A mixed kernel's engines share GM in proportion to what they move (the bytes each side has moved so far):
@@ -490,10 +503,13 @@ inline GmBuffer& FindGm(const void* p, size_t bytes, const char* what);
 enum class L2Use { Read, ReadBypass, Write };
 
 // The L2 rule: a 32-byte block touched again is an L2 hit when fewer bytes than the L2 holds were brought into it
-// (lines allocated, read or written, by any core, in emulation order) since it was last touched: an LRU cache
-// evicts a line once a cache's worth of distinct other lines came after it, and while the working set fits, the
-// lines that come are the misses (a resident ring rewritten a thousand times takes its footprint once, not its
-// traffic). A read miss costs HBM. A write goes to L2 (write-back, the data_copy and Add samples' "z writes hit the
+// (lines allocated, read or written, by any core) between the two touches: an LRU cache evicts a line once a
+// cache's worth of distinct other lines came after it, and while the working set fits, the lines that come are the
+// misses (a resident ring rewritten a thousand times takes its footprint once, not its traffic). Time is the cores'
+// own: they run at once, in step, so when a block has allocated a bytes, the chip has allocated about a times the
+// cores sharing L2 (blocks emulated one after another would otherwise find their own re-reads resident: the
+// data_copy sample's Case 5 rereads its 302 MB four times with no hit, Case 6 a quarter of it with 75%).
+// A read miss costs HBM. A write goes to L2 (write-back, the data_copy and Add samples' "z writes hit the
 // L2 Cache"): it costs HBM only when its line is evicted dirty, which is charged to the transfer whose allocation
 // evicts it (lines leave in allocation order, each core's from its share of L2); what is still dirty when the
 // kernel ends is written back after it.
@@ -509,28 +525,29 @@ inline L2Cost L2Classify(const void* p, size_t bytes, L2Use use = L2Use::Read) {
     if (buf.seen.size() != (buf.bytes + 31) / 32) buf.seen.assign((buf.bytes + 31) / 32, 0);
     const size_t off = static_cast<size_t>(static_cast<const uint8_t*>(p) - buf.base);
     const uint64_t window = static_cast<uint64_t>(st.tm.l2Bytes) / 1024;  // in KiB, as the stamps
-    const uint64_t now = st.l2Clock / 1024 + 1;
+    const double sharers = std::max(1.0, std::min<double>(static_cast<double>(st.blockNum), st.tm.cores));
+    const int64_t core = st.blockIdx % static_cast<int64_t>(std::max(1.0, st.tm.cores));
+    const uint64_t ownAlloc = st.pipes.l2Alloc + (st.coreL2.count(core) ? st.coreL2.at(core) : 0);
+    const uint64_t now = static_cast<uint64_t>(static_cast<double>(ownAlloc) * sharers) / 1024 + 1;
     const bool writeBack = st.tm.l2Bytes > 0 && !st.tm.coupled;
     uint64_t miss = 0;
     for (size_t blk = off / 32; blk <= (off + bytes - 1) / 32 && blk < buf.seen.size(); ++blk) {
         const size_t lo = std::max(off, blk * 32), hi = std::min(off + bytes, blk * 32 + 32);
         const uint32_t last = buf.seen[blk];
-        const bool hit = last != 0 && now - last < window;
+        const bool hit = last != 0 && (now > last ? now - last : last - now) < window;
         if (!hit) miss += hi - lo;
         if (use != L2Use::ReadBypass || hit) buf.seen[blk] = static_cast<uint32_t>(now);
     }
+    if (use != L2Use::ReadBypass) st.pipes.l2Alloc += miss;
     if (!writeBack) {  // every miss is HBM traffic
-        st.l2Clock += miss;
         buf.hbm += miss;
         return {miss, bytes - miss};
     }
     uint64_t hbm = use == L2Use::Write ? 0 : miss, wb = 0;
     if (use != L2Use::ReadBypass && miss > 0) {
-        st.l2Clock += miss;
         // Evictions: the cores run at once, so each fills L2 at its pace; a core's share of the cache holds its own
         // last allocations (blocks emulated one after another would otherwise see the cache full only from the
         // middle block on, and charge every write-back to the second half).
-        const double sharers = std::max(1.0, std::min<double>(static_cast<double>(st.blockNum), st.tm.cores));
         const uint64_t share = static_cast<uint64_t>(st.tm.l2Bytes / sharers);
         auto& ps = st.pipes;
         auto& fifo = ps.l2Lines;
@@ -562,8 +579,12 @@ inline uint64_t Classify(const void* p, size_t bytes, L2Use use = L2Use::Read) {
 inline double PortTransfer(double at, double need) {
     auto& t = St().pipes.t;
     auto& port = t.port;
-    // intervals that end before either DMA pipe is free can never be used again
-    const double floor = std::min(t.free[PMTE2], t.free[PMTE3]);
+    // intervals that end before either DMA pipe is free can never be used again (a pipe that has issued nothing
+    // yet starts no earlier than the scalar unit's dispatch: a read-only kernel would otherwise keep every
+    // interval, and merge them all each time)
+    const auto& seq = St().pipes.seq;
+    const double floor = std::min(seq[PMTE2] == 0 ? t.free[PS] : t.free[PMTE2],
+                                  seq[PMTE3] == 0 ? t.free[PS] : t.free[PMTE3]);
     while (!port.empty() && port.begin()->second < floor) port.erase(port.begin());
     double cur = at;
     auto it = port.upper_bound(cur);
@@ -581,8 +602,10 @@ inline double PortTransfer(double at, double need) {
             ++it;
         }
     }
-    // merge touching intervals so the map stays as small as the port's idle gaps
-    for (auto a = port.begin(); a != port.end();) {
+    // merge the touching intervals around what was placed, so the map stays as small as the port's idle gaps
+    auto a = port.lower_bound(at);
+    if (a != port.begin()) --a;
+    while (a != port.end() && a->first <= cur + 1e-9) {
         auto b = std::next(a);
         if (b != port.end() && b->first <= a->second + 1e-9) {
             a->second = std::max(a->second, b->second);
@@ -603,7 +626,8 @@ inline void DmaIssue(int pipe) { Spend(pipe, St().tm.dmaIssue); }
 // A read holds the core's GM port for its transfer: HBM bytes at the core's share of HBM, L2 hits at its share of
 // L2. A write streams into L2 at its share of L2 beside the port (the Add sample's Case 5 reads 256 MB from HBM
 // and writes 128 MB into L2 in about the time of the reads alone); the dirty lines its allocation evicts take the
-// port's HBM time, as they take HBM bandwidth from every core's reads. Completes a DMA latency after.
+// port's HBM time, as they take HBM bandwidth from every core's reads. Each call is one burst (a row of a strided
+// copy) and holds the pipe dmaRow cycles first. Completes a DMA latency after.
 inline void Dma(int pipe, const void* p, size_t bytes, bool write, bool bypassL2 = false) {
     if (bytes == 0) return;
     auto& st = St();
@@ -614,6 +638,7 @@ inline void Dma(int pipe, const void* p, size_t bytes, bool write, bool bypassL2
     st.l2Bytes += l2;
     if (!write) st.vecReadHbm += hbm, st.vecReadL2 += l2;
     auto& t = st.pipes.t;
+    t.free[pipe] += st.tm.dmaRow, t.busy[pipe] += st.tm.dmaRow;  // each burst (row) of a copy
     const double s = t.free[pipe];
     const double hbmNeed = static_cast<double>(hbm) / GmShare(st.tm.gmBytesPerS);
     const double l2Need = l2 > 0 ? static_cast<double>(l2) / GmShare(st.tm.l2BytesPerS) : 0.0;
@@ -622,6 +647,12 @@ inline void Dma(int pipe, const void* p, size_t bytes, bool write, bool bypassL2
     t.busy[pipe] += beside ? std::max(hbmNeed, l2Need) : hbmNeed + l2Need;
     t.free[pipe] = e;
     CompleteAt(pipe, e + st.tm.dmaLatency);
+}
+
+// The operation issued last on `pipe` holds it at least `cycles` from `since` (a per-row or per-instruction floor).
+inline void AtLeast(int pipe, double since, double cycles) {
+    const double held = St().pipes.t.free[pipe] - since;
+    if (held < cycles) Spend(pipe, cycles - held);
 }
 
 // The vector instruction issued last moves `bytes` through the vector unit (256 bytes per repeat).
@@ -688,30 +719,48 @@ inline bool Ordered(int pipe, int otherPipe, uint64_t otherSeq) {
     return St().pipes.known[pipe].c[otherPipe] >= otherSeq;
 }
 
-[[noreturn]] inline void Race(const char* kind, int32_t op, int32_t other, uint64_t ubOffset) {
-    Fail(std::string("pipe race (") + kind + ") on unified-buffer offset " + std::to_string(ubOffset) + ": " +
+[[noreturn]] inline void Race(const char* kind, int32_t op, int32_t other, uint64_t ubOffset,
+                              const char* where = "unified-buffer") {
+    Fail(std::string("pipe race (") + kind + ") on " + where + " offset " + std::to_string(ubOffset) + ": " +
          Describe(op) + " touches bytes that " + Describe(other) +
          " may still be using; nothing orders the two (EnQue/DeQue, SetFlag/WaitFlag or PipeBarrier)");
 }
 
-// Record a unified-buffer access of `op` over [offset, offset + bytes) and fault on an unordered conflict.
-inline void UbAccess(int32_t op, uint64_t offset, uint64_t bytes, bool write) {
+// Record a unified-buffer access of `op` over [offset, offset + bytes) and fault on an unordered conflict (`l1`: an
+// access of the cube core's L1 Buffer, under the same rules).
+inline void UbAccess(int32_t op, uint64_t offset, uint64_t bytes, bool write, bool l1 = false) {
     if (bytes == 0) return;
     auto& ps = St().pipes;
+    if (l1 && ps.l1.empty()) ps.l1.resize(1048576 / 32);
+    auto& mem = l1 ? ps.l1 : ps.ub;
+    const char* where = l1 ? "L1" : "unified-buffer";
     const int p = St().ops[op].pipe;
     const uint64_t seq = ps.seq[p];
-    for (uint64_t b = offset / 32; b < (offset + bytes + 31) / 32 && b < ps.ub.size(); ++b) {
-        UbBlock& u = ps.ub[b];
-        if (u.writeOp >= 0 && u.writeOp != op && !Ordered(p, St().ops[u.writeOp].pipe, u.writeSeq))
-            Race(write ? "write after write" : "read after write", op, u.writeOp, b * 32);
+    for (uint64_t b = offset / 32; b < (offset + bytes + 31) / 32 && b < mem.size(); ++b) {
+        UbBlock& u = mem[b];
+        const bool unordered = u.writeOp >= 0 && u.writeOp != op && !Ordered(p, St().ops[u.writeOp].pipe, u.writeSeq);
+        if (!write && unordered) Race("read after write", op, u.writeOp, b * 32, where);
+        if (!write && u.tornOp >= 0)
+            Fail(std::string("pipe race (write after write) on ") + where + " offset " + std::to_string(b * 32) + ": " +
+                 Describe(op) + " reads bytes that " + Describe(u.tornOp) + " and " + Describe(u.writeOp) +
+                 " both wrote with nothing ordering the two writes (a PipeBarrier, flag or queue): which of them "
+                 "the bytes hold is undefined");
         if (write) {
             for (int q = 0; q < NPIPES; ++q) {
                 if (u.readOp[q] >= 0 && u.readOp[q] != op && !Ordered(p, q, u.readSeq[q]))
-                    Race("write after read", op, u.readOp[q], b * 32);
+                    Race("write after read", op, u.readOp[q], b * 32, where);
             }
+            // Two unordered writes leave the bytes undefined, a wrong answer only once something reads them (the
+            // data_copy sample copies tile after tile into one buffer it never reads): the fault waits for a read.
+            int32_t torn = unordered ? u.writeOp : -1;
+            uint64_t tornSeq = unordered ? u.writeSeq : 0;
+            if (!unordered && u.tornOp >= 0 && !Ordered(p, St().ops[u.tornOp].pipe, u.tornSeq))
+                torn = u.tornOp, tornSeq = u.tornSeq;
             u = UbBlock{};
             u.writeOp = op;
             u.writeSeq = seq;
+            u.tornOp = torn;
+            u.tornSeq = tornSeq;
         } else {
             u.readOp[p] = op;
             u.readSeq[p] = seq;
@@ -979,6 +1028,7 @@ inline void NoDirtyCache(const std::string& tail) {
 
 inline void EndBlock() {
     const auto& t = St().pipes.t;
+    St().coreL2[St().blockIdx % static_cast<int64_t>(std::max(1.0, St().tm.cores))] += St().pipes.l2Alloc;
     BlockTime bt;
     bt.block = St().blockIdx;
     bt.cycles = BlockClock();
@@ -1046,7 +1096,8 @@ inline double CubeBlock(double at, const std::vector<CubeStep>& steps, double ma
 inline std::string TimingJson() {
     const auto& st = St();
     const auto& tm = st.tm;
-    const size_t cores = static_cast<size_t>(std::max(1.0, tm.cores));
+    const size_t cores = static_cast<size_t>(std::max(1.0, st.kernelType == kAicOnly && !tm.coupled ? tm.cubeCores
+                                                                                                  : tm.cores));
     std::vector<double> coreCycles(std::min<size_t>(cores, static_cast<size_t>(std::max<int64_t>(1, st.blockNum))), 0.0);
     for (const auto& bt : st.blockTimes) coreCycles[static_cast<size_t>(bt.block) % coreCycles.size()] += bt.cycles;
     size_t crit = 0;

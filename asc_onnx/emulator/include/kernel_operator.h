@@ -110,6 +110,7 @@ __aicore__ inline void DataCacheCleanAndInvalid(const GlobalTensor<T>& dst) {
 enum KernelMetaType { KERNEL_TYPE_AIV_ONLY, KERNEL_TYPE_AIC_ONLY, KERNEL_TYPE_MIX_AIV_1_0, KERNEL_TYPE_MIX_AIC_1_0,
                       KERNEL_TYPE_MIX_AIC_1_1, KERNEL_TYPE_MIX_AIC_1_2, KERNEL_TYPE_AICORE, KERNEL_TYPE_VECTORCORE,
                       KERNEL_TYPE_MIX_AICORE, KERNEL_TYPE_MIX_VECTOR_CORE, KERNEL_TYPE_MAX };
+static_assert(KERNEL_TYPE_AIC_ONLY == asc_emu::kAicOnly, "emu_runtime.h names AIC_ONLY by its value");
 #if __NPU_ARCH__ == 2002
 #define KERNEL_TASK_TYPE_DEFAULT(type)                                                                \
     static_assert((type) == KERNEL_TYPE_AICORE || (type) == KERNEL_TYPE_MIX_VECTOR_CORE,              \

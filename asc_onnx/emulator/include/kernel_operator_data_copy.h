@@ -26,6 +26,45 @@ struct DataCopyPadExtParams {
         : isPad(pad), leftPadding(left), rightPadding(right), paddingValue(value) {}
 };
 
+// The older parameter forms of DataCopyPad (kernel_struct_data_copy.h): blockLen in bytes, srcStride the GM gap in
+// bytes and dstStride the UB gap in 32-byte blocks (GM -> UB); paddingValue the pad element's bits.
+struct DataCopyParams {
+    uint16_t blockCount = 1;
+    uint16_t blockLen = 0;
+    union {
+        uint16_t srcGap = 0;
+        uint16_t srcStride;
+    };
+    union {
+        uint16_t dstGap = 0;
+        uint16_t dstStride;
+    };
+    DataCopyParams() {}
+    DataCopyParams(uint16_t count, uint16_t len, uint16_t src, uint16_t dst)
+        : blockCount(count), blockLen(len), srcGap(src), dstGap(dst) {}
+};
+
+struct DataCopyPadParams {
+    bool isPad = false;
+    uint8_t leftPadding = 0;
+    uint8_t rightPadding = 0;
+    uint64_t paddingValue = 0;
+    DataCopyPadParams() {}
+    DataCopyPadParams(bool pad, uint8_t left, uint8_t right, uint64_t value)
+        : isPad(pad), leftPadding(left), rightPadding(right), paddingValue(value) {}
+};
+
+// ND -> NZ copy parameters of a GM -> L1 DataCopy (the cube side; declared for the samples that name them).
+struct Nd2NzParams {
+    uint16_t ndNum = 0, nValue = 0, dValue = 0, srcNdMatrixStride = 0, srcDValue = 0, dstNzC0Stride = 0,
+             dstNzNStride = 0, dstNzMatrixStride = 0;
+    Nd2NzParams() {}
+    Nd2NzParams(uint16_t nd, uint16_t n, uint16_t d, uint16_t srcNd, uint16_t srcD, uint16_t c0, uint16_t nz,
+                uint16_t nzMatrix)
+        : ndNum(nd), nValue(n), dValue(d), srcNdMatrixStride(srcNd), srcDValue(srcD), dstNzC0Stride(c0),
+          dstNzNStride(nz), dstNzMatrixStride(nzMatrix) {}
+};
+
 namespace emu_copy {
 inline void CheckUb(const void* p, uint64_t bytes, const char* what) {
     if (!emu_ub::IsUb(p)) asc_emu::Fail(std::string(what) + ": local tensor is not in the unified buffer");
@@ -116,6 +155,64 @@ __aicore__ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor
         } else {
             std::memset(row, 0xA5, pad.leftPadding * sizeof(T));
             std::memset(row + pad.leftPadding + n, 0xA5, (rowElems - pad.leftPadding - n) * sizeof(T));
+        }
+    }
+}
+
+// GM -> UB in the older parameter form.
+template <typename T>
+__aicore__ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyParams& p,
+                                   const DataCopyPadParams& pad, asc_emu::Loc loc = ASC_EMU_HERE) {
+    T value;
+    std::memcpy(&value, &pad.paddingValue, sizeof(T));
+    DataCopyPad(dst, src, DataCopyExtParams(p.blockCount, p.blockLen, p.srcGap, p.dstGap, 0),
+                DataCopyPadExtParams<T>(pad.isPad, pad.leftPadding, pad.rightPadding, value), loc);
+}
+
+// GM -> L1 with the ND -> NZ conversion on the way (the cube core's MTE2; GMToL1随路转换-ND2NZ搬运): ndNum matrices of
+// nValue rows of dValue elements, row x at src + x * srcDValue, become 16-element (32-byte) column blocks: element
+// (x, c) of matrix k lands at dst + k * dstNzMatrixStride + (c / C0) * dstNzC0Stride * C0 + x * dstNzNStride * C0
+// + c % C0, C0 = 32 / sizeof(T). A block of a partial column group is padded with zeros.
+template <typename T>
+__aicore__ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Nd2NzParams& p,
+                                asc_emu::Loc loc = ASC_EMU_HERE) {
+    constexpr uint32_t c0 = 32 / sizeof(T);
+    if (!emu_l1::IsL1(dst.GetPhyAddr())) asc_emu::Fail("DataCopy GM->L1 (Nd2NzParams): the destination is not in L1");
+    if (emu_l1::Offset(dst.GetPhyAddr()) % 32 != 0) asc_emu::Fail("DataCopy GM->L1: L1 address not 32-byte aligned");
+    if (p.dstNzC0Stride == 0 || p.dstNzNStride == 0)
+        asc_emu::Fail("DataCopy GM->L1 (Nd2NzParams): dstNzC0Stride and dstNzNStride must be at least 1");
+    const uint32_t groups = (p.dValue + c0 - 1) / c0;
+    uint64_t span = 0;  // elements from dst to the end of the last 32-byte block written
+    for (uint32_t k = 0; k < p.ndNum; ++k)
+        if (p.nValue > 0 && groups > 0)
+            span = std::max<uint64_t>(span, static_cast<uint64_t>(k) * p.dstNzMatrixStride +
+                                                (static_cast<uint64_t>(groups - 1) * p.dstNzC0Stride +
+                                                 static_cast<uint64_t>(p.nValue - 1) * p.dstNzNStride + 1) * c0);
+    if (span > dst.GetSize())
+        asc_emu::Fail("DataCopy GM->L1 (Nd2NzParams): the NZ layout needs " + std::to_string(span) +
+                      " elements, the L1 tensor has " + std::to_string(dst.GetSize()));
+    if (emu_l1::Offset(dst.GetPhyAddr()) + span * sizeof(T) > asc_emu::St().soc.l1Bytes)
+        asc_emu::Fail("DataCopy GM->L1: access past the end of the L1 Buffer");
+    const int32_t op = asc_emu::Issue(asc_emu::PMTE2, "DataCopy GM->L1 (ND2NZ)", loc);
+    asc_emu::DmaIssue(asc_emu::PMTE2);
+    asc_emu::UbAccess(op, emu_l1::Offset(dst.GetPhyAddr()), span * sizeof(T), true, true);
+    for (uint32_t k = 0; k < p.ndNum; ++k) {
+        for (uint32_t x = 0; x < p.nValue; ++x) {
+            const T* row = src.GetPhyAddr() + static_cast<uint64_t>(k) * p.srcNdMatrixStride +
+                           static_cast<uint64_t>(x) * p.srcDValue;
+            asc_emu::GmRead(row, p.dValue * sizeof(T), "DataCopy GM->L1");
+            asc_emu::Mte2Read(op, row, p.dValue * sizeof(T));
+            const double since = asc_emu::St().pipes.t.free[asc_emu::PMTE2];
+            asc_emu::Dma(asc_emu::PMTE2, row, p.dValue * sizeof(T), false, src.EmuBypassL2());
+            asc_emu::AtLeast(asc_emu::PMTE2, since, asc_emu::St().tm.nd2nzRow);
+            if (!asc_emu::Values()) continue;
+            T* base = dst.GetPhyAddr() + static_cast<uint64_t>(k) * p.dstNzMatrixStride +
+                      static_cast<uint64_t>(x) * p.dstNzNStride * c0;
+            for (uint32_t g = 0; g < groups; ++g)
+                for (uint32_t c = 0; c < c0; ++c) {
+                    const uint32_t col = g * c0 + c;
+                    base[static_cast<uint64_t>(g) * p.dstNzC0Stride * c0 + c] = col < p.dValue ? row[col] : T(0);
+                }
         }
     }
 }

@@ -22,6 +22,16 @@ inline bool IsUb(const void* p) {
 inline uint64_t Offset(const void* p) { return static_cast<const uint8_t*>(p) - arena; }
 }  // namespace emu_ub
 
+namespace emu_l1 {
+// The L1 Buffer of the running block's cube core: 1 MiB backing store, capacity set by the SoC.
+alignas(64) inline uint8_t arena[1024 * 1024];
+inline bool IsL1(const void* p) {
+    auto* a = static_cast<const uint8_t*>(p);
+    return a >= arena && a < arena + sizeof(arena);
+}
+inline uint64_t Offset(const void* p) { return static_cast<const uint8_t*>(p) - arena; }
+}  // namespace emu_l1
+
 template <typename T>
 class GlobalTensor {
 public:
@@ -92,15 +102,22 @@ public:
     LocalTensor(T* p, uint32_t n, EmuSlot* slot) : ptr_(p), size_(n), slot_(slot) {}
     // A tensor at a fixed unified-buffer address, no TPipe (静态Tensor编程): `addr` in bytes, `tileSize` elements.
     // The address must be 32-byte aligned and the tensor inside the SoC's UB.
-    LocalTensor(TPosition pos, uint32_t addr, uint32_t tileSize) : ptr_(reinterpret_cast<T*>(emu_ub::arena + addr)),
-                                                                    size_(tileSize) {
-        if (pos == TPosition::GM) asc_emu::Fail("LocalTensor(TPosition::GM, ...): a local tensor lives in a local buffer");
-        if (addr % 32 != 0) asc_emu::Fail("LocalTensor at unified-buffer address " + std::to_string(addr) +
-                                          ": not 32-byte aligned");
-        if (static_cast<uint64_t>(addr) + static_cast<uint64_t>(tileSize) * sizeof(T) > asc_emu::St().soc.ubPhysical)
-            asc_emu::Fail("LocalTensor at unified-buffer address " + std::to_string(addr) + " of " +
-                          std::to_string(tileSize) + " elements ends past the " +
-                          std::to_string(asc_emu::St().soc.ubPhysical) + "-byte unified buffer");
+    // VECIN/VECOUT/VECCALC are the unified buffer, A1/B1 the cube core's L1 Buffer.
+    LocalTensor(TPosition pos, uint32_t addr, uint32_t tileSize) : size_(tileSize) {
+        const bool l1 = pos == TPosition::A1 || pos == TPosition::B1;
+        if (pos != TPosition::VECIN && pos != TPosition::VECOUT && pos != TPosition::VECCALC && !l1)
+            asc_emu::Fail("LocalTensor(TPosition, addr, tileSize): only VECIN/VECOUT/VECCALC (UB) and A1/B1 (L1) "
+                          "tensors are emulated at fixed addresses");
+        const char* where = l1 ? "L1" : "unified-buffer";
+        const uint64_t cap = l1 ? asc_emu::St().soc.l1Bytes : asc_emu::St().soc.ubPhysical;
+        if (addr % 32 != 0)
+            asc_emu::Fail(std::string("LocalTensor at ") + where + " address " + std::to_string(addr) +
+                          ": not 32-byte aligned");
+        if (static_cast<uint64_t>(addr) + static_cast<uint64_t>(tileSize) * sizeof(T) > cap)
+            asc_emu::Fail(std::string("LocalTensor at ") + where + " address " + std::to_string(addr) + " of " +
+                          std::to_string(tileSize) + " elements ends past the " + std::to_string(cap) + "-byte " +
+                          (l1 ? "L1 Buffer" : "unified buffer"));
+        ptr_ = reinterpret_cast<T*>((l1 ? emu_l1::arena : emu_ub::arena) + addr);
     }
     __aicore__ inline LocalTensor operator[](uint32_t offset) const {
         if (offset > size_) asc_emu::Fail("LocalTensor[] offset " + std::to_string(offset) + " past its " +
