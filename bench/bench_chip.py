@@ -1,4 +1,8 @@
-"""The timing model held against a chip: bare fp16 GEMMs of 1024^3 to 8192^3 through the Matmul API on Ascend910B2,
+"""The timing model held against chips. First Huawei's best-practice samples (``bench/samples.py``): each compiled
+whole from ``../shared/ascend``, run in the emulator for its timing on Ascend910B1 (48 AIV, 24 AIC, as the samples'
+Atlas A2) and set beside its msprof figure, at the table's values and both corners (two-sided: within 0.85-1.15,
+and the measurement between the corners; ``tests/test_samples.py`` asserts both). Then bare fp16 GEMMs of 1024^3 to
+8192^3 through the Matmul API on Ascend910B2,
 the chip they were measured on, timed by the emulator (``bench/gemm_chip.cpp``, timing only) plus a launch (the
 launch line at 24 cube cores, :func:`asc_onnx.atc_cost.launch_us`), against the best published measurements:
 torch_npu's MatMul at 98.1 / 251.0 / 314.5 / 305.5 TFLOPS (``zzc0721/torch-performance-test-data`` issue 109 on
@@ -11,8 +15,8 @@ estimate is printed at the table's values and at both corners of the assumed ran
 
     python bench/bench_chip.py [--smoke]
 
-``--smoke`` (what the tests run): a 512 x 512 x 512 GEMM, the table's values only. The full output is committed as
-``bench/bench_chip.txt``.
+``--smoke`` (what the tests run): a 512 x 512 x 512 GEMM and one sample case, the table's values only. The full output
+is committed as ``bench/bench_chip.txt``.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+sys.path.insert(0, str(ROOT / "bench"))
 
 from asc_onnx.atc_cost import launch_us  # noqa: E402
 from asc_onnx.emulator import INCLUDE_DIR  # noqa: E402
@@ -47,8 +53,9 @@ def main() -> int:
     sizes = [512] if args.smoke else sorted(PUBLISHED)
     corners = {"table": None} if args.smoke or args.check else {"table": None, "fast corner": corner(CHIP, slow=False),
                                                    "slow corner": corner(CHIP, slow=True)}
-    peak = fact(CHIP, "cube_fp16_flops") / 1e12
+    outside = samples_table(args.smoke, args.check)
     flagged = 0
+    peak = fact(CHIP, "cube_fp16_flops") / 1e12
     with tempfile.TemporaryDirectory(prefix="asc-chip-") as d:
         exe = Path(d) / "gemm"
         subprocess.run(["g++", "-std=c++17", "-O1", "-w", "-D__NPU_ARCH__=2201", "-I", str(INCLUDE_DIR),
@@ -81,8 +88,36 @@ def main() -> int:
     if flagged:
         print(f"{flagged} sizes estimated more than 15% faster than torch_npu measures at the table's values: a bug "
               "in the model until shown otherwise (issue 35)")
-        return 1 if args.check else 0
-    return 0
+    if outside:
+        print(f"{outside} samples outside 0.85-1.15 of their measurements at the table's values")
+    return 1 if args.check and (flagged or outside) else 0
+
+
+def samples_table(smoke: bool, check: bool) -> int:
+    """The best-practice samples beside their measurements; returns how many are outside 0.85-1.15 at the table's
+    values."""
+    import samples
+    from asc_onnx.emulator.harness import cache_dir
+
+    cases = samples.MEASURED[:1] if smoke else samples.MEASURED
+    print(f"Best-practice samples on {samples.CHIP} (estimates, launch included; measured: msprof on Atlas A2)")
+    print(f"{'case':<56} {'fast':>7} {'table':>7} {'slow':>7} {'measured':>9} {'meas/est':>8}  pipes (est / measured)")
+    outside = 0
+    for case in cases:
+        exe = samples.build(case, cache_dir().parent / "samples")
+        at_table, info = samples.estimate(exe, blocks=case.blocks)
+        fast = slow = None
+        if not (smoke or check):
+            fast, _ = samples.estimate(exe, corner(samples.CHIP, slow=False), blocks=case.blocks)
+            slow, _ = samples.estimate(exe, corner(samples.CHIP, slow=True), blocks=case.blocks)
+        ratio = case.task_us / at_table
+        outside += not 0.85 <= ratio <= 1.15
+        pipes = " ".join(f"{p} {samples.pipe_us(info, p):.1f}/{v:g}" for p, v in case.pipes.items())
+        fast_s, slow_s = (f"{v:>7.1f}" if v is not None else f"{'-':>7}" for v in (fast, slow))
+        print(f"{case.case:<56} {fast_s} {at_table:>7.1f} {slow_s} {case.task_us:>9.2f} "
+              f"{ratio:>8.3f}  {pipes}" + ("  OUTSIDE 0.85-1.15" if not 0.85 <= ratio <= 1.15 else ""))
+    print()
+    return outside
 
 
 if __name__ == "__main__":

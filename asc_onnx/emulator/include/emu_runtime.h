@@ -223,6 +223,7 @@ struct GmBuffer {
     bool cubeShared = false;    // a workspace the cube core writes and the vector core reads
     Sparse<GmBlock> mte2 = {};  // last MTE2 read per 32-byte block (cube-shared buffers only)
     Sparse<uint32_t> seen = {};  // per 32-byte block: the L2 clock (KiB, + 1) when last touched, 0: never
+    Sparse<uint32_t> seenCube = {};  // the same for the Matmul API's transfers, in emulation order
     // per 32-byte block, where `writer` is kept: the cores (block mod 64) that read and wrote it in its phase, the
     // SyncAll phase it was last touched in
     Sparse<uint64_t> readers = {}, writers = {};
@@ -304,6 +305,7 @@ struct State {
     uint64_t hbmBytes = 0;                     // GM bytes costed at HBM bandwidth
     uint64_t l2Bytes = 0;                      // GM bytes costed as L2 hits
     std::map<int64_t, uint64_t> coreL2;        // L2 allocations of the blocks each core has finished (the L2 rule)
+    uint64_t l2Clock = 0;                      // GM bytes brought into L2 so far, in emulation order (the cube's rule)
     uint64_t l2WriteBacks = 0;                 // dirty bytes evicted to HBM during the kernel
     double vecMoved = 0, cubeMoved = 0;        // GM bytes the vector cores and the cube cores have moved (GmShare)
     uint64_t vecReadHbm = 0, vecReadL2 = 0;    // the vector cores' GM reads by level (a matmul's C ring, say)
@@ -509,6 +511,11 @@ enum class L2Use { Read, ReadBypass, Write };
 // own: they run at once, in step, so when a block has allocated a bytes, the chip has allocated about a times the
 // cores sharing L2 (blocks emulated one after another would otherwise find their own re-reads resident: the
 // data_copy sample's Case 5 rereads its 302 MB four times with no hit, Case 6 a quarter of it with 75%).
+// The Matmul API's loads and fixpipe writes (Classify) are timed in emulation order instead: a core's A and B panels
+// are shared by the cores of its row and column of the core grid, so a panel one core re-reads has mostly been
+// brought in by its neighbours, not by cache-sized streams of their own (own allocations times the cores would
+// count every shared panel once per core; the order blocks are emulated in shares them as the chip does). A line
+// such a transfer touched is a hit for anyone within an L2's worth of misses in emulation order.
 // A read miss costs HBM. A write goes to L2 (write-back, the data_copy and Add samples' "z writes hit the
 // L2 Cache"): it costs HBM only when its line is evicted dirty, which is charged to the transfer whose allocation
 // evicts it (lines leave in allocation order, each core's from its share of L2); what is still dirty when the
@@ -519,10 +526,12 @@ struct L2Cost {
     uint64_t hbm = 0;  // bytes at HBM bandwidth: read misses and the dirty lines evicted
     uint64_t l2 = 0;   // bytes at L2 bandwidth: hits and written lines
 };
-inline L2Cost L2Classify(const void* p, size_t bytes, L2Use use = L2Use::Read) {
+inline L2Cost L2Classify(const void* p, size_t bytes, L2Use use = L2Use::Read, bool cube = false) {
     auto& st = St();
     GmBuffer& buf = FindGm(p, bytes, "DMA");
     if (buf.seen.size() != (buf.bytes + 31) / 32) buf.seen.assign((buf.bytes + 31) / 32, 0);
+    if (cube && buf.seenCube.size() != (buf.bytes + 31) / 32) buf.seenCube.assign((buf.bytes + 31) / 32, 0);
+    const uint64_t nowCube = st.l2Clock / 1024 + 1;
     const size_t off = static_cast<size_t>(static_cast<const uint8_t*>(p) - buf.base);
     const uint64_t window = static_cast<uint64_t>(st.tm.l2Bytes) / 1024;  // in KiB, as the stamps
     const double sharers = std::max(1.0, std::min<double>(static_cast<double>(st.blockNum), st.tm.cores));
@@ -534,11 +543,16 @@ inline L2Cost L2Classify(const void* p, size_t bytes, L2Use use = L2Use::Read) {
     for (size_t blk = off / 32; blk <= (off + bytes - 1) / 32 && blk < buf.seen.size(); ++blk) {
         const size_t lo = std::max(off, blk * 32), hi = std::min(off + bytes, blk * 32 + 32);
         const uint32_t last = buf.seen[blk];
-        const bool hit = last != 0 && (now > last ? now - last : last - now) < window;
+        const uint32_t lastCube = buf.seenCube.size() ? buf.seenCube[blk] : 0;
+        const bool hit = (last != 0 && (now > last ? now - last : last - now) < window) ||
+                         (lastCube != 0 && nowCube - lastCube < window);
         if (!hit) miss += hi - lo;
-        if (use != L2Use::ReadBypass || hit) buf.seen[blk] = static_cast<uint32_t>(now);
+        if (use != L2Use::ReadBypass || hit) {
+            buf.seen[blk] = static_cast<uint32_t>(now);
+            if (cube) buf.seenCube[blk] = static_cast<uint32_t>(nowCube);
+        }
     }
-    if (use != L2Use::ReadBypass) st.pipes.l2Alloc += miss;
+    if (use != L2Use::ReadBypass) st.pipes.l2Alloc += miss, st.l2Clock += miss;
     if (!writeBack) {  // every miss is HBM traffic
         buf.hbm += miss;
         return {miss, bytes - miss};
@@ -570,7 +584,7 @@ inline L2Cost L2Classify(const void* p, size_t bytes, L2Use use = L2Use::Read) {
 
 // The HBM bytes of a transfer (the cube's loads and fixpipe writes: the rest of its bytes are L2's).
 inline uint64_t Classify(const void* p, size_t bytes, L2Use use = L2Use::Read) {
-    return std::min<uint64_t>(L2Classify(p, bytes, use).hbm, bytes);
+    return std::min<uint64_t>(L2Classify(p, bytes, use, true).hbm, bytes);
 }
 
 // A transfer of `need` cycles of the core's GM port from `at`: it takes the port's free time from `at` on, in bursts
