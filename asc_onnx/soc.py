@@ -38,7 +38,7 @@ class Soc:
     has_data_copy_pad: bool
     has_bf16: bool
     npu_arch: int
-    gm_bandwidth: float = 1.6e12
+    gm_bandwidth: float = 1.48e12
     l1_bytes: int = 524288 - 256
     l0ab_bytes: int = 65536
     l0c_bytes: int = 131072

@@ -21,6 +21,10 @@ timing model's timing-only path (every figure an estimate; asc_onnx.estimate say
 
 ``--smoke`` (what the tests run): one small shape, emulated with values against onnxruntime as well, and the first
 fixture of ``--fixtures``.
+``--pto [--check] [--up-to S]``: one-sided against the best published kernels: our fused attention at pto-isa's own
+shapes (b1 h1 S x S d128 fp16, no mask, S = 1K to 32K) on Ascend910B2, beside its hand kernel's and torch_npu's
+measured times; an estimate more than 15% faster than the hand kernel is flagged (``--check``: exit 1), a bug in
+the model until shown otherwise.
 ``--fixtures``: the LLaMA, Qwen2, BERT, ViT and GPT-2 fixtures fused with the guard on: Attention ops per model,
 whether they ship, and the whole model's estimate fused against unfused at each judged binding; then again with
 every layer's attention fused (``--keep-slower``), the same estimates.
@@ -50,6 +54,11 @@ from asc_onnx.verify_kernels import check, random_inputs  # noqa: E402
 SOC = "Ascend910B"
 #: Measured share of the cube's peak on 910B2 at head dim 128, by sequence length (pto-isa's README).
 MEASURED = {1024: (7.2, 2.6), 2048: (18.7, 8.6), 4096: (27.3, 20.5)}
+#: pto-isa kernels/manual/common/flash_atten/README.md, "910B2 Multi-Core Comparison": b1 h1 S x S d128 fp16, no
+#: mask; its hand-written kernel and torch_npu's, us by S.
+PTO = {1024: (20.960, 58.461), 2048: (32.461, 70.801), 4096: (88.902, 118.302), 8192: (292.626, 353.147),
+       16384: (909.058, 1118.462), 32768: (3262.645, 3646.173)}
+PTO_CHIP = "Ascend910B2"
 
 
 @dataclass(frozen=True)
@@ -213,12 +222,43 @@ HEAD = (f"{'shape':<34} {'HBM/min':>6} {'ring':>5} {'parts':>5} {'est us':>9} {'
         f"{'x part':>6} {'bound':>6} {'cube':>6} {'hand/torch_npu':>15}  ship")
 
 
+def pto(check: bool, up_to: int) -> int:
+    """Our fused attention at pto-isa's shapes on 910B2 against its measured kernels (one-sided)."""
+    from asc_onnx.soc import get_soc
+
+    soc = get_soc(PTO_CHIP)
+    print(f"fused attention at pto-isa's shapes on {PTO_CHIP} (b1 h1 S x S d128 fp16, no mask; estimates, launch "
+          "included)")
+    print(f"{'S':>6} {'est us':>9} {'hand us':>9} {'torch_npu':>9} {'hand/est':>8}")
+    flagged = 0
+    for s, (hand, torch_npu) in PTO.items():
+        if s > up_to:
+            continue
+        c = Case(1, 1, s, s, 128, "none")
+        k = kernel_of(model(c), "Attention")
+        e = estimate_at(k, [[1, 1, s, 128]] * 3, soc)
+        if e.error:
+            print(f"{s:>6} FAILED: {e.error[:200]}")
+            flagged += 1
+            continue
+        over = hand / e.fused_us
+        flagged += over > 1.15
+        print(f"{s:>6} {e.fused_us:>9.1f} {hand:>9.2f} {torch_npu:>9.2f} {over:>8.2f}"
+              + ("  FASTER THAN THE HAND KERNEL BY MORE THAN 15%" if over > 1.15 else ""), flush=True)
+    return 1 if check and flagged else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pto", action="store_true", help="one-sided against pto-isa's measured attention kernels")
+    ap.add_argument("--check", action="store_true", help="with --pto: exit 1 if an estimate beats one by > 15%%")
+    ap.add_argument("--up-to", type=int, default=32768, help="with --pto: the longest sequence")
     ap.add_argument("--smoke", action="store_true", help="one small shape, emulated and estimated")
     ap.add_argument("--match", default="", help="only cases whose label contains this text")
     ap.add_argument("--fixtures", action="store_true", help="the transformer fixtures' attention and model estimates")
     args = ap.parse_args()
+    if args.pto:
+        return pto(args.check, args.up_to)
     if args.fixtures:
         return fixtures()
     print(HEAD)

@@ -97,6 +97,7 @@ def samples_table(smoke: bool, check: bool) -> int:
     """The best-practice samples beside their measurements; returns how many are outside 0.85-1.15 at the table's
     values."""
     import samples
+
     from asc_onnx.emulator.harness import cache_dir
 
     cases = samples.MEASURED[:1] if smoke else samples.MEASURED

@@ -24,6 +24,12 @@ the cube's peak over the kernel's time). Bytes and times are those of the blocks
 (the first two and last two cores), so ratios compare like with like.
 
     python bench/bench_matmul.py [--soc Ascend910B|Ascend310P|all] [--smoke]
+    python bench/bench_matmul.py --gelu-sample [--check]
+
+``--gelu-sample``: one-sided against the best published Matmul+GELU at 8192^3 fp16 on 910B2: the
+matmul_gelu_high_performance sample's fused kernel (4236.944 us, Scenario 1, fp32 out) and torch_npu's MatMul
+(3599 us, 305.5 TFLOPS) followed by that sample's own GELU kernel (369.827 us), the faster of the two; our
+Linear+GELU (bias, fp16 out) estimated more than 15% faster than it is flagged (``--check``: exit 1).
 
 ``--smoke`` (what the tests run): one fixture's kernels and the smallest target on 910B.
 """
@@ -111,11 +117,35 @@ def targets(smoke: bool, socs: list[str]) -> int:
     return bad
 
 
+#: Matmul+GELU at 8192^3 fp16 on 910B2, us: the sample's fused kernel, and torch_npu's MatMul plus the sample's GELU.
+GELU_SAMPLE_US = 4236.944
+GELU_UNFUSED_US = 2 * 8192**3 / 305.5e12 * 1e6 + 369.827
+
+
+def gelu_sample(check: bool) -> int:
+    """Our Linear+GELU at the sample's shape against the best measured Matmul+GELU (one-sided)."""
+    from asc_onnx.soc import get_soc
+
+    soc = get_soc("Ascend910B2")
+    k = _target_kernel("gelu", "Ascend910B", F16)
+    e = estimate_at(k, mk.full_shapes(k, 8192, 8192, 8192), soc)
+    best = min(GELU_SAMPLE_US, GELU_UNFUSED_US)
+    over = best / e.fused_us
+    print(f"Linear+GELU 8192^3 fp16 on Ascend910B2: estimate {e.fused_us:.1f} us; measured: the sample's fused "
+          f"{GELU_SAMPLE_US:.1f} us, torch_npu MatMul + the sample's GELU {GELU_UNFUSED_US:.1f} us; best/estimate "
+          f"{over:.2f}" + ("  FASTER THAN THE BEST MEASURED BY MORE THAN 15%" if over > 1.15 else ""))
+    return 1 if check and (over > 1.15 or e.error) else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--gelu-sample", action="store_true", help="one-sided against the measured Matmul+GELU")
+    ap.add_argument("--check", action="store_true", help="with --gelu-sample: exit 1 if beaten by more than 15%%")
     ap.add_argument("--soc", default="all", choices=["all", *SOCS])
     ap.add_argument("--smoke", action="store_true", help="one fixture's kernels only (what the tests run)")
     args = ap.parse_args()
+    if args.gelu_sample:
+        return gelu_sample(args.check)
     socs = list(SOCS) if args.soc == "all" else [args.soc]
     models = [ROOT / "models" / SMOKE_MODEL] if args.smoke else sorted((ROOT / "models").glob("*.onnx"))
     ran = 0

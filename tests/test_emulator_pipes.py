@@ -43,6 +43,9 @@ RULES = {
     "compare_over_source": (["mask it writes overlaps its source"], "select_own_dst"),
     "mte2_waw_read": (["write after write", "Muls (V", "DataCopy GM->UB (MTE2", "undefined"], "mte2_waw_barrier"),
     "static_tensor_past_ub": (["ends past the", "unified buffer"], "static_tensor_fits"),
+    "l1_tensor_past_l1": (["ends past the", "L1 Buffer"], "l1_tensor_fits"),
+    "nd2nz_into_ub": (["Nd2NzParams", "not in L1"], "l1_tensor_fits"),
+    "scalar_reads_l1": (["L1 tensor", "scalar unit"], "l1_tensor_fits"),
 }
 
 
@@ -81,10 +84,10 @@ def test_setvalue_reaches_gm_only_after_clean(pipes):
     assert pipes("Ascend910B", "setvalue_flushed").startswith("GM 7.5")
 
 
-@pytest.mark.parametrize("scenario", ["reenque", "scalar_orders", "mte2_waw_unread"])
+@pytest.mark.parametrize("scenario", ["reenque", "scalar_orders", "mte2_waw_unread", "nd2nz_layout"])
 def test_allowed_patterns(pipes, scenario):
     # re-EnQue of a dequeued tensor is allowed (kernel_tquebind_impl.h); a scalar read orders later work; two
-    # unordered copies into one buffer nothing reads leave no wrong answer
+    # unordered copies into one buffer nothing reads leave no wrong answer; ND2NZ lays matrices out as documented
     assert pipes("Ascend910B", scenario) == "OK Ascend910B"
 
 

@@ -61,6 +61,42 @@ static void Run(const std::string& s) {
         const uint32_t end = asc_emu::St().soc.ubPhysical;
         LocalTensor<float> t(TPosition::VECCALC, end - 1024, s == "static_tensor_fits" ? 256 : 512);
         Duplicate(t, 1.0f, 64);
+    } else if (s == "l1_tensor_past_l1" || s == "l1_tensor_fits") {
+        // An A1 tensor lives in the cube core's L1 Buffer: 512 KB on 910B, 1 MB on 310P.
+        const uint32_t end = asc_emu::St().soc.l1Bytes;
+        LocalTensor<half> t(TPosition::A1, end - 4096, s == "l1_tensor_fits" ? 2048 : 4096);
+        GlobalTensor<half> hGm;
+        hGm.SetGlobalBuffer(reinterpret_cast<half*>(gIn.data()), gIn.size() * 2);
+        Nd2NzParams nd(1, 16, 64, 0, 64, 16, 1, 0);  // 16 rows of 64: four 16-wide column blocks
+        DataCopy(t, hGm, nd);
+    } else if (s == "nd2nz_layout") {
+        // Two 8 x 23 matrices (rows 40 apart, matrices 320 apart) into NZ: 16-wide column blocks 9 rows apart,
+        // matrices 288 elements apart, the 9 columns past 23 zeros (GMToL1随路转换-ND2NZ搬运 figure 2's layout).
+        static std::vector<half> src(640);
+        for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<half>(static_cast<float>(i % 1000) + 1.0f);
+        asc_emu::St().gm.push_back({"src", reinterpret_cast<uint8_t*>(src.data()), src.size() * 2, false, {}});
+        GlobalTensor<half> sGm;
+        sGm.SetGlobalBuffer(src.data(), src.size());
+        LocalTensor<half> l1(TPosition::A1, 0, 2 * 288);
+        std::memset(AscendC::emu_l1::arena, 0x7F, 2 * 288 * 2);
+        DataCopy(l1, sGm, Nd2NzParams(2, 8, 23, 320, 40, 9, 1, 288));
+        const half* nz = reinterpret_cast<const half*>(AscendC::emu_l1::arena);
+        for (int k = 0; k < 2; ++k)
+            for (int x = 0; x < 8; ++x)
+                for (int c = 0; c < 32; ++c) {
+                    const float want = c < 23 ? static_cast<float>(src[k * 320 + x * 40 + c]) : 0.0f;
+                    const float got = static_cast<float>(nz[k * 288 + (c / 16) * 9 * 16 + x * 16 + c % 16]);
+                    if (got != want)
+                        asc_emu::Fail("ND2NZ layout: matrix " + std::to_string(k) + " row " + std::to_string(x) +
+                                      " column " + std::to_string(c) + " holds " + std::to_string(got));
+                }
+    } else if (s == "nd2nz_into_ub") {
+        GlobalTensor<half> hGm;
+        hGm.SetGlobalBuffer(reinterpret_cast<half*>(gIn.data()), gIn.size() * 2);
+        DataCopy(a.ReinterpretCast<half>(), hGm, Nd2NzParams(1, 16, 16, 0, 16, 16, 1, 0));
+    } else if (s == "scalar_reads_l1") {
+        LocalTensor<half> t(TPosition::A1, 0, 256);
+        (void)t.GetValue(0);
     } else if (s == "queue_skips_deque" || s == "queue_ordered") {
         TQue<QuePosition::VECIN, 1> inQueueX;
         TQue<QuePosition::VECOUT, 1> outQueueY;

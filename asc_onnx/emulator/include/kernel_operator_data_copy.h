@@ -179,8 +179,11 @@ __aicore__ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>
     constexpr uint32_t c0 = 32 / sizeof(T);
     if (!emu_l1::IsL1(dst.GetPhyAddr())) asc_emu::Fail("DataCopy GM->L1 (Nd2NzParams): the destination is not in L1");
     if (emu_l1::Offset(dst.GetPhyAddr()) % 32 != 0) asc_emu::Fail("DataCopy GM->L1: L1 address not 32-byte aligned");
-    if (p.dstNzC0Stride == 0 || p.dstNzNStride == 0)
-        asc_emu::Fail("DataCopy GM->L1 (Nd2NzParams): dstNzC0Stride and dstNzNStride must be at least 1");
+    if (p.ndNum == 0 || p.nValue == 0 || p.dValue == 0) return;  // a NOP (约束说明)
+    if (p.ndNum > 4095 || p.nValue > 16384 || p.dstNzC0Stride == 0 || p.dstNzC0Stride > 16384 ||
+        p.dstNzNStride == 0 || p.dstNzNStride > 16384 || p.dstNzMatrixStride > 16384)
+        asc_emu::Fail("DataCopy GM->L1 (Nd2NzParams): a parameter outside its range (ndNum <= 4095, nValue <= 16384, "
+                      "dstNzC0Stride and dstNzNStride in [1, 16384], dstNzMatrixStride <= 16384)");
     const uint32_t groups = (p.dValue + c0 - 1) / c0;
     uint64_t span = 0;  // elements from dst to the end of the last 32-byte block written
     for (uint32_t k = 0; k < p.ndNum; ++k)

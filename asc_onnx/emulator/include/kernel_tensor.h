@@ -148,6 +148,7 @@ public:
 private:
     void Check(uint32_t i) const {
         if (ptr_ == nullptr) asc_emu::Fail("LocalTensor used before it was allocated");
+        if (emu_l1::IsL1(ptr_)) asc_emu::Fail("GetValue/SetValue on an L1 tensor: the scalar unit reaches UB and GM only");
         if (i >= size_) asc_emu::Fail("LocalTensor index " + std::to_string(i) + " out of " + std::to_string(size_));
     }
     T* ptr_ = nullptr;
