@@ -44,9 +44,15 @@ RULES = {
     "mte2_waw_read": (["write after write", "Muls (V", "DataCopy GM->UB (MTE2", "undefined"], "mte2_waw_barrier"),
     "static_tensor_past_ub": (["ends past the", "unified buffer"], "static_tensor_fits"),
     "l1_tensor_past_l1": (["ends past the", "L1 Buffer"], "l1_tensor_fits"),
-    "nd2nz_into_ub": (["Nd2NzParams", "not in L1"], "l1_tensor_fits"),
     "scalar_reads_l1": (["L1 tensor", "scalar unit"], "l1_tensor_fits"),
 }
+
+
+def test_nd2nz_row_stride_is_refused_on_310p_only(pipes):
+    """dav_m200 stages ND2NZ through UB and ignores dstNzNStride; dav_c220 honours it."""
+    out = pipes("Ascend310P", "nd2nz_row_stride_on_310p")
+    assert out.startswith("FAULT") and "dav_m200" in out and "dstNzNStride" in out, out
+    assert pipes("Ascend910B", "nd2nz_row_stride_on_310p") == "OK Ascend910B"
 
 
 @pytest.mark.parametrize("soc", sorted(ARCHES))

@@ -90,10 +90,12 @@ static void Run(const std::string& s) {
                         asc_emu::Fail("ND2NZ layout: matrix " + std::to_string(k) + " row " + std::to_string(x) +
                                       " column " + std::to_string(c) + " holds " + std::to_string(got));
                 }
-    } else if (s == "nd2nz_into_ub") {
+    } else if (s == "nd2nz_row_stride_on_310p") {
+        // dav_m200's software ND2NZ lays rows one block apart: a wider dstNzNStride would be silently ignored.
         GlobalTensor<half> hGm;
         hGm.SetGlobalBuffer(reinterpret_cast<half*>(gIn.data()), gIn.size() * 2);
-        DataCopy(a.ReinterpretCast<half>(), hGm, Nd2NzParams(1, 16, 16, 0, 16, 16, 1, 0));
+        LocalTensor<half> t(TPosition::A1, 0, 1024);
+        DataCopy(t, hGm, Nd2NzParams(1, 16, 16, 0, 16, 32, 2, 0));
     } else if (s == "scalar_reads_l1") {
         LocalTensor<half> t(TPosition::A1, 0, 256);
         (void)t.GetValue(0);

@@ -79,7 +79,7 @@ struct Soc {
     std::string name = "Ascend910B";
     uint32_t ubBytes = 196352;       // GetCoreMemSize(UB): 196608 - 256 reserved for KFC
     uint32_t ubPhysical = 196608;    // the unified buffer itself, 192 KiB (a static LocalTensor may use all of it)
-    uint32_t l1Bytes = 524288;       // L1 Buffer, 512 KB (catlass atlasA2_hardware_info.md)
+    uint32_t l1Bytes = 524160;       // L1 Buffer: TOTAL_L1_SIZE, 512 KB - 128 (kernel_utils_constants.h)
     uint32_t tmpUbOffset = 188416;   // TMP_UB_OFFSET, 184 KiB
     bool hasDataCopyPad = true;
     bool hasBf16 = true;
@@ -500,9 +500,9 @@ inline double GmShare(double bytesPerS, bool cube = false) {
 
 inline GmBuffer& FindGm(const void* p, size_t bytes, const char* what);
 
-// How a DMA meets L2 (910B): a read allocates the lines it misses, a read under CACHE_MODE_DISABLE
-// (GlobalTensor::SetL2CacheHint) does not, a write allocates without fetching (write-back).
-enum class L2Use { Read, ReadBypass, Write };
+// How a DMA meets L2 (910B): a read allocates the lines it misses, a write allocates without fetching
+// (write-back); under CACHE_MODE_DISABLE (GlobalTensor::SetL2CacheHint) neither allocates, and a write goes to HBM.
+enum class L2Use { Read, ReadBypass, Write, WriteBypass };
 
 // The L2 rule: a 32-byte block touched again is an L2 hit when fewer bytes than the L2 holds were brought into it
 // (lines allocated, read or written, by any core) between the two touches: an LRU cache evicts a line once a
@@ -539,6 +539,10 @@ inline L2Cost L2Classify(const void* p, size_t bytes, L2Use use = L2Use::Read, b
     const uint64_t ownAlloc = st.pipes.l2Alloc + (st.coreL2.count(core) ? st.coreL2.at(core) : 0);
     const uint64_t now = static_cast<uint64_t>(static_cast<double>(ownAlloc) * sharers) / 1024 + 1;
     const bool writeBack = st.tm.l2Bytes > 0 && !st.tm.coupled;
+    if (use == L2Use::WriteBypass) {  // straight to HBM: nothing allocated, nothing stamped
+        buf.hbm += bytes;
+        return {bytes, 0};
+    }
     uint64_t miss = 0;
     for (size_t blk = off / 32; blk <= (off + bytes - 1) / 32 && blk < buf.seen.size(); ++blk) {
         const size_t lo = std::max(off, blk * 32), hi = std::min(off + bytes, blk * 32 + 32);
@@ -646,7 +650,8 @@ inline void Dma(int pipe, const void* p, size_t bytes, bool write, bool bypassL2
     if (bytes == 0) return;
     auto& st = St();
     st.vecMoved += static_cast<double>(bytes);
-    const L2Cost c = L2Classify(p, bytes, write ? L2Use::Write : bypassL2 ? L2Use::ReadBypass : L2Use::Read);
+    const L2Cost c = L2Classify(p, bytes, write ? (bypassL2 ? L2Use::WriteBypass : L2Use::Write)
+                                                : (bypassL2 ? L2Use::ReadBypass : L2Use::Read));
     const uint64_t hbm = c.hbm, l2 = c.l2;
     st.hbmBytes += hbm;
     st.l2Bytes += l2;
@@ -656,7 +661,7 @@ inline void Dma(int pipe, const void* p, size_t bytes, bool write, bool bypassL2
     const double s = t.free[pipe];
     const double hbmNeed = static_cast<double>(hbm) / GmShare(st.tm.gmBytesPerS);
     const double l2Need = l2 > 0 ? static_cast<double>(l2) / GmShare(st.tm.l2BytesPerS) : 0.0;
-    const bool beside = write && !st.tm.coupled && st.tm.l2Bytes > 0;  // 310P: no L2, writes take the port
+    const bool beside = write && !bypassL2 && !st.tm.coupled && st.tm.l2Bytes > 0;  // (310P: no L2)
     const double e = beside ? std::max(PortTransfer(s, hbmNeed), s + l2Need) : PortTransfer(s, hbmNeed + l2Need);
     t.busy[pipe] += beside ? std::max(hbmNeed, l2Need) : hbmNeed + l2Need;
     t.free[pipe] = e;
@@ -701,13 +706,11 @@ inline double BankConflictBeats(const VecOperand& dst, const VecOperand& a, cons
     double beats = 0;
     for (uint32_t r = 0; r < repeats; ++r) {
         uint32_t groupsA = 0, groupsB = 0;
-        bool same = true;
         for (uint32_t k = 0; k < blocks; ++k) {
             groupsA |= 1u << group(at(a, r, k));
             groupsB |= 1u << group(at(b, r, k));
-            same = same && at(a, r, k) == at(b, r, k);
         }
-        const bool rr = !same && (groupsA & groupsB) != 0;
+        const bool rr = (groupsA & groupsB) != 0;  // (two reads of one block too: the README is silent on it)
         bool rw = false;
         for (uint32_t kd = 0; kd < blocks && !rw; ++kd) {
             const uint64_t d = at(dst, r, kd);

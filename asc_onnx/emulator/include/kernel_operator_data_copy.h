@@ -111,7 +111,7 @@ __aicore__ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>
     asc_emu::DmaIssue(asc_emu::PMTE3);
     asc_emu::UbAccess(op, emu_ub::Offset(src.GetPhyAddr()), bytes, false);
     asc_emu::GmWrite(dst.GetPhyAddr(), bytes, "DataCopy UB->GM", op);
-    asc_emu::Dma(asc_emu::PMTE3, dst.GetPhyAddr(), bytes, true);
+    asc_emu::Dma(asc_emu::PMTE3, dst.GetPhyAddr(), bytes, true, dst.EmuBypassL2());
     if (asc_emu::Values()) std::memcpy(dst.GetPhyAddr(), src.GetPhyAddr(), bytes);
 }
 
@@ -169,21 +169,36 @@ __aicore__ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor
                 DataCopyPadExtParams<T>(pad.isPad, pad.leftPadding, pad.rightPadding, value), loc);
 }
 
-// GM -> L1 with the ND -> NZ conversion on the way (the cube core's MTE2; GMToL1随路转换-ND2NZ搬运): ndNum matrices of
-// nValue rows of dValue elements, row x at src + x * srcDValue, become 16-element (32-byte) column blocks: element
-// (x, c) of matrix k lands at dst + k * dstNzMatrixStride + (c / C0) * dstNzC0Stride * C0 + x * dstNzNStride * C0
-// + c % C0, C0 = 32 / sizeof(T). A block of a partial column group is padded with zeros.
+// GM -> L1 (or UB: DataCopyGM2UBND2NZImpl) with the ND -> NZ conversion on the way (the cube core's MTE2;
+// GMToL1随路转换-ND2NZ搬运): ndNum matrices of nValue rows of dValue elements, row x at src + x * srcDValue, become
+// 16-element (32-byte) column blocks: element (x, c) of matrix k lands at dst + k * dstNzMatrixStride +
+// (c / C0) * dstNzC0Stride * C0 + x * dstNzNStride * C0 + c % C0, C0 = 32 / sizeof(T). A block of a partial column
+// group is padded with zeros. 310P (dav_m200) has no such instruction: its implementation stages each tile through
+// the 8 KB at TMP_UB_OFFSET (MTE2, V, MTE3) and lays rows one block apart whatever dstNzNStride says, for 16- and
+// 32-bit types only; the emulator takes the 8 KB as written and refuses another dstNzNStride.
 template <typename T>
 __aicore__ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Nd2NzParams& p,
                                 asc_emu::Loc loc = ASC_EMU_HERE) {
     constexpr uint32_t c0 = 32 / sizeof(T);
-    if (!emu_l1::IsL1(dst.GetPhyAddr())) asc_emu::Fail("DataCopy GM->L1 (Nd2NzParams): the destination is not in L1");
-    if (emu_l1::Offset(dst.GetPhyAddr()) % 32 != 0) asc_emu::Fail("DataCopy GM->L1: L1 address not 32-byte aligned");
+    const bool l1 = emu_l1::IsL1(dst.GetPhyAddr());
+    if (!l1 && !emu_ub::IsUb(dst.GetPhyAddr()))
+        asc_emu::Fail("DataCopy GM->L1 (Nd2NzParams): the destination is neither in L1 nor in the unified buffer");
+    const uint64_t dstOff = l1 ? emu_l1::Offset(dst.GetPhyAddr()) : emu_ub::Offset(dst.GetPhyAddr());
+    if (dstOff % 32 != 0) asc_emu::Fail("DataCopy (Nd2NzParams): destination address not 32-byte aligned");
+    // the ranges are checked first, as kernel_operator_data_copy_check.h does; zero sizes then make a NOP
+    if (p.ndNum > 4095 || p.nValue > 16384 || p.srcDValue == 0 || p.dstNzC0Stride == 0 ||
+        p.dstNzC0Stride > 16384 || p.dstNzNStride == 0 || p.dstNzNStride > 16384)
+        asc_emu::Fail("DataCopy (Nd2NzParams): a parameter outside its range (ndNum <= 4095, nValue <= 16384, "
+                      "srcDValue >= 1, dstNzC0Stride and dstNzNStride in [1, 16384])");
     if (p.ndNum == 0 || p.nValue == 0 || p.dValue == 0) return;  // a NOP (约束说明)
-    if (p.ndNum > 4095 || p.nValue > 16384 || p.dstNzC0Stride == 0 || p.dstNzC0Stride > 16384 ||
-        p.dstNzNStride == 0 || p.dstNzNStride > 16384 || p.dstNzMatrixStride > 16384)
-        asc_emu::Fail("DataCopy GM->L1 (Nd2NzParams): a parameter outside its range (ndNum <= 4095, nValue <= 16384, "
-                      "dstNzC0Stride and dstNzNStride in [1, 16384], dstNzMatrixStride <= 16384)");
+    const bool m200 = !asc_emu::St().soc.hasDataCopyPad;  // 310P
+    if (m200 && l1) {
+        if (sizeof(T) != 2 && sizeof(T) != 4)
+            asc_emu::Fail("DataCopy GM->L1 (Nd2NzParams) on Ascend310P takes 16- and 32-bit types only");
+        if (p.dstNzNStride != 1)
+            asc_emu::Fail("DataCopy GM->L1 (Nd2NzParams) on Ascend310P: dav_m200 lays rows one 32-byte block apart "
+                          "whatever dstNzNStride says (" + std::to_string(p.dstNzNStride) + " here): set it to 1");
+    }
     const uint32_t groups = (p.dValue + c0 - 1) / c0;
     uint64_t span = 0;  // elements from dst to the end of the last 32-byte block written
     for (uint32_t k = 0; k < p.ndNum; ++k)
@@ -192,13 +207,19 @@ __aicore__ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>
                                                 (static_cast<uint64_t>(groups - 1) * p.dstNzC0Stride +
                                                  static_cast<uint64_t>(p.nValue - 1) * p.dstNzNStride + 1) * c0);
     if (span > dst.GetSize())
-        asc_emu::Fail("DataCopy GM->L1 (Nd2NzParams): the NZ layout needs " + std::to_string(span) +
-                      " elements, the L1 tensor has " + std::to_string(dst.GetSize()));
-    if (emu_l1::Offset(dst.GetPhyAddr()) + span * sizeof(T) > asc_emu::St().soc.l1Bytes)
-        asc_emu::Fail("DataCopy GM->L1: access past the end of the L1 Buffer");
-    const int32_t op = asc_emu::Issue(asc_emu::PMTE2, "DataCopy GM->L1 (ND2NZ)", loc);
+        asc_emu::Fail("DataCopy (Nd2NzParams): the NZ layout needs " + std::to_string(span) +
+                      " elements, the local tensor has " + std::to_string(dst.GetSize()));
+    if (dstOff + span * sizeof(T) > (l1 ? asc_emu::St().soc.l1Bytes : asc_emu::St().soc.ubPhysical))
+        asc_emu::Fail(std::string("DataCopy (Nd2NzParams): access past the end of the ") +
+                      (l1 ? "L1 Buffer" : "unified buffer"));
+    const int32_t op = asc_emu::Issue(asc_emu::PMTE2, l1 ? "DataCopy GM->L1 (ND2NZ)" : "DataCopy GM->UB (ND2NZ)", loc);
     asc_emu::DmaIssue(asc_emu::PMTE2);
-    asc_emu::UbAccess(op, emu_l1::Offset(dst.GetPhyAddr()), span * sizeof(T), true, true);
+    asc_emu::UbAccess(op, dstOff, span * sizeof(T), true, l1);
+    if (m200 && l1) {  // the staging tile at TMP_UB_OFFSET
+        const uint32_t tmp = asc_emu::St().soc.tmpUbOffset;
+        asc_emu::UbAccess(op, tmp, 8192, true);
+        std::memset(emu_ub::arena + tmp, 0xA5, 8192);
+    }
     for (uint32_t k = 0; k < p.ndNum; ++k) {
         for (uint32_t x = 0; x < p.nValue; ++x) {
             const T* row = src.GetPhyAddr() + static_cast<uint64_t>(k) * p.srcNdMatrixStride +
@@ -239,7 +260,7 @@ __aicore__ inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor
     for (uint32_t r = 0; r < p.blockCount; ++r) {
         uint8_t* gr = g + r * (static_cast<uint64_t>(p.blockLen) + p.dstStride);
         asc_emu::GmWrite(gr, p.blockLen, "DataCopyPad UB->GM", op);
-        asc_emu::Dma(asc_emu::PMTE3, gr, p.blockLen, true);
+        asc_emu::Dma(asc_emu::PMTE3, gr, p.blockLen, true, dst.EmuBypassL2());
         std::memcpy(gr, u + r * (rowUb + p.srcStride * 32ull), p.blockLen);
     }
 }

@@ -110,6 +110,9 @@ public:
                           "tensors are emulated at fixed addresses");
         const char* where = l1 ? "L1" : "unified-buffer";
         const uint64_t cap = l1 ? asc_emu::St().soc.l1Bytes : asc_emu::St().soc.ubPhysical;
+        if (tileSize == 0 || tileSize * sizeof(T) % 32 != 0)  // (kernel_tensor_impl.h's checks)
+            asc_emu::Fail("LocalTensor(TPosition, addr, tileSize): tileSize " + std::to_string(tileSize) +
+                          " elements is not a positive multiple of 32 bytes");
         if (addr % 32 != 0)
             asc_emu::Fail(std::string("LocalTensor at ") + where + " address " + std::to_string(addr) +
                           ": not 32-byte aligned");
