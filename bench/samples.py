@@ -148,11 +148,14 @@ def build(case: Case, cache: Path) -> Path:
     return exe
 
 
-def run(exe: Path, table: Mapping[str, float]) -> dict:
-    """The program's timing-only run under ``table`` (the emulator's constants): its JSON line."""
+def run(exe: Path, table: Mapping[str, float], every_core: bool = False) -> dict:
+    """The program's timing-only run under ``table`` (the emulator's constants): its JSON line. Only the blocks of
+    the first two and last two cores run unless ``every_core`` (the samples give every core the same work)."""
     with tempfile.TemporaryDirectory(prefix="asc-sample-") as d:
         (Path(d) / "timing.txt").write_text("".join(f"{k} {v!r}\n" for k, v in table.items()))
         env = {**os.environ, "ASC_EMU_TIMING": str(Path(d) / "timing.txt"), "ASC_EMU_VALUES": "0"}
+        if not every_core:
+            env["ASC_EMU_CORES"] = "ends"
         proc = subprocess.run([str(exe)], cwd=d, env=env, capture_output=True, text=True)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if not lines:
@@ -183,7 +186,8 @@ def estimate_us(info: Mapping, launch_us: float) -> float:
     return t["cycles"] / t["clock_hz"] * 1e6 + launch_us
 
 
-def estimate(exe: Path, overrides: Mapping[str, float] | None = None, blocks: int = 48) -> tuple[float, dict]:
+def estimate(exe: Path, overrides: Mapping[str, float] | None = None, blocks: int = 48,
+             every_core: bool = False) -> tuple[float, dict]:
     """A case's task estimate (us) under the chip's constants with ``overrides`` (a corner, a range end), and the
     run's JSON. The launch comes from the measured launch line (:func:`asc_onnx.atc_cost.launch_us`): its slowest
     line at the slow corner (``unfused_end`` -1), its fastest at the fast one."""
@@ -192,7 +196,7 @@ def estimate(exe: Path, overrides: Mapping[str, float] | None = None, blocks: in
 
     ov = dict(overrides or {})
     end = {-1.0: 1, 1.0: -1}.get(float(ov.pop(UNFUSED_END, 0.0)), 0)
-    info = run(exe, emulator_table(CHIP, ov))
+    info = run(exe, emulator_table(CHIP, ov), every_core)
     return estimate_us(info, launch_us(blocks, end)), info
 
 

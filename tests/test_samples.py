@@ -50,6 +50,16 @@ def test_a_sample_is_estimated_within_its_band_and_between_the_corners(programs,
         assert BAND[0] <= measured / ours <= BAND[1], (case.case, pipe, ours, measured)
 
 
+def test_the_first_and_last_cores_time_a_sample_as_all_of_them_do(programs):
+    """The runs above emulate only the blocks of the first two and last two cores (the samples give every core the
+    same work): the estimate is the same as with every block."""
+    for case in samples.MEASURED:
+        ends, _ = samples.estimate(programs[case.case], blocks=case.blocks)
+        every, info = samples.estimate(programs[case.case], blocks=case.blocks, every_core=True)
+        assert ends == pytest.approx(every, rel=1e-9), case.case
+        assert info["time"]["blocks"] == case.blocks
+
+
 def test_bank_conflicts_are_what_separates_add_cases_5_and_6(programs):
     """Case 6 differs from Case 5 only in where y and the pong buffers sit in UB: its vector time halves."""
     five, six = (programs[c.case] for c in samples.MEASURED if c.case.startswith(("Add Case 5", "Add Case 6")))
