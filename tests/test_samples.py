@@ -46,14 +46,18 @@ def test_a_sample_is_estimated_within_its_band_and_between_the_corners(programs,
     assert BAND[0] <= case.task_us / at_table <= BAND[1], (case.case, at_table, case.task_us)
     assert fast <= case.task_us <= slow, (case.case, fast, case.task_us, slow)
     for pipe, measured in case.pipes.items():
-        ours = samples.pipe_us(info, pipe)
+        ours = samples.pipe_us(info, pipe, case.pipe_share)
         assert BAND[0] <= measured / ours <= BAND[1], (case.case, pipe, ours, measured)
 
 
 def test_the_first_and_last_cores_time_a_sample_as_all_of_them_do(programs):
     """The runs above emulate only the blocks of the first two and last two cores (the samples give every core the
-    same work): the estimate is the same as with every block."""
+    same work): the estimate is the same as with every block. The basic-API matmul is left to ``bench_chip.py
+    --every-core`` (a minute a run): its critical core is block 0 either way, the first to load the panels it
+    shares."""
     for case in samples.MEASURED:
+        if case.sample == samples.MMAD:
+            continue
         ends, _ = samples.estimate(programs[case.case], blocks=case.blocks)
         every, info = samples.estimate(programs[case.case], blocks=case.blocks, every_core=True)
         assert ends == pytest.approx(every, rel=1e-9), case.case

@@ -63,7 +63,7 @@ static void Run(const std::string& s) {
         Duplicate(t, 1.0f, 64);
     } else if (s == "l1_tensor_past_l1" || s == "l1_tensor_fits") {
         // An A1 tensor lives in the cube core's L1 Buffer: 512 KB on 910B, 1 MB on 310P.
-        const uint32_t end = asc_emu::St().soc.l1Bytes;
+        const uint32_t end = asc_emu::St().soc.l1Physical;
         LocalTensor<half> t(TPosition::A1, end - 4096, s == "l1_tensor_fits" ? 2048 : 4096);
         GlobalTensor<half> hGm;
         hGm.SetGlobalBuffer(reinterpret_cast<half*>(gIn.data()), gIn.size() * 2);

@@ -72,6 +72,8 @@ struct Soc {
     uint32_t ubBytes = 262144;       // GetCoreMemSize(UB): 256 KiB, nothing subtracted on 310P
     uint32_t ubPhysical = 262144;    // the unified buffer itself (a static LocalTensor may use all of it)
     uint32_t l1Bytes = 1048576;      // L1 Buffer, 1 MB (cann_facts.md section 15)
+    uint32_t l1Physical = 1048576;   // what a static LocalTensor may use
+    uint32_t l0cBytes = 262144;      // L0C: TOTAL_L0C_SIZE, 256 KB
     uint32_t tmpUbOffset = 253952;   // TMP_UB_OFFSET, 248 KiB (impl/basic_api/utils/kernel_utils_constants.h)
     bool hasDataCopyPad = false;     // compiles, does nothing at run time (dav_m200 data copy impl)
     bool hasBf16 = false;
@@ -80,18 +82,32 @@ struct Soc {
     uint32_t ubBytes = 196352;       // GetCoreMemSize(UB): 196608 - 256 reserved for KFC
     uint32_t ubPhysical = 196608;    // the unified buffer itself, 192 KiB (a static LocalTensor may use all of it)
     uint32_t l1Bytes = 524160;       // L1 Buffer: TOTAL_L1_SIZE, 512 KB - 128 (kernel_utils_constants.h)
+    // A static LocalTensor may use all 512 KB: the 128 bytes are KFC's (the basic-API matmul sample, measured on
+    // the chip, puts its B1 pong buffer at [384 KB, 512 KB)).
+    uint32_t l1Physical = 524288;
+    uint32_t l0cBytes = 131072;      // L0C: TOTAL_L0C_SIZE, 128 KB
     uint32_t tmpUbOffset = 188416;   // TMP_UB_OFFSET, 184 KiB
     bool hasDataCopyPad = true;
     bool hasBf16 = true;
 #endif
+    uint32_t l0aBytes = 65536;       // L0A and L0B: TOTAL_L0A_SIZE, TOTAL_L0B_SIZE, 64 KB each
+    uint32_t l0bBytes = 65536;
 };
 
-// The four in-order pipes of a vector core. S is ordered with every other pipe by the compiler's
-// auto-sync; V with V by auto-inserted barriers; everything else only by queues, flags and barriers
+// The local memories the emulator tracks accesses of, per 32-byte block.
+enum class Mem { UB, L1, L0A, L0B, L0C };
+inline const char* MemName(Mem m) {
+    static const char* n[] = {"unified-buffer", "L1", "L0A", "L0B", "L0C"};
+    return n[static_cast<int>(m)];
+}
+
+// The in-order pipes of a core: a vector core's S, V, MTE2 and MTE3, and a cube core's MTE1 (L1 -> L0A/L0B), M
+// (Mmad) and FIX (L0C -> GM) beside its S and MTE2. S is ordered with every other pipe by the compiler's auto-sync;
+// V with V by auto-inserted barriers; everything else only by queues, flags, unit flags and barriers
 // (docs: 同步控制/核内同步/关键特性说明.md, table 1).
-enum PipeId { PS = 0, PV = 1, PMTE2 = 2, PMTE3 = 3, NPIPES = 4 };
+enum PipeId { PS = 0, PV = 1, PMTE2 = 2, PMTE3 = 3, PMTE1 = 4, PM = 5, PFIX = 6, NPIPES = 7 };
 inline const char* PipeName(int p) {
-    static const char* n[] = {"S", "V", "MTE2", "MTE3"};
+    static const char* n[] = {"S", "V", "MTE2", "MTE3", "MTE1", "M", "FIX"};
     return n[p];
 }
 
@@ -123,6 +139,9 @@ struct TimingConsts {
     double cubeMacs = 4096;          // fp16 multiply-accumulates per cycle (16 x 16 x 16)
     double cubeFp32 = 0.25;          // float's share of that rate (2201: a quarter)
     double mte1Bytes = 256;          // L1 -> L0A/L0B per cycle (assumed)
+    double mte1Issue = 0;            // a LoadData instruction's fixed MTE1 time (basic-API matmul sample)
+    double mmadIssue = 0;            // an Mmad instruction's fixed M time (basic-API matmul sample)
+    double fixIssue = 0;             // a Fixpipe instruction's fixed FIX time (assumed)
     double fixBytes = 128;           // L0C -> GM per cycle through the fixpipe, before the GM share (assumed)
     double cores = 48;               // cores sharing GM: vector cores (910B) or AI Cores (310P)
     double cubeCores = 24;
@@ -136,11 +155,12 @@ struct OpRec {
     int pipe;
     std::string what;
     Loc loc;
+    double start = 0;  // when it started (the timing model's cycles)
 };
 
 // A vector clock: c[q] = how many of pipe q's operations are known complete.
 struct Clock {
-    uint64_t c[NPIPES] = {0, 0, 0, 0};
+    uint64_t c[NPIPES] = {};
     void Join(const Clock& o) {
         for (int i = 0; i < NPIPES; ++i) c[i] = c[i] > o.c[i] ? c[i] : o.c[i];
     }
@@ -150,8 +170,8 @@ struct Clock {
 struct UbBlock {
     int32_t writeOp = -1;           // op that wrote it last
     uint64_t writeSeq = 0;          // that op's sequence number on its pipe
-    int32_t readOp[NPIPES] = {-1, -1, -1, -1};  // latest reader per pipe since the write
-    uint64_t readSeq[NPIPES] = {0, 0, 0, 0};
+    int32_t readOp[NPIPES] = {-1, -1, -1, -1, -1, -1, -1};  // latest reader per pipe since the write
+    uint64_t readSeq[NPIPES] = {};
     int32_t tornOp = -1;            // an earlier write nothing orders with the last: the bytes are either's
     uint64_t tornSeq = 0;
 };
@@ -260,9 +280,9 @@ struct CubeCounters {
 // ordered after (the vector clocks below) is complete; `done` is each operation's completion by sequence number.
 struct PipeTimes {
     std::vector<double> done[NPIPES];
-    double free[NPIPES] = {0, 0, 0, 0};  // free[PS] is the scalar unit's own time, the dispatch point
-    double lastDone[NPIPES] = {0, 0, 0, 0};
-    double busy[NPIPES] = {0, 0, 0, 0};
+    double free[NPIPES] = {};  // free[PS] is the scalar unit's own time, the dispatch point
+    double lastDone[NPIPES] = {};
+    double busy[NPIPES] = {};
     std::map<double, double> port;        // the core's GM port, busy intervals (start -> end): MTE2 and MTE3 share it
     double start = 0;                     // start of the operation issued last
 };
@@ -275,10 +295,14 @@ struct CubeTimes {
 
 struct PipeState {
     PipeTimes t;
-    uint64_t seq[NPIPES] = {0, 0, 0, 0};  // operations issued per pipe
+    uint64_t seq[NPIPES] = {};            // operations issued per pipe
     Clock known[NPIPES];                   // known[p]: what pipe p's next operation is ordered after
     std::vector<UbBlock> ub = std::vector<UbBlock>(512 * 1024 / 32);
     std::vector<UbBlock> l1;               // the cube core's L1, per 32-byte block, once a kernel touches it
+    std::vector<UbBlock> l0a, l0b, l0c;    // its L0 buffers, likewise
+    std::vector<uint8_t> unitFlag;         // L0C's unit flags, one per 512-byte unit (Mmad/Fixpipe unitFlag)
+    std::vector<int32_t> unitOp;           // the Mmad or Fixpipe that set each unit's flag last
+    std::vector<uint64_t> unitSeq;         // its sequence number on its pipe
     std::map<int, Clock> flags;            // pending SetFlag per (event, id)
     std::map<uintptr_t, CacheLine> cache;  // data-cache lines by GM address / 64
     Clock sExplicit;                       // what S knows complete through WaitFlag/PipeBarrier<PIPE_ALL> only
@@ -294,7 +318,7 @@ struct PipeState {
 struct BlockTime {
     int64_t block = 0;
     double cycles = 0;
-    double busy[NPIPES] = {0, 0, 0, 0};
+    double busy[NPIPES] = {};
 };
 
 struct State {
@@ -355,7 +379,8 @@ inline TimingConsts LoadTiming() {
         {"hbm_write_back", &t.hbmWriteBack}, {"nd2nz_row", &t.nd2nzRow}, {"ub_read_conflict", &t.ubReadConflict}, {"ub_write_conflict", &t.ubWriteConflict},
         {"scalar_op", &t.scalarOp}, {"dispatch", &t.dispatch}, {"v_to_s", &t.vToS}, {"flag", &t.flag},
         {"kfc", &t.kfc}, {"cube_macs", &t.cubeMacs}, {"cube_fp32", &t.cubeFp32}, {"mte1_bytes", &t.mte1Bytes},
-        {"fix_bytes", &t.fixBytes},
+        {"fix_bytes", &t.fixBytes}, {"mte1_issue", &t.mte1Issue}, {"mmad_issue", &t.mmadIssue},
+        {"fix_issue", &t.fixIssue},
         {"cores", &t.cores}, {"cube_cores", &t.cubeCores}, {"sync_all", &t.syncAll}};
     FILE* f = std::fopen(path, "r");
     if (f == nullptr) throw std::runtime_error(std::string("ASC_EMU_TIMING: cannot read ") + path);
@@ -446,6 +471,7 @@ inline int32_t Issue(int pipe, const std::string& what, const Loc& loc) {
         t.busy[PS] += tm.dispatch;
     }
     t.start = start;
+    St().ops.back().start = start;
     t.free[pipe] = start;
     t.done[pipe].push_back(start);
     t.lastDone[pipe] = std::max(t.lastDone[pipe], start);
@@ -601,8 +627,9 @@ inline double PortTransfer(double at, double need) {
     // yet starts no earlier than the scalar unit's dispatch: a read-only kernel would otherwise keep every
     // interval, and merge them all each time)
     const auto& seq = St().pipes.seq;
-    const double floor = std::min(seq[PMTE2] == 0 ? t.free[PS] : t.free[PMTE2],
-                                  seq[PMTE3] == 0 ? t.free[PS] : t.free[PMTE3]);
+    const double floor = std::min({seq[PMTE2] == 0 ? t.free[PS] : t.free[PMTE2],
+                                   seq[PMTE3] == 0 ? t.free[PS] : t.free[PMTE3],
+                                   seq[PFIX] == 0 ? t.free[PS] : t.free[PFIX]});
     while (!port.empty() && port.begin()->second < floor) port.erase(port.begin());
     double cur = at;
     auto it = port.upper_bound(cur);
@@ -650,8 +677,10 @@ inline void Dma(int pipe, const void* p, size_t bytes, bool write, bool bypassL2
     if (bytes == 0) return;
     auto& st = St();
     st.vecMoved += static_cast<double>(bytes);
+    // a __cube__ kernel's loads share panels across the core grid as the Matmul API's do: emulation order (L2Classify)
+    const bool panels = st.kernelType == kAicOnly && !st.tm.coupled;
     const L2Cost c = L2Classify(p, bytes, write ? (bypassL2 ? L2Use::WriteBypass : L2Use::Write)
-                                                : (bypassL2 ? L2Use::ReadBypass : L2Use::Read));
+                                                : (bypassL2 ? L2Use::ReadBypass : L2Use::Read), panels);
     const uint64_t hbm = c.hbm, l2 = c.l2;
     st.hbmBytes += hbm;
     st.l2Bytes += l2;
@@ -743,29 +772,32 @@ inline bool Ordered(int pipe, int otherPipe, uint64_t otherSeq) {
          " may still be using; nothing orders the two (EnQue/DeQue, SetFlag/WaitFlag or PipeBarrier)");
 }
 
-// Record a unified-buffer access of `op` over [offset, offset + bytes) and fault on an unordered conflict (`l1`: an
-// access of the cube core's L1 Buffer, under the same rules).
-inline void UbAccess(int32_t op, uint64_t offset, uint64_t bytes, bool write, bool l1 = false) {
+// Record an access of `op` over [offset, offset + bytes) of a local memory (the unified buffer unless `m` says
+// otherwise: the cube core's L1, L0A, L0B and L0C are under the same rules) and fault on an unordered conflict.
+// The unit is a 32-byte block, in L0A/L0B/L0C a 512-byte fractal (what every access of theirs moves whole).
+inline void UbAccess(int32_t op, uint64_t offset, uint64_t bytes, bool write, Mem m = Mem::UB) {
     if (bytes == 0) return;
     auto& ps = St().pipes;
-    if (l1 && ps.l1.empty()) ps.l1.resize(1048576 / 32);
-    auto& mem = l1 ? ps.l1 : ps.ub;
-    const char* where = l1 ? "L1" : "unified-buffer";
+    std::vector<UbBlock>& mem = m == Mem::UB ? ps.ub : m == Mem::L1 ? ps.l1 : m == Mem::L0A ? ps.l0a
+                              : m == Mem::L0B ? ps.l0b : ps.l0c;
+    const uint64_t unit = m == Mem::UB || m == Mem::L1 ? 32 : 512;
+    if (mem.empty()) mem.resize(1048576 / unit);
+    const char* where = MemName(m);
     const int p = St().ops[op].pipe;
     const uint64_t seq = ps.seq[p];
-    for (uint64_t b = offset / 32; b < (offset + bytes + 31) / 32 && b < mem.size(); ++b) {
+    for (uint64_t b = offset / unit; b < (offset + bytes + unit - 1) / unit && b < mem.size(); ++b) {
         UbBlock& u = mem[b];
         const bool unordered = u.writeOp >= 0 && u.writeOp != op && !Ordered(p, St().ops[u.writeOp].pipe, u.writeSeq);
-        if (!write && unordered) Race("read after write", op, u.writeOp, b * 32, where);
+        if (!write && unordered) Race("read after write", op, u.writeOp, b * unit, where);
         if (!write && u.tornOp >= 0)
-            Fail(std::string("pipe race (write after write) on ") + where + " offset " + std::to_string(b * 32) + ": " +
+            Fail(std::string("pipe race (write after write) on ") + where + " offset " + std::to_string(b * unit) + ": " +
                  Describe(op) + " reads bytes that " + Describe(u.tornOp) + " and " + Describe(u.writeOp) +
                  " both wrote with nothing ordering the two writes (a PipeBarrier, flag or queue): which of them "
                  "the bytes hold is undefined");
         if (write) {
             for (int q = 0; q < NPIPES; ++q) {
                 if (u.readOp[q] >= 0 && u.readOp[q] != op && !Ordered(p, q, u.readSeq[q]))
-                    Race("write after read", op, u.readOp[q], b * 32, where);
+                    Race("write after read", op, u.readOp[q], b * unit, where);
             }
             // Two unordered writes leave the bytes undefined, a wrong answer only once something reads them (the
             // data_copy sample copies tile after tile into one buffer it never reads): the fault waits for a read.
@@ -1120,7 +1152,7 @@ inline std::string TimingJson() {
     size_t crit = 0;
     for (size_t i = 1; i < coreCycles.size(); ++i)
         if (coreCycles[i] > coreCycles[crit]) crit = i;
-    double busy[NPIPES] = {0, 0, 0, 0};
+    double busy[NPIPES] = {};
     for (const auto& bt : st.blockTimes)
         if (static_cast<size_t>(bt.block) % coreCycles.size() == crit)
             for (int p = 0; p < NPIPES; ++p) busy[p] += bt.busy[p];
@@ -1137,7 +1169,8 @@ inline std::string TimingJson() {
                   static_cast<unsigned long long>(st.hbmBytes), static_cast<unsigned long long>(st.l2Bytes),
                   st.cubeMoved, static_cast<unsigned long long>(st.vecReadHbm),
                   static_cast<unsigned long long>(st.vecReadL2), busy[PS],
-                  busy[PV], busy[PMTE2], busy[PMTE3], cube.busyMte2, cube.busyMte1, cube.busyM, cube.busyFix);
+                  busy[PV], busy[PMTE2], busy[PMTE3], cube.busyMte2, cube.busyMte1 + busy[PMTE1],
+                  cube.busyM + busy[PM], cube.busyFix + busy[PFIX]);
     return buf;
 }
 

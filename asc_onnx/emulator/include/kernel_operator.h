@@ -6,6 +6,7 @@
 #include "emu_runtime.h"
 #include "emu_types.h"
 #include "kernel_operator_data_copy.h"
+#include "kernel_operator_mm.h"
 #include "kernel_operator_vec.h"
 #include "kernel_operator_vec_reduce.h"
 #include "kernel_operator_vec_repeat.h"
@@ -13,7 +14,7 @@
 #include "kernel_tpipe.h"
 
 // Pipe names are global enumerators, as in the CCE headers.
-enum pipe_t { PIPE_S, PIPE_V, PIPE_MTE2, PIPE_MTE3, PIPE_ALL };
+enum pipe_t { PIPE_S, PIPE_V, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_ALL, PIPE_FIX };
 
 // Event IDs of SetFlag/WaitFlag, global as in the CCE headers.
 enum : int8_t { EVENT_ID0, EVENT_ID1, EVENT_ID2, EVENT_ID3, EVENT_ID4, EVENT_ID5, EVENT_ID6, EVENT_ID7 };
@@ -43,7 +44,8 @@ __aicore__ inline void PipeBarrier(asc_emu::Loc loc = ASC_EMU_HERE) {
         for (int q = 0; q < asc_emu::NPIPES; ++q) ps.t.free[q] = all;
     } else {
         constexpr int p = P == PIPE_S ? asc_emu::PS : P == PIPE_V ? asc_emu::PV : P == PIPE_MTE2 ? asc_emu::PMTE2
-                                                                                                : asc_emu::PMTE3;
+                        : P == PIPE_MTE3 ? asc_emu::PMTE3 : P == PIPE_MTE1 ? asc_emu::PMTE1 : P == PIPE_M ? asc_emu::PM
+                                                                                                 : asc_emu::PFIX;
         asc_emu::Issue(p, "PipeBarrier", loc);
         ps.known[p].c[p] = ps.seq[p];
         ps.t.free[p] = ps.t.done[p].back() = ps.t.lastDone[p];  // the pipe stalls until its operations complete

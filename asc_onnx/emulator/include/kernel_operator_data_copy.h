@@ -209,12 +209,12 @@ __aicore__ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>
     if (span > dst.GetSize())
         asc_emu::Fail("DataCopy (Nd2NzParams): the NZ layout needs " + std::to_string(span) +
                       " elements, the local tensor has " + std::to_string(dst.GetSize()));
-    if (dstOff + span * sizeof(T) > (l1 ? asc_emu::St().soc.l1Bytes : asc_emu::St().soc.ubPhysical))
+    if (dstOff + span * sizeof(T) > (l1 ? asc_emu::St().soc.l1Physical : asc_emu::St().soc.ubPhysical))
         asc_emu::Fail(std::string("DataCopy (Nd2NzParams): access past the end of the ") +
                       (l1 ? "L1 Buffer" : "unified buffer"));
     const int32_t op = asc_emu::Issue(asc_emu::PMTE2, l1 ? "DataCopy GM->L1 (ND2NZ)" : "DataCopy GM->UB (ND2NZ)", loc);
     asc_emu::DmaIssue(asc_emu::PMTE2);
-    asc_emu::UbAccess(op, dstOff, span * sizeof(T), true, l1);
+    asc_emu::UbAccess(op, dstOff, span * sizeof(T), true, l1 ? asc_emu::Mem::L1 : asc_emu::Mem::UB);
     if (m200 && l1) {  // the staging tile at TMP_UB_OFFSET
         const uint32_t tmp = asc_emu::St().soc.tmpUbOffset;
         asc_emu::UbAccess(op, tmp, 8192, true);

@@ -32,6 +32,24 @@ inline bool IsL1(const void* p) {
 inline uint64_t Offset(const void* p) { return static_cast<const uint8_t*>(p) - arena; }
 }  // namespace emu_l1
 
+namespace emu_l0 {
+// The cube core's L0A (A2), L0B (B2) and L0C (CO1) buffers of the running block, capacities set by the SoC.
+alignas(64) inline uint8_t a[64 * 1024];
+alignas(64) inline uint8_t b[64 * 1024];
+alignas(64) inline uint8_t c[256 * 1024];
+inline bool In(const void* p, const uint8_t* base, size_t n) {
+    auto* x = static_cast<const uint8_t*>(p);
+    return x >= base && x < base + n;
+}
+inline bool IsA(const void* p) { return In(p, a, sizeof(a)); }
+inline bool IsB(const void* p) { return In(p, b, sizeof(b)); }
+inline bool IsC(const void* p) { return In(p, c, sizeof(c)); }
+inline uint64_t Offset(const void* p) {
+    auto* x = static_cast<const uint8_t*>(p);
+    return IsA(p) ? x - a : IsB(p) ? x - b : x - c;
+}
+}  // namespace emu_l0
+
 template <typename T>
 class GlobalTensor {
 public:
@@ -102,14 +120,23 @@ public:
     LocalTensor(T* p, uint32_t n, EmuSlot* slot) : ptr_(p), size_(n), slot_(slot) {}
     // A tensor at a fixed unified-buffer address, no TPipe (静态Tensor编程): `addr` in bytes, `tileSize` elements.
     // The address must be 32-byte aligned and the tensor inside the SoC's UB.
-    // VECIN/VECOUT/VECCALC are the unified buffer, A1/B1 the cube core's L1 Buffer.
+    // VECIN/VECOUT/VECCALC are the unified buffer, A1/B1 the cube core's L1 Buffer, A2/B2/CO1 its L0A/L0B/L0C.
     LocalTensor(TPosition pos, uint32_t addr, uint32_t tileSize) : size_(tileSize) {
-        const bool l1 = pos == TPosition::A1 || pos == TPosition::B1;
-        if (pos != TPosition::VECIN && pos != TPosition::VECOUT && pos != TPosition::VECCALC && !l1)
-            asc_emu::Fail("LocalTensor(TPosition, addr, tileSize): only VECIN/VECOUT/VECCALC (UB) and A1/B1 (L1) "
-                          "tensors are emulated at fixed addresses");
-        const char* where = l1 ? "L1" : "unified-buffer";
-        const uint64_t cap = l1 ? asc_emu::St().soc.l1Bytes : asc_emu::St().soc.ubPhysical;
+        const auto& soc = asc_emu::St().soc;
+        uint8_t* base = nullptr;
+        uint64_t cap = 0;
+        const char* where = nullptr;
+        switch (pos) {
+            case TPosition::VECIN: case TPosition::VECOUT: case TPosition::VECCALC:
+                base = emu_ub::arena, cap = soc.ubPhysical, where = "unified buffer"; break;
+            case TPosition::A1: case TPosition::B1: base = emu_l1::arena, cap = soc.l1Physical, where = "L1 Buffer"; break;
+            case TPosition::A2: base = emu_l0::a, cap = soc.l0aBytes, where = "L0A Buffer"; break;
+            case TPosition::B2: base = emu_l0::b, cap = soc.l0bBytes, where = "L0B Buffer"; break;
+            case TPosition::CO1: base = emu_l0::c, cap = soc.l0cBytes, where = "L0C Buffer"; break;
+            default:
+                asc_emu::Fail("LocalTensor(TPosition, addr, tileSize): GM and CO2 are no local memory of a static "
+                              "tensor");
+        }
         if (tileSize == 0 || tileSize * sizeof(T) % 32 != 0)  // (kernel_tensor_impl.h's checks)
             asc_emu::Fail("LocalTensor(TPosition, addr, tileSize): tileSize " + std::to_string(tileSize) +
                           " elements is not a positive multiple of 32 bytes");
@@ -119,8 +146,8 @@ public:
         if (static_cast<uint64_t>(addr) + static_cast<uint64_t>(tileSize) * sizeof(T) > cap)
             asc_emu::Fail(std::string("LocalTensor at ") + where + " address " + std::to_string(addr) + " of " +
                           std::to_string(tileSize) + " elements ends past the " + std::to_string(cap) + "-byte " +
-                          (l1 ? "L1 Buffer" : "unified buffer"));
-        ptr_ = reinterpret_cast<T*>((l1 ? emu_l1::arena : emu_ub::arena) + addr);
+                          where);
+        ptr_ = reinterpret_cast<T*>(base + addr);
     }
     __aicore__ inline LocalTensor operator[](uint32_t offset) const {
         if (offset > size_) asc_emu::Fail("LocalTensor[] offset " + std::to_string(offset) + " past its " +
@@ -151,7 +178,8 @@ public:
 private:
     void Check(uint32_t i) const {
         if (ptr_ == nullptr) asc_emu::Fail("LocalTensor used before it was allocated");
-        if (emu_l1::IsL1(ptr_)) asc_emu::Fail("GetValue/SetValue on an L1 tensor: the scalar unit reaches UB and GM only");
+        if (!emu_ub::IsUb(ptr_))
+            asc_emu::Fail("GetValue/SetValue on an L1 tensor or an L0 tensor: the scalar unit reaches UB and GM only");
         if (i >= size_) asc_emu::Fail("LocalTensor index " + std::to_string(i) + " out of " + std::to_string(size_));
     }
     T* ptr_ = nullptr;

@@ -135,33 +135,38 @@ private:
     EmuSlot slot_;
 };
 
+// Events of SetFlag/WaitFlag (kernel_event.h), named source_destination: the vector core's first, then the cube
+// core's (MTE1 L1 -> L0, M the cube, FIX L0C out).
 enum class HardEvent : uint8_t { MTE2_V, V_MTE2, MTE3_V, V_MTE3, MTE2_MTE3, MTE3_MTE2, S_V, V_S, MTE2_S, S_MTE2,
-                                 MTE3_S, S_MTE3 };
+                                 MTE3_S, S_MTE3, MTE2_MTE1, MTE1_MTE2, MTE1_M, M_MTE1, MTE2_M, M_MTE2, M_FIX, FIX_M,
+                                 MTE2_FIX, FIX_MTE2, MTE1_FIX, FIX_MTE1, FIX_S, M_S, FIX_FIX, NUM };
 using TEventID = int8_t;
 using event_t = int8_t;
 
 namespace emu_evt {
-constexpr int Src(HardEvent e) {
-    switch (e) {
-        case HardEvent::MTE2_V: case HardEvent::MTE2_MTE3: case HardEvent::MTE2_S: return asc_emu::PMTE2;
-        case HardEvent::MTE3_V: case HardEvent::MTE3_MTE2: case HardEvent::MTE3_S: return asc_emu::PMTE3;
-        case HardEvent::S_V: case HardEvent::S_MTE2: case HardEvent::S_MTE3: return asc_emu::PS;
-        default: return asc_emu::PV;
-    }
-}
-constexpr int Dst(HardEvent e) {
-    switch (e) {
-        case HardEvent::V_MTE2: case HardEvent::MTE3_MTE2: case HardEvent::S_MTE2: return asc_emu::PMTE2;
-        case HardEvent::V_MTE3: case HardEvent::MTE2_MTE3: case HardEvent::S_MTE3: return asc_emu::PMTE3;
-        case HardEvent::V_S: case HardEvent::MTE2_S: case HardEvent::MTE3_S: return asc_emu::PS;
-        default: return asc_emu::PV;
-    }
-}
-inline const char* Name(HardEvent e) {
-    static const char* n[] = {"MTE2_V", "V_MTE2", "MTE3_V", "V_MTE3", "MTE2_MTE3", "MTE3_MTE2", "S_V", "V_S",
-                              "MTE2_S", "S_MTE2", "MTE3_S", "S_MTE3"};
-    return n[static_cast<int>(e)];
-}
+struct Ends {
+    int src, dst;
+    const char* name;
+};
+constexpr Ends kEnds[] = {
+    {asc_emu::PMTE2, asc_emu::PV, "MTE2_V"},       {asc_emu::PV, asc_emu::PMTE2, "V_MTE2"},
+    {asc_emu::PMTE3, asc_emu::PV, "MTE3_V"},       {asc_emu::PV, asc_emu::PMTE3, "V_MTE3"},
+    {asc_emu::PMTE2, asc_emu::PMTE3, "MTE2_MTE3"}, {asc_emu::PMTE3, asc_emu::PMTE2, "MTE3_MTE2"},
+    {asc_emu::PS, asc_emu::PV, "S_V"},             {asc_emu::PV, asc_emu::PS, "V_S"},
+    {asc_emu::PMTE2, asc_emu::PS, "MTE2_S"},       {asc_emu::PS, asc_emu::PMTE2, "S_MTE2"},
+    {asc_emu::PMTE3, asc_emu::PS, "MTE3_S"},       {asc_emu::PS, asc_emu::PMTE3, "S_MTE3"},
+    {asc_emu::PMTE2, asc_emu::PMTE1, "MTE2_MTE1"}, {asc_emu::PMTE1, asc_emu::PMTE2, "MTE1_MTE2"},
+    {asc_emu::PMTE1, asc_emu::PM, "MTE1_M"},       {asc_emu::PM, asc_emu::PMTE1, "M_MTE1"},
+    {asc_emu::PMTE2, asc_emu::PM, "MTE2_M"},       {asc_emu::PM, asc_emu::PMTE2, "M_MTE2"},
+    {asc_emu::PM, asc_emu::PFIX, "M_FIX"},         {asc_emu::PFIX, asc_emu::PM, "FIX_M"},
+    {asc_emu::PMTE2, asc_emu::PFIX, "MTE2_FIX"},   {asc_emu::PFIX, asc_emu::PMTE2, "FIX_MTE2"},
+    {asc_emu::PMTE1, asc_emu::PFIX, "MTE1_FIX"},   {asc_emu::PFIX, asc_emu::PMTE1, "FIX_MTE1"},
+    {asc_emu::PFIX, asc_emu::PS, "FIX_S"},         {asc_emu::PM, asc_emu::PS, "M_S"},
+    {asc_emu::PFIX, asc_emu::PFIX, "FIX_FIX"}};
+static_assert(sizeof(kEnds) / sizeof(kEnds[0]) == static_cast<size_t>(HardEvent::NUM), "one row per HardEvent");
+constexpr int Src(HardEvent e) { return kEnds[static_cast<int>(e)].src; }
+constexpr int Dst(HardEvent e) { return kEnds[static_cast<int>(e)].dst; }
+inline const char* Name(HardEvent e) { return kEnds[static_cast<int>(e)].name; }
 }  // namespace emu_evt
 
 template <HardEvent E>
@@ -290,7 +295,7 @@ private:
     }
     uint32_t used_ = 0;
     uint32_t shared_ = 0;          // UB the registered Matmul objects reserved (310P)
-    uint32_t occupied_[12] = {0};  // per HardEvent, a bit per taken ID
+    uint32_t occupied_[static_cast<int>(HardEvent::NUM)] = {};  // per HardEvent, a bit per taken ID
     int32_t buffers_ = 0;
     int32_t queBuffers_[16] = {0};
 };
