@@ -41,6 +41,8 @@ RULES = {
     # a unit-flagged Fixpipe needs a unit-flagged Mmad (3) before it
     "unitflag_fixpipe_only": (["Fixpipe with unitFlag 3", "no Mmad with unitFlag 3"], "two_blocks",
                               {"Ascend910B": "2201"}),
+    # 910B's vector cores have no cube unit
+    "cube_on_aiv": (["on a vector core (AIV)", "no cube unit"], "ok", {"Ascend910B": "2201"}),
     # 310P has no fixpipe to GM (dav_m200 reports it unsupported)
     "fixpipe": (["not emulated on Ascend310P", "dav_m200"], "ok", {"Ascend310P": "2002"}),
 }

@@ -17,6 +17,7 @@ static std::vector<half> gA(M * K), gB(N * K), gC(2 * M * N);
 static bool Has(const std::string& s, const char* w) { return s.find(w) != std::string::npos; }
 
 static void Run(const std::string& s) {
+    if (s != "cube_on_aiv") asc_emu::St().coreKind = 1;  // a cube core runs it (on 310P the AI Core has both units)
     for (uint32_t i = 0; i < M * K; ++i) gA[i] = static_cast<half>(static_cast<float>((i * 7) % 13) / 8.0f - 0.75f);
     for (uint32_t i = 0; i < N * K; ++i) gB[i] = static_cast<half>(static_cast<float>((i * 5) % 11) / 8.0f - 0.6f);
     asc_emu::St().gm.push_back({"a", reinterpret_cast<uint8_t*>(gA.data()), gA.size() * 2, false, {}});

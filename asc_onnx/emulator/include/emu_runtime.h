@@ -248,6 +248,7 @@ struct GmBuffer {
     // SyncAll phase it was last touched in
     Sparse<uint64_t> readers = {}, writers = {};
     Sparse<uint32_t> phase = {};
+    Sparse<uint32_t> epoch = {};  // the writer's CrossCoreSetFlags issued before its write (a __mix__ launch)
     uint64_t hbm = 0;                 // bytes of it the L2 rule has costed as HBM traffic
 };
 
@@ -317,6 +318,7 @@ struct PipeState {
 // Timing of one finished block.
 struct BlockTime {
     int64_t block = 0;
+    int kind = 0;  // St().coreKind of the core that ran it
     double cycles = 0;
     double busy[NPIPES] = {};
 };
@@ -337,6 +339,9 @@ struct State {
     int64_t blockNum = 1;
     uint32_t syncPhase = 0;  // SyncAll barriers every block has passed
     int kernelType = -1;     // KERNEL_TASK_TYPE_DEFAULT's, where the kernel states it
+    int coreKind = 0;        // what runs the block: 0 a vector core (or 310P's AI Core), 1 a cube core (AIC)
+    int64_t subBlockIdx = 0; // GetSubBlockIdx: which of its AI Core's two vector cores (a __mix__(1, 2) launch)
+    bool mixGroups = false;  // a __mix__(1, 2) launch: each block is an AIC and its two AIVs (emu_blocks.h)
     uint64_t gmReadBytes = 0;
     uint64_t gmWriteBytes = 0;
     std::map<std::string, uint64_t> vecInstr;  // vector instructions by API name
@@ -447,6 +452,11 @@ inline std::string Describe(int32_t op) {
 
 // Issue one operation on a pipe; returns its id. Its sequence number is St().pipes.seq[pipe].
 inline int32_t Issue(int pipe, const std::string& what, const Loc& loc) {
+    // 910B's cores are of two kinds: a vector core has no cube pipes, a cube core (AIC) no vector unit
+    if (!St().tm.coupled && St().coreKind == 1 && pipe == PV)
+        Fail(what + " at " + loc.Str() + " on a cube core (AIC): it has no vector unit");
+    if (!St().tm.coupled && St().coreKind == 0 && (pipe == PMTE1 || pipe == PM || pipe == PFIX))
+        Fail(what + " at " + loc.Str() + " on a vector core (AIV): it has no cube unit");
     auto& ps = St().pipes;
     ps.seq[pipe] += 1;
     // S and V are ordered with their own earlier operations (S trivially, V by auto-inserted barriers).
@@ -677,8 +687,9 @@ inline void Dma(int pipe, const void* p, size_t bytes, bool write, bool bypassL2
     if (bytes == 0) return;
     auto& st = St();
     st.vecMoved += static_cast<double>(bytes);
-    // a __cube__ kernel's loads share panels across the core grid as the Matmul API's do: emulation order (L2Classify)
-    const bool panels = st.kernelType == kAicOnly && !st.tm.coupled;
+    // a cube core's loads share panels across the core grid as the Matmul API's do: emulation order (L2Classify)
+    const bool panels = (st.kernelType == kAicOnly || st.coreKind == 1) && !st.tm.coupled;
+    if (st.coreKind == 1 && st.kernelType != kAicOnly) st.vecMoved -= static_cast<double>(bytes), st.cubeMoved += static_cast<double>(bytes);
     const L2Cost c = L2Classify(p, bytes, write ? (bypassL2 ? L2Use::WriteBypass : L2Use::Write)
                                                 : (bypassL2 ? L2Use::ReadBypass : L2Use::Read), panels);
     const uint64_t hbm = c.hbm, l2 = c.l2;
@@ -688,8 +699,9 @@ inline void Dma(int pipe, const void* p, size_t bytes, bool write, bool bypassL2
     auto& t = st.pipes.t;
     t.free[pipe] += st.tm.dmaRow, t.busy[pipe] += st.tm.dmaRow;  // each burst (row) of a copy
     const double s = t.free[pipe];
-    const double hbmNeed = static_cast<double>(hbm) / GmShare(st.tm.gmBytesPerS);
-    const double l2Need = l2 > 0 ? static_cast<double>(l2) / GmShare(st.tm.l2BytesPerS) : 0.0;
+    const bool cube = st.coreKind == 1;
+    const double hbmNeed = static_cast<double>(hbm) / GmShare(st.tm.gmBytesPerS, cube);
+    const double l2Need = l2 > 0 ? static_cast<double>(l2) / GmShare(st.tm.l2BytesPerS, cube) : 0.0;
     const bool beside = write && !bypassL2 && !st.tm.coupled && st.tm.l2Bytes > 0;  // (310P: no L2)
     const double e = beside ? std::max(PortTransfer(s, hbmNeed), s + l2Need) : PortTransfer(s, hbmNeed + l2Need);
     t.busy[pipe] += beside ? std::max(hbmNeed, l2Need) : hbmNeed + l2Need;
@@ -940,15 +952,40 @@ inline void NotPending(const void* p, size_t bytes, const char* what) {
 inline void TrackBlocks(GmBuffer& b) {
     if (!b.phase.empty()) return;
     const size_t n = (b.bytes + 31) / 32;
-    b.readers.assign(n, 0), b.writers.assign(n, 0), b.phase.assign(n, 0);
+    b.readers.assign(n, 0), b.writers.assign(n, 0), b.phase.assign(n, 0), b.epoch.assign(n, 0);
 }
 
-inline uint64_t CoreBit() { return 1ull << (static_cast<uint64_t>(St().blockIdx) % 64); }
+// The core's bit in the per-block reader/writer sets: a vector core's block mod 48, or in a __mix__ launch an AIC's
+// AI Core mod 16 above them (an AIC and the AIV of the same block index are two cores).
+inline uint64_t CoreBit() {
+    const auto& st = St();
+    if (st.mixGroups && st.coreKind == 1) return 1ull << (48 + static_cast<uint64_t>(st.blockIdx) % 16);
+    return 1ull << (static_cast<uint64_t>(st.blockIdx) % (st.mixGroups ? 48 : 64));
+}
+
+// What the running core has learnt of other cores' work through CrossCoreWaitFlag: per core bit, the most
+// CrossCoreSetFlags of that core it has waited past (emu_blocks.h keeps it per core of a __mix__ group).
+inline std::map<uint64_t, uint32_t>& Acquired() {
+    static std::map<uint64_t, uint32_t> a;
+    return a;
+}
+// CrossCoreSetFlags the running core has issued (a GM write is covered by the next one).
+inline uint32_t& SetsIssued() {
+    static uint32_t n = 0;
+    return n;
+}
 
 inline int64_t AnyCore(uint64_t set) {
     for (int64_t i = 0; i < 64; ++i)
         if (set >> i & 1u) return i;
     return -1;
+}
+
+// Who a core bit of a reader/writer set is, for fault messages.
+inline std::string CoreName(uint64_t set) {
+    const int64_t bit = AnyCore(set);
+    if (St().mixGroups && bit >= 48) return "the AIC of AI Core " + std::to_string(bit - 48) + " (mod 16)";
+    return "block " + std::to_string(bit) + (St().mixGroups ? " (mod 48)" : " (mod 64)");
 }
 
 // The 32-byte block `blk` was written this phase by another core.
@@ -964,16 +1001,22 @@ inline void CrossCore(GmBuffer& b, const void* p, size_t bytes, const char* what
     const uint32_t now = St().syncPhase;
     for (size_t blk = off / 32; blk <= (off + bytes - 1) / 32; ++blk) {
         if (b.phase[blk] != now) b.readers[blk] = b.writers[blk] = 0, b.phase[blk] = now;
-        const uint64_t wrote = b.writers[blk] & ~me, read = b.readers[blk] & ~me;
+        uint64_t wrote = b.writers[blk] & ~me;
+        const uint64_t read = b.readers[blk] & ~me;
+        if (!write && wrote != 0 && St().mixGroups) {  // ordered by a CrossCoreSetFlag issued after the write
+            const auto it = Acquired().find(wrote);
+            if (it != Acquired().end() && b.epoch[blk] < it->second) wrote = 0;
+        }
         if (!write && wrote != 0)
             Fail(std::string(what) + " of block " + std::to_string(St().blockIdx) + " reads bytes of '" + b.name +
-                 "' near offset " + std::to_string(blk * 32) + " that block " + std::to_string(AnyCore(wrote)) +
-                 " (mod 64) wrote with no SyncAll between: nothing orders the two cores");
+                 "' near offset " + std::to_string(blk * 32) + " that " + CoreName(wrote) +
+                 " wrote with no SyncAll or CrossCoreSetFlag/WaitFlag between: nothing orders the two cores");
         if (write && read != 0)
             Fail(std::string(what) + " of block " + std::to_string(St().blockIdx) + " writes bytes of '" + b.name +
-                 "' near offset " + std::to_string(blk * 32) + " that block " + std::to_string(AnyCore(read)) +
-                 " (mod 64) read with no SyncAll between: nothing orders the two cores, the read may see either");
+                 "' near offset " + std::to_string(blk * 32) + " that " + CoreName(read) +
+                 " read with no SyncAll between: nothing orders the two cores, the read may see either");
         (write ? b.writers : b.readers)[blk] |= me;
+        if (write) b.epoch[blk] = SetsIssued();
     }
 }
 
@@ -1080,6 +1123,7 @@ inline void EndBlock() {
     St().coreL2[St().blockIdx % static_cast<int64_t>(std::max(1.0, St().tm.cores))] += St().pipes.l2Alloc;
     BlockTime bt;
     bt.block = St().blockIdx;
+    bt.kind = St().coreKind;
     bt.cycles = BlockClock();
     for (int p = 0; p < NPIPES; ++p) bt.busy[p] = t.busy[p];
     St().blockTimes.push_back(bt);
@@ -1152,10 +1196,30 @@ inline std::string TimingJson() {
     size_t crit = 0;
     for (size_t i = 1; i < coreCycles.size(); ++i)
         if (coreCycles[i] > coreCycles[crit]) crit = i;
+    double kernel = coreCycles[crit];
     double busy[NPIPES] = {};
     for (const auto& bt : st.blockTimes)
         if (static_cast<size_t>(bt.block) % coreCycles.size() == crit)
             for (int p = 0; p < NPIPES; ++p) busy[p] += bt.busy[p];
+    double aicMte2 = 0;
+    if (st.mixGroups) {  // a __mix__(1, 2) launch: each AIC and AIV is a core with one block; the longest decides
+        const BlockTime* aiv = nullptr;
+        const BlockTime* aic = nullptr;
+        for (const auto& bt : st.blockTimes) {
+            const BlockTime*& best = bt.kind == 1 ? aic : aiv;
+            if (best == nullptr || bt.cycles > best->cycles) best = &bt;
+        }
+        const BlockTime* worst = aic != nullptr && (aiv == nullptr || aic->cycles >= aiv->cycles) ? aic : aiv;
+        kernel = worst != nullptr ? worst->cycles : 0.0;
+        crit = worst != nullptr ? static_cast<size_t>(worst->block) : 0;
+        for (int p = 0; p < NPIPES; ++p) busy[p] = 0;
+        if (aiv != nullptr)
+            for (int p : {PS, PV, PMTE2, PMTE3}) busy[p] = aiv->busy[p];
+        if (aic != nullptr) {
+            for (int p : {PMTE1, PM, PFIX}) busy[p] = aic->busy[p];
+            aicMte2 = aic->busy[PMTE2];
+        }
+    }
     CubeTimes cube;
     const int64_t cubeCore = tm.coupled ? static_cast<int64_t>(crit) : static_cast<int64_t>(crit) / 2;
     if (st.cubeCores.count(cubeCore)) cube = st.cubeCores.at(cubeCore);
@@ -1165,11 +1229,11 @@ inline std::string TimingJson() {
                   "\"hbm_bytes\": %llu, \"l2_bytes\": %llu, \"cube_bytes\": %.0f, \"vec_read_hbm\": %llu, "
                   "\"vec_read_l2\": %llu, \"busy\": {\"S\": %.1f, \"V\": %.1f, \"MTE2\": %.1f, "
                   "\"MTE3\": %.1f, \"CUBE_MTE2\": %.1f, \"MTE1\": %.1f, \"M\": %.1f, \"FIX\": %.1f}}",
-                  coreCycles[crit], tm.clockHz, crit, st.blockTimes.size(), tm.values ? "true" : "false",
+                  kernel, tm.clockHz, crit, st.blockTimes.size(), tm.values ? "true" : "false",
                   static_cast<unsigned long long>(st.hbmBytes), static_cast<unsigned long long>(st.l2Bytes),
                   st.cubeMoved, static_cast<unsigned long long>(st.vecReadHbm),
                   static_cast<unsigned long long>(st.vecReadL2), busy[PS],
-                  busy[PV], busy[PMTE2], busy[PMTE3], cube.busyMte2, cube.busyMte1 + busy[PMTE1],
+                  busy[PV], busy[PMTE2], busy[PMTE3], cube.busyMte2 + aicMte2, cube.busyMte1 + busy[PMTE1],
                   cube.busyM + busy[PM], cube.busyFix + busy[PFIX]);
     return buf;
 }

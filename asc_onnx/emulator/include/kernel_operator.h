@@ -132,3 +132,8 @@ static_assert(KERNEL_TYPE_AIC_ONLY == asc_emu::kAicOnly, "emu_runtime.h names AI
     std::memcpy(&var, (tiling), sizeof(AscEmuTilingStruct))
 
 #include "emu_blocks.h"  // the launch's blocks and SyncAll (needs PipeBarrier)
+#include "emu_mix.h"     // a __mix__(1, 2) launch's AI Cores and their cross-core flags
+
+// Which kind of core runs this code (impl/utils/sys_macros.h: g_coreType), written `if ASCEND_IS_AIC { ... }`.
+#define ASCEND_IS_AIC (asc_emu::St().coreKind == 1)
+#define ASCEND_IS_AIV (asc_emu::St().coreKind == 0)

@@ -266,3 +266,12 @@ __aicore__ inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor
 }
 
 }  // namespace AscendC
+
+namespace AscendC {
+// UB -> GM in the older parameter form.
+template <typename T>
+__aicore__ inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p,
+                                   asc_emu::Loc loc = ASC_EMU_HERE) {
+    DataCopyPad(dst, src, DataCopyExtParams(p.blockCount, p.blockLen, p.srcGap, p.dstGap, 0), loc);
+}
+}  // namespace AscendC

@@ -305,12 +305,25 @@ __aicore__ inline void Mmad(const LocalTensor<U>& dst, const LocalTensor<T>& a, 
     emu_mm::UnitEnd(asc_emu::PM, setter);
 }
 
+enum class CO2Layout : uint8_t { NZ = 0, ROW_MAJOR, COLUMN_MAJOR };
+// How the fixpipe lays C out (kernel_struct_fixpipe.h). dav_c220's has no isToUB (2201 cannot fixpipe into UB);
+// the emulator takes it so that the matmul_gelu sample's {ROW_MAJOR, false} compiles as it did for its A2 run.
+struct FixpipeConfig {
+    CO2Layout format;
+    bool isToUB = false;
+};
+constexpr FixpipeConfig CFG_NZ = {CO2Layout::NZ};
+constexpr FixpipeConfig CFG_ROW_MAJOR = {CO2Layout::ROW_MAJOR};
+constexpr FixpipeConfig CFG_COLUMN_MAJOR = {CO2Layout::COLUMN_MAJOR};
+
 // L0C -> GM with NZ2ND and the fixpipe's conversion (dav_c220 fixpipe, CFG_ROW_MAJOR): ndNum matrices of mSize rows
 // of nSize columns; column block j of the source starts srcStride 16-element rows after block j - 1; row r of
-// matrix i lands at dst + i * dstNdStride + r * dstStride.
-template <typename T, typename U>
+// matrix i lands at dst + i * dstNdStride + r * dstStride. Only the row-major layout to GM is emulated.
+template <typename T, typename U, const FixpipeConfig& config = CFG_ROW_MAJOR>
 __aicore__ inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const FixpipeParamsV220& p,
                                asc_emu::Loc loc = ASC_EMU_HERE) {
+    if (config.format != CO2Layout::ROW_MAJOR || config.isToUB)
+        asc_emu::Fail("Fixpipe: only CFG_ROW_MAJOR to GM is emulated (NZ2ND)");
     using asc_emu::Mem;
     const char* api = "Fixpipe L0C->GM";
     emu_mm::Only910B(api);

@@ -51,20 +51,23 @@ template <typename F>
 auto Launch(KernelKind kind, F kernel, uint32_t blocks, uint32_t /*dynamicUb*/, aclrtStream /*stream*/) {
     return [=](auto... args) {
         auto& st = St();
-        st.blockNum = blocks;
-        st.kernelType = kind == KernelKind::Cube ? KERNEL_TYPE_AIC_ONLY
-                        : kind == KernelKind::Mix ? KERNEL_TYPE_MIX_AIC_1_2
-                                                  : KERNEL_TYPE_AIV_ONLY;
+        const bool mix = kind == KernelKind::Mix;
+        st.blockNum = mix ? 2 * blocks : blocks;  // (a __mix__(1, 2) block is an AI Core: two vector blocks)
+        st.mixGroups = mix;
+        st.coreKind = kind == KernelKind::Cube ? 1 : 0;
+        st.kernelType = kind == KernelKind::Cube ? KERNEL_TYPE_AIC_ONLY : mix ? KERNEL_TYPE_MIX_AIC_1_2
+                                                                             : KERNEL_TYPE_AIV_ONLY;
         // ASC_EMU_CORES=ends: only the blocks of the first two and last two cores, which hold the longest core
         // when every core does the same work (the timing-only path of the generated kernels does the same)
         const char* only = std::getenv("ASC_EMU_CORES");
-        const double coreCount = kind == KernelKind::Cube && !st.tm.coupled ? st.tm.cubeCores : st.tm.cores;
+        const double coreCount = (kind == KernelKind::Cube || mix) && !st.tm.coupled ? st.tm.cubeCores : st.tm.cores;
         const uint32_t cores = static_cast<uint32_t>(std::max(1.0, coreCount)), used = std::min(blocks, cores);
         std::vector<uint32_t> order;
         for (uint32_t b = 0; b < blocks; ++b)
             if (only == nullptr || b % cores < 2 || b % cores + 2 >= used) order.push_back(b);
         std::string fault;
-        const int64_t bad = RunFibers(order, [&] { kernel(args...); }, fault);
+        const int64_t bad = mix ? RunMix(order, [&] { kernel(args...); }, fault)
+                                : RunFibers(order, [&] { kernel(args...); }, fault);
         if (bad >= 0 && Host().fault.empty()) Host().fault = "block " + std::to_string(bad) + ": " + fault;
         Host().launches += 1;
     };
