@@ -13,9 +13,22 @@ install its signal handlers before onnx and onnxruntime load (a Ctrl-C at start-
 
 from __future__ import annotations
 
-import importlib
 import os
-from typing import Any
+import signal
+import sys
+
+if sys.argv[:1] == ["-m"]:  # ``python -m asc_onnx`` locating its __main__: nothing to clean up yet
+    # a Ctrl-C or SIGTERM before entry.py installs its handlers (a loaded machine takes tens of ms to get there) is
+    # the same one line as after, not a KeyboardInterrupt inside the import machinery
+    def _early_stop(signum: int, frame: object) -> None:
+        os.write(2, b"asc-onnx: interrupted\n" if signum == signal.SIGINT else b"asc-onnx: terminated\n")
+        os._exit(130 if signum == signal.SIGINT else 143)
+
+    signal.signal(signal.SIGINT, _early_stop)
+    signal.signal(signal.SIGTERM, _early_stop)
+
+import importlib  # noqa: E402
+from typing import Any  # noqa: E402
 
 __version__ = "0.1.0"
 

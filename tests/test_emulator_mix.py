@@ -23,7 +23,7 @@ def mix(tmp_path_factory):
 # scenario -> what the fault says
 RULES = {
     # an AIV reads C the AIC wrote with no flag between: nothing orders the two cores
-    "no_wait": ["AIV 0 of AI Core 0", "reads bytes of 'c'", "the AIC of AI Core 0", "CrossCoreSetFlag/WaitFlag"],
+    "no_wait": ["AIV 0 of AI Core 0", "reads bytes of 'c'", "the AIC of AI Core 0", "nor a CrossCoreSetFlag"],
     # a flag set before the Fixpipe covers nothing the Fixpipe writes
     "flag_before_write": ["reads bytes of 'c'", "the AIC of AI Core 0"],
     # a wait nobody answers: the chip hangs

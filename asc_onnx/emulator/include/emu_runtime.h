@@ -1010,7 +1010,8 @@ inline void CrossCore(GmBuffer& b, const void* p, size_t bytes, const char* what
         if (!write && wrote != 0)
             Fail(std::string(what) + " of block " + std::to_string(St().blockIdx) + " reads bytes of '" + b.name +
                  "' near offset " + std::to_string(blk * 32) + " that " + CoreName(wrote) +
-                 " wrote with no SyncAll or CrossCoreSetFlag/WaitFlag between: nothing orders the two cores");
+                 " wrote with no SyncAll between (nor a CrossCoreSetFlag it issued after the write and this core waited "
+                 "for): nothing orders the two cores");
         if (write && read != 0)
             Fail(std::string(what) + " of block " + std::to_string(St().blockIdx) + " writes bytes of '" + b.name +
                  "' near offset " + std::to_string(blk * 32) + " that " + CoreName(read) +

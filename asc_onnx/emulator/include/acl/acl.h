@@ -63,8 +63,10 @@ auto Launch(KernelKind kind, F kernel, uint32_t blocks, uint32_t /*dynamicUb*/, 
         const double coreCount = (kind == KernelKind::Cube || mix) && !st.tm.coupled ? st.tm.cubeCores : st.tm.cores;
         const uint32_t cores = static_cast<uint32_t>(std::max(1.0, coreCount)), used = std::min(blocks, cores);
         std::vector<uint32_t> order;
+        // (a cube or mixed launch: its first and last AI Core, where the first loads the panels it shares)
+        const uint32_t ends = kind == KernelKind::Vector || st.tm.coupled ? 2 : 1;
         for (uint32_t b = 0; b < blocks; ++b)
-            if (only == nullptr || b % cores < 2 || b % cores + 2 >= used) order.push_back(b);
+            if (only == nullptr || b % cores < ends || b % cores + ends >= used) order.push_back(b);
         std::string fault;
         const int64_t bad = mix ? RunMix(order, [&] { kernel(args...); }, fault)
                                 : RunFibers(order, [&] { kernel(args...); }, fault);
