@@ -41,6 +41,11 @@ RULES = {
     # a unit-flagged Fixpipe needs a unit-flagged Mmad (3) before it
     "unitflag_fixpipe_only": (["Fixpipe with unitFlag 3", "no Mmad with unitFlag 3"], "two_blocks",
                               {"Ascend910B": "2201"}),
+    # C starts 1024-byte aligned in L0C (kernel_operator_mm_check.h)
+    "mmad_unaligned": (["Mmad: C must start 1024-byte aligned"], "ok", {"Ascend910B": "2201"}),
+    # a half destination takes F322F16, not F322BF16 (mm_check.h); a Fixpipe may read part of C's rows with unit
+    # flags, clearing only the units it reads
+    "quant_mismatch": (["type pair and quantPre are not emulated"], "split_m", {"Ascend910B": "2201"}),
     # 910B's vector cores have no cube unit
     "cube_on_aiv": (["on a vector core (AIV)", "no cube unit"], "ok", {"Ascend910B": "2201"}),
     # 310P has no fixpipe to GM (dav_m200 reports it unsupported)

@@ -67,7 +67,7 @@ static void Run(const std::string& s) {
             MmadParams mp;
             mp.m = M, mp.n = N, mp.k = KS, mp.cmatrixInitVal = ks == 0;
             mp.unitFlag = unit ? (ks + 1 == K / KS ? 3 : 2) : 0;
-            Mmad(c, a2, b2, mp);
+            Mmad(Has(s, "mmad_unaligned") ? c[16] : c, a2, b2, mp);
             SetFlag<HardEvent::M_MTE1>(EVENT_ID0);
         }
         if (Has(s, "m_fix_flag")) {
@@ -81,9 +81,17 @@ static void Run(const std::string& s) {
             continue;
         }
         FixpipeParamsV220 fp;
-        fp.nSize = N, fp.mSize = M, fp.srcStride = MA, fp.dstStride = N, fp.quantPre = QuantMode_t::F322F16;
+        fp.nSize = N, fp.mSize = M, fp.srcStride = MA, fp.dstStride = N;
+        fp.quantPre = Has(s, "quant_mismatch") ? QuantMode_t::F322BF16 : QuantMode_t::F322F16;
         fp.unitFlag = unit || Has(s, "unitflag_fixpipe_only") ? 3 : 0;
-        Fixpipe(cGm[blk * M * N], c, fp);
+        if (Has(s, "split_m")) {  // two Fixpipes, rows 0-15 and 16-39: each clears the unit flags of its own rows
+            fp.mSize = 16;
+            Fixpipe(cGm[blk * M * N], c, fp);
+            fp.mSize = M - 16;
+            Fixpipe(cGm[blk * M * N + 16 * N], c[16 * 16], fp);
+        } else {
+            Fixpipe(cGm[blk * M * N], c, fp);
+        }
     }
     WaitFlag<HardEvent::M_MTE1>(EVENT_ID0);
     PipeBarrier<PIPE_ALL>();

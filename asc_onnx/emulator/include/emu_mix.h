@@ -42,7 +42,7 @@ struct MixCore {
     int waitId = -1;  // the flag it waits on, -1 if it runs
     std::string fault;
     std::array<std::deque<CrossFlag>, 16> counter;  // arrived, not yet waited for
-    std::array<std::deque<CrossFlag>, 16> pending;  // an AIV's sets that wait for the other AIV's (modes 1, 2)
+    std::array<std::deque<CrossFlag>, 16> pending[2];  // an AIV's sets that wait for the other AIV's (modes 1, 2)
     // what it had while another core ran
     PipeState pipes;
     std::vector<OpRec> ops;
@@ -236,9 +236,9 @@ __aicore__ inline void CrossCoreSetFlag(uint16_t flagId, asc_emu::Loc loc = ASC_
         return;
     }
     // an AIV: the notification is complete once the other AIV has set too
-    g.core[me].pending[id].push_back(f);
-    auto& a = g.core[1].pending[id];
-    auto& b = g.core[2].pending[id];
+    g.core[me].pending[modeId - 1][id].push_back(f);  // (each mode its own: a flag ID may change mode)
+    auto& a = g.core[1].pending[modeId - 1][id];
+    auto& b = g.core[2].pending[modeId - 1][id];
     while (!a.empty() && !b.empty()) {
         asc_emu::CrossFlag both{std::max(a.front().at, b.front().at), a.front().from};
         both.from.push_back(b.front().from.front());

@@ -4,6 +4,8 @@
 // column-major), C in L0C is Nz (16 x 16 fractals column by column, each row-major); C0 = 32 bytes of elements.
 #pragma once
 #include <cmath>
+#include <type_traits>
+#include <vector>
 
 #include "emu_runtime.h"
 #include "emu_types.h"
@@ -131,6 +133,8 @@ __aicore__ inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>&
     const Mem dm = emu_mm::Where(dst, api, "destination", {Mem::L0A, Mem::L0B});
     if (p.ifTranspose && sizeof(T) != 2)
         asc_emu::Fail(std::string(api) + ": ifTranspose takes 16-bit types only (LoadData_2D.md)");
+    if (emu_mm::Off(dst.GetPhyAddr(), dm) % 512 != 0)
+        asc_emu::Fail(std::string(api) + ": the L0A/L0B destination must be 512-byte aligned (LoadData_2D.md)");
     if (p.repeatTimes == 0) return;
     constexpr uint32_t frac = 512 / sizeof(T);
     const int32_t op = asc_emu::Issue(asc_emu::PMTE1, dm == Mem::L0A ? "LoadData L1->L0A" : "LoadData L1->L0B", loc);
@@ -170,17 +174,24 @@ __aicore__ inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>&
         p.padList[3] || p.filterSizeW || p.filterSizeH || p.fMatrixCtrl || p.enSmallK)
         asc_emu::Fail(std::string(api) + ": only the matrix form into L0A (1 x 1 filter, stride 1, no padding, no "
                       "transpose) is emulated");
-    if (p.mExtension % 16 != 0 || p.kExtension % c0 != 0)
-        asc_emu::Fail(std::string(api) + ": mExtension " + std::to_string(p.mExtension) + " and kExtension " +
-                      std::to_string(p.kExtension) + " must fill whole fractals (16 rows, " + std::to_string(c0) +
-                      " columns)");
-    if (p.l1H == 0 || p.l1W == 0 || p.channelSize == 0) asc_emu::Fail(std::string(api) + ": an empty feature map");
-    if (p.mExtension == 0 || p.kExtension == 0) return;
+    // kernel_operator_mm_check.h: K extension and start in whole C0 columns; M extension and start in whole 16-row
+    // fractals for 8- and 16-bit types (b32 has no such rule); mStartPt <= 32767
+    if (p.kExtension % c0 != 0 || p.kStartPt % c0 != 0)
+        asc_emu::Fail(std::string(api) + ": kExtension " + std::to_string(p.kExtension) + " and kStartPt " +
+                      std::to_string(p.kStartPt) + " must be multiples of " + std::to_string(c0));
+    if (sizeof(T) <= 2 && (p.mExtension % 16 != 0 || p.mStartPt % 16 != 0))
+        asc_emu::Fail(std::string(api) + ": mExtension " + std::to_string(p.mExtension) + " and mStartPt " +
+                      std::to_string(p.mStartPt) + " must be multiples of 16");
+    if (p.mStartPt > 32767) asc_emu::Fail(std::string(api) + ": mStartPt past 32767");
+    if (emu_mm::Off(dst.GetPhyAddr(), dm) % 512 != 0)
+        asc_emu::Fail(std::string(api) + ": the L0A destination must be 512-byte aligned");
+    // a zero feature-map size or extension makes a NOP (LoadData_3D.md)
+    if (p.l1H == 0 || p.l1W == 0 || p.channelSize == 0 || p.mExtension == 0 || p.kExtension == 0) return;
     const uint64_t plane = static_cast<uint64_t>(p.l1H) * p.l1W;
     const uint32_t c1 = (p.channelSize + c0 - 1) / c0;
     const int32_t op = asc_emu::Issue(asc_emu::PMTE1, "LoadData L1->L0A (3Dv2)", loc);
     emu_mm::Touch(op, src, Mem::L1, 0, static_cast<uint64_t>(c1) * plane * c0, false, api);
-    emu_mm::Touch(op, dst, dm, 0, static_cast<uint64_t>(p.mExtension) * p.kExtension, true, api);
+    emu_mm::Touch(op, dst, dm, 0, static_cast<uint64_t>(emu_mm::Align(p.mExtension, 16)) * p.kExtension, true, api);
     if (asc_emu::Values()) {
         const uint32_t k1 = p.kExtension / c0;
         for (uint32_t i = 0; i < p.mExtension; ++i)
@@ -271,6 +282,11 @@ __aicore__ inline void Mmad(const LocalTensor<U>& dst, const LocalTensor<T>& a, 
     emu_mm::Where(b, api, "right matrix", {Mem::L0B});
     static_assert(sizeof(U) == 4, "Mmad accumulates into a 32-bit L0C tensor");
     if (p.cmatrixSource || p.isBias) asc_emu::Fail("Mmad: C from the bias table is not emulated");
+    if (p.kDirectionAlign) asc_emu::Fail("Mmad: kDirectionAlign (K aligned to 16 for float) is not emulated");
+    if (p.m > 4095 || p.n > 4095 || p.k > 4095) asc_emu::Fail("Mmad: m, n and k are at most 4095 (mm_check.h)");
+    if (emu_mm::Off(dst.GetPhyAddr(), Mem::L0C) % 1024 != 0 || emu_mm::Off(a.GetPhyAddr(), Mem::L0A) % 512 != 0 ||
+        emu_mm::Off(b.GetPhyAddr(), Mem::L0B) % 512 != 0)
+        asc_emu::Fail("Mmad: C must start 1024-byte aligned in L0C, A and B 512-byte aligned (mm_check.h)");
     if (p.unitFlag == 1) asc_emu::Fail("Mmad: unitFlag 1 is reserved (0, 2 or 3)");
     if (p.m == 0 || p.n == 0 || p.k == 0) return;
     const uint32_t mA = emu_mm::Align(p.m, 16), nA = emu_mm::Align(p.n, 16), kA = emu_mm::Align(p.k, c0);
@@ -329,10 +345,19 @@ __aicore__ inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>&
     emu_mm::Only910B(api);
     emu_mm::Where(src, api, "source", {Mem::L0C});
     static_assert(sizeof(U) == 4, "Fixpipe reads a 32-bit L0C tensor");
-    if (sizeof(T) == 2 && p.quantPre != QuantMode_t::F322F16 && p.quantPre != QuantMode_t::F322BF16)
-        asc_emu::Fail(std::string(api) + ": a 16-bit destination needs quantPre F322F16 or F322BF16");
-    if (sizeof(T) == 4 && p.quantPre != QuantMode_t::NoQuant)
-        asc_emu::Fail(std::string(api) + ": a 32-bit destination takes quantPre NoQuant");
+    // the pairs kernel_operator_mm_check.h allows that the emulator converts: float -> float (NoQuant), half
+    // (F322F16), bfloat16 (F322BF16); int32 -> int32 (NoQuant). The quantising modes are not emulated.
+    constexpr bool fromFloat = std::is_same<U, float>::value;
+    const bool ok = fromFloat ? (std::is_same<T, float>::value && p.quantPre == QuantMode_t::NoQuant) ||
+                                    (std::is_same<T, half>::value && p.quantPre == QuantMode_t::F322F16) ||
+                                    (std::is_same<T, bfloat16_t>::value && p.quantPre == QuantMode_t::F322BF16)
+                              : std::is_same<T, int32_t>::value && p.quantPre == QuantMode_t::NoQuant;
+    if (!ok)
+        asc_emu::Fail(std::string(api) + ": this source/destination type pair and quantPre are not emulated (float "
+                      "to float NoQuant, half F322F16, bfloat16 F322BF16; int32 to int32 NoQuant)");
+    if (p.isChannelSplit) asc_emu::Fail(std::string(api) + ": channel split with NZ2ND is an error (mm_check.h)");
+    if (p.ndNum > 1 && (p.srcNdStride == 0 || p.dstNdStride == 0))
+        asc_emu::Fail(std::string(api) + ": srcNdStride and dstNdStride must be at least 1 when ndNum > 1");
     if (p.unitFlag == 1) asc_emu::Fail(std::string(api) + ": unitFlag 1 is reserved (0, 2 or 3)");
     if (p.nSize > 4095 || p.mSize > 8192 || (p.ndNum > 1 && p.srcNdStride > 512))
         asc_emu::Fail(std::string(api) + ": nSize <= 4095, mSize <= 8192 with NZ2ND, srcNdStride <= 512");
@@ -340,19 +365,30 @@ __aicore__ inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>&
     if (p.srcStride < emu_mm::Align(p.mSize, 16))
         asc_emu::Fail(std::string(api) + ": srcStride " + std::to_string(p.srcStride) + " is less than mSize " +
                       std::to_string(p.mSize) + " rounded up to 16: the column blocks would overlap");
-    if (p.dstStride < p.nSize)
+    if (p.dstStride == 0 || (p.mSize > 1 && p.dstStride < p.nSize))
         asc_emu::Fail(std::string(api) + ": dstStride " + std::to_string(p.dstStride) + " elements is less than a row "
                       "of nSize " + std::to_string(p.nSize));
     const uint32_t n1 = (p.nSize + 15) / 16;
     const uint64_t matrix = static_cast<uint64_t>(p.srcNdStride) * 16 * 16;  // elements (units of 16 C0 rows)
-    const uint64_t span = static_cast<uint64_t>(p.ndNum - 1) * matrix +
-                          static_cast<uint64_t>(n1 - 1) * p.srcStride * 16 + emu_mm::Align(p.mSize, 16) * 16;
+    const uint64_t block = static_cast<uint64_t>(emu_mm::Align(p.mSize, 16)) * 16;  // one column block's elements
     const uint64_t cOff = emu_mm::Off(src.GetPhyAddr(), Mem::L0C);
-    const emu_mm::Setter setter = emu_mm::UnitFlags(false, p.unitFlag, cOff, span * 4, loc);
+    if (cOff % 64 != 0) asc_emu::Fail(std::string(api) + ": the L0C source must be 64-byte aligned");
+    // what it reads: per matrix, per 16-column block, the mSize rows (not the gap srcStride leaves after them)
+    std::vector<uint64_t> starts;
+    for (uint32_t i = 0; i < p.ndNum; ++i)
+        for (uint32_t j = 0; j < n1; ++j) starts.push_back(i * matrix + static_cast<uint64_t>(j) * p.srcStride * 16);
+    emu_mm::Setter setter;
+    for (uint64_t e : starts) {
+        const emu_mm::Setter s = emu_mm::UnitFlags(false, p.unitFlag, cOff + e * 4, block * 4, loc);
+        if (s.op > setter.op) setter = s;
+    }
     const int32_t op = asc_emu::Issue(asc_emu::PFIX, api, loc);
     emu_mm::UnitStart(asc_emu::PFIX, setter);
-    emu_mm::Touch(op, src, Mem::L0C, 0, span, false, api);
-    emu_mm::UnitMark(false, p.unitFlag, op, cOff, span * 4);
+    for (uint64_t e : starts) {
+        emu_mm::Touch(op, src, Mem::L0C, e, block, false, api);
+        emu_mm::UnitMark(false, p.unitFlag, op, cOff + e * 4, block * 4);
+    }
+    const uint64_t span = static_cast<uint64_t>(starts.size()) * block;  // elements read
     // the fixpipe reads L0C at its rate while it writes rows to GM: the longer of the two holds it
     const auto& tm = asc_emu::St().tm;
     asc_emu::Spend(asc_emu::PFIX, tm.fixIssue);
@@ -366,9 +402,8 @@ __aicore__ inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>&
             if (!asc_emu::Values()) continue;
             const U* c = src.GetPhyAddr() + static_cast<uint64_t>(i) * matrix;
             for (uint32_t n = 0; n < p.nSize; ++n) {
-                float v = static_cast<float>(c[static_cast<uint64_t>(n / 16) * p.srcStride * 16 + r * 16 + n % 16]);
-                if (p.reluEn && v < 0) v = 0;
-                row[n] = static_cast<T>(v);
+                const U v = c[static_cast<uint64_t>(n / 16) * p.srcStride * 16 + r * 16 + n % 16];
+                row[n] = p.reluEn && v < U(0) ? T(0) : static_cast<T>(v);  // (int32 copied exactly)
             }
         }
     asc_emu::AtLeast(asc_emu::PFIX, since, static_cast<double>(span) * 4 / tm.fixBytes);
