@@ -23,6 +23,35 @@
 
 namespace asc_emu {
 
+// What belongs to the running core while another runs: its pipes, operations, UB and TPipe.
+struct CoreSave {
+    PipeState pipes;
+    std::vector<OpRec> ops;
+    uint64_t ubUsed = 0;
+    std::vector<uint8_t> ub;
+    AscendC::TPipe* pipe = nullptr;
+};
+
+// Put the running core's state aside / bring a core's back.
+inline void SaveCore(CoreSave& c) {
+    c.pipes = std::move(St().pipes);
+    St().pipes = PipeState{};
+    c.ops = std::move(St().ops);
+    St().ops.clear();
+    c.ubUsed = St().ubUsed;
+    c.ub.assign(AscendC::emu_ub::arena, AscendC::emu_ub::arena + sizeof(AscendC::emu_ub::arena));
+    c.pipe = AscendC::emu_ub::CurrentPipe();
+}
+inline void RestoreCore(CoreSave& c) {
+    St().pipes = std::move(c.pipes);
+    St().ops = std::move(c.ops);
+    St().ubUsed = c.ubUsed;
+    if (!c.ub.empty()) std::memcpy(AscendC::emu_ub::arena, c.ub.data(), c.ub.size());
+    c.ub.clear();
+    c.ub.shrink_to_fit();
+    AscendC::emu_ub::CurrentPipe() = c.pipe;
+}
+
 // One block of the launch.
 struct Fiber {
     uint32_t block = 0;
@@ -31,12 +60,7 @@ struct Fiber {
     bool started = false, done = false, waiting = false;
     std::string fault;
     double arrival = 0;  // when it reached the barrier it waits at
-    // What the block had while it waited.
-    PipeState pipes;
-    std::vector<OpRec> ops;
-    uint64_t ubUsed = 0;
-    std::vector<uint8_t> ub;
-    AscendC::TPipe* pipe = nullptr;
+    CoreSave saved;      // what the block had while it waited
 };
 
 struct Scheduler {
@@ -59,41 +83,45 @@ inline Scheduler*& Sched() {
     return s;
 }
 
+// The kernel's body as one block: idle pipes at the start (a kernel without a TPipe too), its fault kept.
+inline void RunBlock(const std::function<void()>& launch, std::string& fault) {
+    try {
+        ResetBlock();
+        launch();
+        EndBlock();
+    } catch (const Fault& e) {
+        fault = e.what();
+    } catch (const std::exception& e) {
+        fault = std::string("emulator error: ") + e.what();
+    }
+}
+
+// A fiber's stack (mapped lazily, a guard page below it) and its context entering `entry`; returns the stack.
+inline void* StartFiber(ucontext_t& ctx, void (*entry)()) {
+    void* stack = mmap(nullptr, Scheduler::kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                       -1, 0);
+    if (stack == MAP_FAILED) throw std::runtime_error("cannot map a block's stack");
+    mprotect(stack, Scheduler::kGuard, PROT_NONE);  // the stack grows down onto it
+    getcontext(&ctx);
+    ctx.uc_stack.ss_sp = static_cast<uint8_t*>(stack) + Scheduler::kGuard;
+    ctx.uc_stack.ss_size = Scheduler::kStack - Scheduler::kGuard;
+    ctx.uc_link = nullptr;
+    makecontext(&ctx, entry, 0);
+    return stack;
+}
+
 inline void FiberEntry() {
     Scheduler& s = *Sched();
     Fiber& f = *s.running;
-    try {
-        ResetBlock();  // a block starts with idle pipes (a kernel without a TPipe too)
-        s.launch();
-        EndBlock();
-    } catch (const Fault& e) {
-        f.fault = e.what();
-    } catch (const std::exception& e) {
-        f.fault = std::string("emulator error: ") + e.what();
-    }
+    RunBlock(s.launch, f.fault);
     f.done = true;
     swapcontext(&f.ctx, &s.main);
 }
 
-// Put aside / bring back what belongs to the running block (its UB, pipes, operations, TPipe).
-inline void Park(Fiber& f) {
-    f.pipes = std::move(St().pipes);
-    St().pipes = PipeState{};
-    f.ops = std::move(St().ops);
-    St().ops.clear();
-    f.ubUsed = St().ubUsed;
-    f.ub.assign(AscendC::emu_ub::arena, AscendC::emu_ub::arena + sizeof(AscendC::emu_ub::arena));
-    f.pipe = AscendC::emu_ub::CurrentPipe();
-}
+inline void Park(Fiber& f) { SaveCore(f.saved); }
 
 inline void Unpark(Fiber& f) {
-    St().pipes = std::move(f.pipes);
-    St().ops = std::move(f.ops);
-    St().ubUsed = f.ubUsed;
-    std::memcpy(AscendC::emu_ub::arena, f.ub.data(), f.ub.size());
-    f.ub.clear();
-    f.ub.shrink_to_fit();
-    AscendC::emu_ub::CurrentPipe() = f.pipe;
+    RestoreCore(f.saved);
     // Nothing after the barrier starts before every block has arrived and the barrier has passed.
     auto& t = St().pipes.t;
     for (int p = 0; p < NPIPES; ++p) t.free[p] = std::max(t.free[p], Sched()->release);
@@ -116,15 +144,7 @@ inline int64_t RunFibers(const std::vector<uint32_t>& blocks, std::function<void
             St().blockIdx = f.block;
             s.running = &f;
             if (!f.started) {
-                f.stack = mmap(nullptr, Scheduler::kStack, PROT_READ | PROT_WRITE,
-                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-                if (f.stack == MAP_FAILED) throw std::runtime_error("cannot map a block's stack");
-                mprotect(f.stack, Scheduler::kGuard, PROT_NONE);  // the stack grows down onto it
-                getcontext(&f.ctx);
-                f.ctx.uc_stack.ss_sp = static_cast<uint8_t*>(f.stack) + Scheduler::kGuard;
-                f.ctx.uc_stack.ss_size = Scheduler::kStack - Scheduler::kGuard;
-                f.ctx.uc_link = nullptr;
-                makecontext(&f.ctx, FiberEntry, 0);
+                f.stack = StartFiber(f.ctx, FiberEntry);
                 f.started = true;
             } else {
                 Unpark(f);

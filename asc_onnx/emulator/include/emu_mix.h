@@ -44,11 +44,7 @@ struct MixCore {
     std::array<std::deque<CrossFlag>, 16> counter;  // arrived, not yet waited for
     std::array<std::deque<CrossFlag>, 16> pending[2];  // an AIV's sets that wait for the other AIV's (modes 1, 2)
     // what it had while another core ran
-    PipeState pipes;
-    std::vector<OpRec> ops;
-    uint64_t ubUsed = 0;
-    std::vector<uint8_t> ub;
-    AscendC::TPipe* pipe = nullptr;
+    CoreSave saved;
     std::map<uint64_t, uint32_t> acquired;
     uint32_t sets = 0;
 };
@@ -58,6 +54,11 @@ struct MixGroup {
     int running = -1;
     ucontext_t main{};
     std::function<void()> launch;
+
+    ~MixGroup() {
+        for (MixCore& c : core)
+            if (c.stack != nullptr) munmap(c.stack, Scheduler::kStack);
+    }
 };
 
 inline MixGroup*& Group() {
@@ -68,15 +69,7 @@ inline MixGroup*& Group() {
 inline void MixEntry() {
     MixGroup& g = *Group();
     MixCore& c = g.core[g.running];
-    try {
-        ResetBlock();
-        g.launch();
-        EndBlock();
-    } catch (const Fault& e) {
-        c.fault = e.what();
-    } catch (const std::exception& e) {
-        c.fault = std::string("emulator error: ") + e.what();
-    }
+    RunBlock(g.launch, c.fault);
     c.done = true;
     swapcontext(&c.ctx, &g.main);
 }
@@ -84,11 +77,7 @@ inline void MixEntry() {
 // Bring a core's state in / put it aside (its pipes, operations, UB, what it learnt through flags).
 inline void MixIn(MixCore& c) {
     auto& st = St();
-    st.pipes = std::move(c.pipes);
-    st.ops = std::move(c.ops);
-    st.ubUsed = c.ubUsed;
-    if (!c.ub.empty()) std::memcpy(AscendC::emu_ub::arena, c.ub.data(), c.ub.size());
-    AscendC::emu_ub::CurrentPipe() = c.pipe;
+    RestoreCore(c.saved);
     Acquired() = std::move(c.acquired);
     SetsIssued() = c.sets;
     st.blockIdx = c.blockIdx;
@@ -96,14 +85,7 @@ inline void MixIn(MixCore& c) {
     st.subBlockIdx = c.sub;
 }
 inline void MixOut(MixCore& c) {
-    auto& st = St();
-    c.pipes = std::move(st.pipes);
-    st.pipes = PipeState{};
-    c.ops = std::move(st.ops);
-    st.ops.clear();
-    c.ubUsed = st.ubUsed;
-    c.ub.assign(AscendC::emu_ub::arena, AscendC::emu_ub::arena + sizeof(AscendC::emu_ub::arena));
-    c.pipe = AscendC::emu_ub::CurrentPipe();
+    SaveCore(c.saved);
     c.acquired = std::move(Acquired());
     Acquired().clear();
     c.sets = SetsIssued();
@@ -120,7 +102,6 @@ inline int64_t RunMix(const std::vector<uint32_t>& blocks, const std::function<v
             c.kind = i == 0 ? 1 : 0;
             c.blockIdx = i == 0 ? b : 2 * static_cast<int64_t>(b) + (i - 1);
             c.sub = i == 0 ? 0 : i - 1;
-            c.pipes = PipeState{};
         }
         Group() = &g;
         struct Reset {
@@ -139,15 +120,7 @@ inline int64_t RunMix(const std::vector<uint32_t>& blocks, const std::function<v
                 MixIn(c);
                 g.running = i;
                 if (!c.started) {
-                    c.stack = mmap(nullptr, Scheduler::kStack, PROT_READ | PROT_WRITE,
-                                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-                    if (c.stack == MAP_FAILED) throw std::runtime_error("cannot map a core's stack");
-                    mprotect(c.stack, Scheduler::kGuard, PROT_NONE);
-                    getcontext(&c.ctx);
-                    c.ctx.uc_stack.ss_sp = static_cast<uint8_t*>(c.stack) + Scheduler::kGuard;
-                    c.ctx.uc_stack.ss_size = Scheduler::kStack - Scheduler::kGuard;
-                    c.ctx.uc_link = nullptr;
-                    makecontext(&c.ctx, MixEntry, 0);
+                    c.stack = StartFiber(c.ctx, MixEntry);
                     c.started = true;
                 }
                 c.waitId = -1;
@@ -161,8 +134,6 @@ inline int64_t RunMix(const std::vector<uint32_t>& blocks, const std::function<v
                 if (!c.fault.empty()) {
                     fault = (c.kind == 1 ? "the AIC" : "AIV " + std::to_string(c.sub)) + " of AI Core " +
                             std::to_string(b) + ": " + c.fault;
-                    for (MixCore& o : g.core)
-                        if (o.stack != nullptr) munmap(o.stack, Scheduler::kStack);
                     return c.blockIdx;
                 }
             }
@@ -176,8 +147,6 @@ inline int64_t RunMix(const std::vector<uint32_t>& blocks, const std::function<v
                 fault = std::string(w->kind == 1 ? "the AIC" : "an AIV") + " of AI Core " + std::to_string(b) +
                         " waits at CrossCoreWaitFlag(" + std::to_string(w->waitId) + ") for a CrossCoreSetFlag no "
                         "core of it issues: it waits forever";
-                for (MixCore& o : g.core)
-                    if (o.stack != nullptr) munmap(o.stack, Scheduler::kStack);
                 return w->blockIdx;
             }
         }

@@ -686,10 +686,10 @@ inline void DmaIssue(int pipe) { Spend(pipe, St().tm.dmaIssue); }
 inline void Dma(int pipe, const void* p, size_t bytes, bool write, bool bypassL2 = false) {
     if (bytes == 0) return;
     auto& st = St();
-    st.vecMoved += static_cast<double>(bytes);
+    // (an AIC of a mixed launch moves bytes for the cube side: GmShare weighs the sides by them)
+    (st.coreKind == 1 && st.kernelType != kAicOnly ? st.cubeMoved : st.vecMoved) += static_cast<double>(bytes);
     // a cube core's loads share panels across the core grid as the Matmul API's do: emulation order (L2Classify)
     const bool panels = (st.kernelType == kAicOnly || st.coreKind == 1) && !st.tm.coupled;
-    if (st.coreKind == 1 && st.kernelType != kAicOnly) st.vecMoved -= static_cast<double>(bytes), st.cubeMoved += static_cast<double>(bytes);
     const L2Cost c = L2Classify(p, bytes, write ? (bypassL2 ? L2Use::WriteBypass : L2Use::Write)
                                                 : (bypassL2 ? L2Use::ReadBypass : L2Use::Read), panels);
     const uint64_t hbm = c.hbm, l2 = c.l2;
