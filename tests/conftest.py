@@ -80,6 +80,16 @@ def wait_for_staging(proc, stage: Path, seconds: float = 120.0) -> None:
 ARCHES = {"Ascend910B": "2201", "Ascend310P": "2002"}
 
 
+def cpp_scenarios(folder: Path, name: str):
+    """``tests/cpp/<name>.cpp`` built for each SoC (:func:`build_cpp_tests`), as a function (SoC, scenario) -> what
+    the program prints, stripped."""
+    import subprocess
+
+    exes = build_cpp_tests(folder, name)
+    return lambda soc, scenario: subprocess.run([str(exes[soc]), scenario], check=True, capture_output=True,
+                                                text=True).stdout.strip()
+
+
 def build_cpp_tests(folder: Path, name: str) -> dict[str, Path]:
     """``tests/cpp/<name>.cpp`` compiled against the emulator's headers for each SoC: SoC -> program."""
     import subprocess

@@ -8,17 +8,13 @@ that obeys it. The layouts and the unit-flag handshake follow dav_c220 and the M
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
-from conftest import ARCHES, build_cpp_tests
+from conftest import ARCHES, cpp_scenarios
 
 
 @pytest.fixture(scope="module")
 def cube(tmp_path_factory):
-    exes = build_cpp_tests(tmp_path_factory.mktemp("cube"), "emu_cube")
-    return lambda soc, s: subprocess.run([str(exes[soc]), s], check=True, capture_output=True,
-                                         text=True).stdout.strip()
+    return cpp_scenarios(tmp_path_factory.mktemp("cube"), "emu_cube")
 
 
 # scenario that breaks a rule -> (what the fault says, the scenario that obeys it, the SoCs it concerns)

@@ -7,17 +7,13 @@ scenario checks against a double reference. The other scenarios break one rule o
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
-from conftest import build_cpp_tests
+from conftest import cpp_scenarios
 
 
 @pytest.fixture(scope="module")
 def mix(tmp_path_factory):
-    exes = build_cpp_tests(tmp_path_factory.mktemp("mix"), "emu_mix")
-    return lambda soc, s: subprocess.run([str(exes[soc]), s], check=True, capture_output=True,
-                                         text=True).stdout.strip()
+    return cpp_scenarios(tmp_path_factory.mktemp("mix"), "emu_mix")
 
 
 # scenario -> what the fault says

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import ARCHES, build_cpp_tests
+from conftest import ARCHES, cpp_scenarios
 
 from asc_onnx.emulator import INCLUDE_DIR
 
@@ -19,9 +19,7 @@ HERE = Path(__file__).resolve().parent / "cpp"
 
 @pytest.fixture(scope="module")
 def pipes(tmp_path_factory):
-    exes = build_cpp_tests(tmp_path_factory.mktemp("pipes"), "emu_pipes")
-    return lambda soc, s: subprocess.run([str(exes[soc]), s], check=True, capture_output=True,
-                                         text=True).stdout.strip()
+    return cpp_scenarios(tmp_path_factory.mktemp("pipes"), "emu_pipes")
 
 
 # scenario that breaks a rule -> (what the fault says, the scenario that obeys it)

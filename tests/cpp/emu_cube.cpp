@@ -109,14 +109,4 @@ static void Run(const std::string& s) {
     if (worst > 1.0 / 1024) asc_emu::Fail("C differs from the reference by " + std::to_string(worst));
 }
 
-int main(int argc, char** argv) {
-    try {
-        Run(argv[1]);
-        asc_emu::EndBlock();
-    } catch (const asc_emu::Fault& e) {
-        std::cout << "FAULT " << e.what() << std::endl;
-        return 0;
-    }
-    std::cout << "OK " << asc_emu::St().soc.name << std::endl;
-    return 0;
-}
+#include "scenario_main.h"

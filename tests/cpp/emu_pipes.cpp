@@ -209,14 +209,4 @@ static void Run(const std::string& s) {
     }
 }
 
-int main(int argc, char** argv) {
-    try {
-        Run(argv[1]);
-        asc_emu::EndBlock();
-    } catch (const asc_emu::Fault& e) {
-        std::cout << "FAULT " << e.what() << std::endl;
-        return 0;
-    }
-    std::cout << "OK " << asc_emu::St().soc.name << std::endl;
-    return 0;
-}
+#include "scenario_main.h"
