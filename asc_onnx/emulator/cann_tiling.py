@@ -99,6 +99,27 @@ def _objects(root: Path) -> list[Path]:
     return objs
 
 
+def bridge_objects(root: Path) -> list[Path]:
+    """CANN's tiling objects with ``cann/matmul_tiling_bridge.cpp``: what a host program compiled against the
+    emulator's ``tiling/tiling_api.h`` with ``-DASC_EMU_CANN_TILING`` links to get CANN's own tilings (Huawei's
+    samples, run whole in ``bench/samples.py``)."""
+    from . import INCLUDE_DIR
+
+    objs = _objects(root)
+    request = INCLUDE_DIR / "tiling" / "emu_tiling_request.h"
+    src = HERE / "matmul_tiling_bridge.cpp"
+    flags = [*_flags(root), "-include", str(request)]
+    key = _digest(src.read_bytes(), request.read_bytes(), objs[0].parent.name.encode(), " ".join(flags).encode())
+    obj = objs[0].parent / f"bridge-{key}.o"
+    if not obj.exists():
+        with _locked(obj.parent / "bridge"):
+            if not obj.exists():
+                with tempfile.TemporaryDirectory(dir=obj.parent) as tmp:
+                    _run(["g++", *flags, "-c", str(src), "-o", os.path.join(tmp, "b.o")], src.name)
+                    os.replace(os.path.join(tmp, "b.o"), obj)
+    return [*objs, obj]
+
+
 def _program(root: Path | None, k: KernelIR, files: Mapping[str, str]) -> Path:
     """The tiling program for one generated calc (cached by the calc's text), its main the class's
     (``KernelClass.tiling_main``): linked with CANN's tiling from ``root``, or, with ``root`` None, compiled against

@@ -318,4 +318,16 @@ inline void Release(int event, int8_t id) {
     if (TPipe* p = emu_ub::CurrentPipe()) p->GiveEvent(event, id);
 }
 }  // namespace emu_evt_pool
+// System workspace (Matmul's KFC messages and C staging on 910B) and the user part after it: set by the generated
+// drivers, or by a sample's launch from its workspace argument (acl/acl.h).
+namespace emu_ws {
+inline GM_ADDR& Sys() {
+    static GM_ADDR p = nullptr;
+    return p;
+}
+inline uint64_t& SysBytes() {
+    static uint64_t b = 0;
+    return b;
+}
+}  // namespace emu_ws
 }  // namespace AscendC

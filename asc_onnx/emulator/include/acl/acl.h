@@ -12,6 +12,8 @@
 #include <cstring>
 #include <iostream>
 #include <string>
+#include <tuple>
+#include <type_traits>
 
 #include "kernel_operator.h"
 
@@ -51,6 +53,13 @@ template <typename F>
 auto Launch(KernelKind kind, F kernel, uint32_t blocks, uint32_t /*dynamicUb*/, aclrtStream /*stream*/) {
     return [=](auto... args) {
         auto& st = St();
+        // 910B's system workspace (GetSysWorkSpacePtr) is the launch's workspace argument: the one before the tiling,
+        // by the kernels' (..., workspace, tiling) convention
+        if constexpr (sizeof...(args) >= 2) {
+            const auto ws = std::get<sizeof...(args) - 2>(std::make_tuple(args...));
+            if constexpr (std::is_pointer_v<std::decay_t<decltype(ws)>>)
+                AscendC::emu_ws::Sys() = reinterpret_cast<GM_ADDR>(ws);
+        }
         const bool mix = kind == KernelKind::Mix;
         st.blockNum = mix ? 2 * blocks : blocks;  // (a __mix__(1, 2) block is an AI Core: two vector blocks)
         st.mixGroups = mix;

@@ -59,3 +59,6 @@ struct TCubeTiling {
 };
 }  // namespace tiling
 }  // namespace AscendC
+
+// Kernels name it unqualified, as CANN's generated kernel_tiling.h lets them.
+using AscendC::tiling::TCubeTiling;

@@ -11,15 +11,19 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 #include "kernel_tiling/kernel_tiling.h"
 #include "matmul_rules.h"
+#include "tiling/emu_tiling_request.h"
+#include "tiling/platform/soc_version.h"
 
-namespace platform_ascendc {
-enum class SocVersion { ASCEND910B, ASCEND310P, RESERVED_VERSION };
-}  // namespace platform_ascendc
-
+// (in an inline namespace: a program linked with CANN's tiling objects, ASC_EMU_CANN_TILING, has CANN's classes of
+// the same names, whose out-of-line members would otherwise stand in for ours)
 namespace matmul_tiling {
+inline namespace emu {
 enum class TPosition { GM, A1, A2, B1, B2, C1, C2, CO1, CO2, VECIN, VECOUT, VECCALC, LCM = VECCALC, TSCM, SPM,
                        SHM = SPM, MAX };
 enum class CubeFormat { ND = 0, NZ, ZN, ZZ, NN, ND_ALIGN, SCALAR, VECTOR };
@@ -38,6 +42,24 @@ class MultiCoreMatmulTiling {
 public:
     MultiCoreMatmulTiling() = default;
     explicit MultiCoreMatmulTiling(const PlatformInfo& p) : plat_(p) {}
+    // From platform_ascendc::PlatformAscendC (tiling/platform/platform_ascendc.h), without depending on it here.
+    template <class Platform, class = decltype(&Platform::GetCoreNumAic)>
+    explicit MultiCoreMatmulTiling(const Platform& p) {
+        plat_.socVersion = p.GetSocVersion();
+        p.GetCoreMemSize(platform_ascendc::CoreMemType::L1, plat_.l1Size);
+        p.GetCoreMemSize(platform_ascendc::CoreMemType::L0_C, plat_.l0CSize);
+        p.GetCoreMemSize(platform_ascendc::CoreMemType::UB, plat_.ubSize);
+        p.GetCoreMemSize(platform_ascendc::CoreMemType::L0_A, plat_.l0ASize);
+        p.GetCoreMemSize(platform_ascendc::CoreMemType::L0_B, plat_.l0BSize);
+    }
+    virtual ~MultiCoreMatmulTiling() = default;
+    // Each core's share of M, N and K (-1: the algorithm's).
+    int32_t SetSingleShape(int32_t sm = -1, int32_t sn = -1, int32_t sk = -1) {
+        singleM_ = sm;
+        singleN_ = sn;
+        singleK_ = sk;
+        return 0;
+    }
     int32_t SetDim(int32_t dim) { dim_ = dim; return 0; }
     int32_t SetAType(TPosition, CubeFormat, DataType t, bool isTrans = false) { aType_ = t; transA_ = isTrans; return 0; }
     int32_t SetBType(TPosition, CubeFormat, DataType t, bool isTrans = false) { bType_ = t; transB_ = isTrans; return 0; }
@@ -53,10 +75,10 @@ public:
     int32_t SetBias(bool b = false) { return EnableBias(b); }
     int32_t SetFixSplit(int32_t bm = -1, int32_t bn = -1, int32_t bk = -1) { fixM_ = bm; fixN_ = bn; fixK_ = bk; return 0; }
     int32_t SetBufferSpace(int32_t l1 = -1, int32_t l0c = -1, int32_t ub = -1, int32_t bt = -1) {
-        (void)ub;
-        (void)bt;
         l1Limit_ = l1;
         l0cLimit_ = l0c;
+        ubLimit_ = ub;
+        btLimit_ = bt;
         return 0;
     }
     int32_t GetCoreNum(int32_t& dim, int32_t& mDim, int32_t& nDim) const {
@@ -66,7 +88,53 @@ public:
         return 0;
     }
 
+    // The tiling: CANN's own algorithm where the program is linked with it (ASC_EMU_CANN_TILING), else ours.
     int64_t GetTiling(AscendC::tiling::TCubeTiling& t) {
+#ifdef ASC_EMU_CANN_TILING
+        return CannTiling(t);
+#else
+        return OwnTiling(t);
+#endif
+    }
+    template <class Tiling, class = decltype(&Tiling::set_baseM)>
+    int64_t GetTiling(Tiling& t) {
+        const int64_t rc = GetTiling(t.Data());
+        return rc;
+    }
+
+protected:
+    bool multiCore_ = true;
+
+private:
+    int64_t CannTiling(AscendC::tiling::TCubeTiling& t) const {
+        AscEmuTilingRequest r{};
+        r.multiCore = multiCore_ ? 1 : 0;
+        r.dim = dim_;
+        r.aType = static_cast<int32_t>(aType_), r.bType = static_cast<int32_t>(bType_);
+        r.cType = static_cast<int32_t>(cType_), r.biasType = static_cast<int32_t>(biasType_);
+        r.transA = transA_, r.transB = transB_, r.bias = bias_;
+        r.m = m_, r.n = n_, r.k = k_, r.orgM = orgM_, r.orgN = orgN_, r.orgKa = orgK_, r.orgKb = orgK_;
+        r.singleM = singleM_, r.singleN = singleN_, r.singleK = singleK_;
+        r.fixM = fixM_, r.fixN = fixN_, r.fixK = fixK_;
+        r.l1Limit = l1Limit_, r.l0cLimit = l0cLimit_, r.ubLimit = ubLimit_, r.btLimit = btLimit_;
+        r.mmConfigType = mmConfigType_;
+        r.coupled = plat_.socVersion == platform_ascendc::SocVersion::ASCEND310P;
+        r.l1 = static_cast<int64_t>(plat_.l1Size), r.l0c = static_cast<int64_t>(plat_.l0CSize);
+        r.ub = static_cast<int64_t>(plat_.ubSize), r.l0a = static_cast<int64_t>(plat_.l0ASize);
+        r.l0b = static_cast<int64_t>(plat_.l0BSize);
+        constexpr int32_t kWords = sizeof(AscendC::tiling::TCubeTiling) / 4;
+        int32_t words[kWords + 64] = {};
+        const int32_t n = AscEmuCannTiling(&r, words, kWords + 64);
+        if (n < 0) return -1;
+        if (n != kWords) {  // the kernel struct is CANN's generated one, field for field
+            std::fprintf(stderr, "CANN's TCubeTiling has %d words, the emulator's %d\n", n, kWords);
+            std::abort();
+        }
+        std::memcpy(&t, words, sizeof(t));
+        return 0;
+    }
+
+    int64_t OwnTiling(AscendC::tiling::TCubeTiling& t) {
         if (m_ <= 0 || n_ <= 0 || k_ <= 0 || dim_ <= 0 || transA_) return -1;
         if (orgM_ <= 0) SetOrgShape(m_, n_, k_);
         const int64_t in = Size(aType_), c0 = 32 / in;
@@ -103,8 +171,13 @@ public:
                 }
             }
         }
-        const int32_t singleM = static_cast<int32_t>(Ceil(m_, mDim_));
-        const int32_t singleN = static_cast<int32_t>(Align(Ceil(n_, nDim_), 16));
+        if (singleM_ > 0 && singleN_ > 0) {  // SetSingleShape: the caller's split
+            mDim_ = static_cast<int32_t>(Ceil(m_, singleM_));
+            nDim_ = static_cast<int32_t>(Ceil(n_, singleN_));
+        }
+        const int32_t singleM = singleM_ > 0 && singleN_ > 0 ? singleM_ : static_cast<int32_t>(Ceil(m_, mDim_));
+        const int32_t singleN = singleM_ > 0 && singleN_ > 0 ? singleN_
+                                                             : static_cast<int32_t>(Align(Ceil(n_, nDim_), 16));
         int32_t baseM = fixM_ > 0 ? fixM_ : static_cast<int32_t>(std::min<int64_t>(128, Align(singleM, 16)));
         int32_t baseN = fixN_ > 0 ? fixN_ : static_cast<int32_t>(std::min<int64_t>(256, Align(singleN, 16)));
         // The C block in fp32 must fit the L0C the caller allows: narrow N, then M, in 16s.
@@ -183,6 +256,22 @@ public:
             if (!fits(stepK, db)) return -1;
             depthA = depthB = db * stepK;
         }
+        int32_t stepKa = stepK, stepKb = stepK;
+        if (mmConfigType_ == 1 && (sn || sm)) {
+            // MDL copies stepKa (stepKb) base tiles along K at once, and L1 holds whole chunks: the resident operand
+            // as one chunk of all of K; the streamed one, when one block of it serves the group, in chunks of up to
+            // 2 KB rows, two of which fit beside the resident one (the whole K when the group reuses it too).
+            const int32_t s = sn ? sn : sm;
+            const uint64_t tile = sn ? aTile : bTile, resident = static_cast<uint64_t>(kIter) * s * (sn ? bTile : aTile);
+            // (a divisor of kIter: stepKa and stepKb divide one another)
+            int32_t chunk = s > 1 ? kIter : 1;
+            for (int32_t c = 2; s == 1 && c <= kIter && c * baseK * in <= 2048; ++c)
+                if (kIter % c == 0 && 2ull * c * tile + resident + biasBytes <= l1) chunk = c;
+            const int32_t streamedDepth = s > 1 ? kIter : 2 * chunk;
+            (sn ? stepKa : stepKb) = chunk;
+            (sn ? stepKb : stepKa) = kIter;
+            (sn ? depthA : depthB) = streamedDepth;
+        }
         t = AscendC::tiling::TCubeTiling{};
         t.usedCoreNum = mDim_ * nDim_;
         t.M = orgM_;
@@ -197,8 +286,8 @@ public:
         t.baseK = baseK;
         t.stepM = stepM;
         t.stepN = stepN;
-        t.stepKa = stepK;
-        t.stepKb = stepK;
+        t.stepKa = stepKa;
+        t.stepKb = stepKb;
         t.depthA1 = depthA;
         t.depthB1 = depthB;
         t.isBias = bias_ ? 1 : 0;
@@ -230,7 +319,52 @@ private:
     DataType biasType_ = DataType::DT_FLOAT;
     bool transA_ = false, transB_ = false, bias_ = false;
     int32_t dim_ = 1, m_ = 0, n_ = 0, k_ = 0, orgM_ = 0, orgN_ = 0, orgK_ = 0;
-    int32_t fixM_ = -1, fixN_ = -1, fixK_ = -1, l1Limit_ = -1, l0cLimit_ = -1;
+    int32_t fixM_ = -1, fixN_ = -1, fixK_ = -1, l1Limit_ = -1, l0cLimit_ = -1, ubLimit_ = -1, btLimit_ = -1;
+    int32_t singleM_ = -1, singleN_ = -1, singleK_ = -1;
     int32_t mDim_ = 1, nDim_ = 1, mmConfigType_ = 1;
 };
+
+// One core's tiling (the whole shape on one core).
+class MatmulApiTiling : public MultiCoreMatmulTiling {
+public:
+    MatmulApiTiling() { multiCore_ = false; }
+    template <class Platform, class = decltype(&Platform::GetCoreNumAic)>
+    explicit MatmulApiTiling(const Platform& p) : MultiCoreMatmulTiling(p) { multiCore_ = false; }
+    explicit MatmulApiTiling(const PlatformInfo& p) : MultiCoreMatmulTiling(p) { multiCore_ = false; }
+};
+}  // namespace emu
 }  // namespace matmul_tiling
+
+// The host-side tiling object CANN's BEGIN_TILING_DATA_DEF generates for TCubeTiling: set_/get_ per field, and the
+// bytes the kernel's struct is copied from.
+namespace optiling {
+inline namespace emu {
+class TCubeTiling {
+public:
+    AscendC::tiling::TCubeTiling& Data() { return t_; }
+    size_t GetDataSize() const { return sizeof(t_); }
+    void SaveToBuffer(void* buf, size_t cap) const {
+        if (cap < sizeof(t_)) {
+            std::fprintf(stderr, "TCubeTiling::SaveToBuffer: %zu bytes for a %zu-byte tiling\n", cap, sizeof(t_));
+            std::abort();
+        }
+        std::memcpy(buf, &t_, sizeof(t_));
+    }
+#define ASC_EMU_TILING_FIELD(f) \
+    void set_##f(int32_t v) { t_.f = v; } \
+    int32_t get_##f() const { return t_.f; }
+    ASC_EMU_TILING_FIELD(usedCoreNum) ASC_EMU_TILING_FIELD(M) ASC_EMU_TILING_FIELD(N) ASC_EMU_TILING_FIELD(Ka)
+    ASC_EMU_TILING_FIELD(Kb) ASC_EMU_TILING_FIELD(singleCoreM) ASC_EMU_TILING_FIELD(singleCoreN)
+    ASC_EMU_TILING_FIELD(singleCoreK) ASC_EMU_TILING_FIELD(baseM) ASC_EMU_TILING_FIELD(baseN) ASC_EMU_TILING_FIELD(baseK)
+    ASC_EMU_TILING_FIELD(depthA1) ASC_EMU_TILING_FIELD(depthB1) ASC_EMU_TILING_FIELD(stepM) ASC_EMU_TILING_FIELD(stepN)
+    ASC_EMU_TILING_FIELD(isBias) ASC_EMU_TILING_FIELD(transLength) ASC_EMU_TILING_FIELD(iterateOrder)
+    ASC_EMU_TILING_FIELD(shareMode) ASC_EMU_TILING_FIELD(shareL1Size) ASC_EMU_TILING_FIELD(shareL0CSize)
+    ASC_EMU_TILING_FIELD(shareUbSize) ASC_EMU_TILING_FIELD(stepKa) ASC_EMU_TILING_FIELD(stepKb)
+    ASC_EMU_TILING_FIELD(dbL0A) ASC_EMU_TILING_FIELD(dbL0B) ASC_EMU_TILING_FIELD(dbL0C)
+#undef ASC_EMU_TILING_FIELD
+
+private:
+    AscendC::tiling::TCubeTiling t_{};
+};
+}  // namespace emu
+}  // namespace optiling
