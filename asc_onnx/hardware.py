@@ -157,8 +157,13 @@ FACTS: dict[str, dict[str, Fact]] = {
                                  note="the cube core's MTE2 turns at most one ND row into NZ per 5.1 cycles: fitted "
                                       "to the GM -> L1 Case 1 (128-byte rows, 98304 a core in 283.508 us "
                                       "aic_mte2_time, 5.3 cycles a row with the copy instructions); Case 2's "
-                                      "512-byte rows are bandwidth-bound (the out-of-sample check)",
-                                 assumed=(4.8, 5.6)),
+                                      "512-byte rows are bandwidth-bound (the out-of-sample check); out of sample "
+                                      "too, the Matmul API sample's NORM Cases 1-3 (base tiles of 128-byte rows) "
+                                      "at 0.89-1.02. Not above 5.5: at 5.6 its Case 3 falls to 0.85 of its "
+                                      "measurement. (msprof puts those cases' MTE2 time at 3.4-3.8 cycles a row of "
+                                      "L2 hits: rows from L2 may be cheaper than data_copy's from HBM, which the "
+                                      "model does not tell apart)",
+                                 assumed=(4.8, 5.5)),
         "vec_issue_cycles": Fact(22, "cycles", ADD_README, quote="aiv_vec_time",
                                  note="a vector instruction's fixed cost before its first repeat: fitted to Case 3 "
                                       "(85.3 Adds of 128 repeats a core, each repeat conflicting, in 12.845 us at "

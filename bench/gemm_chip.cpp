@@ -1,4 +1,4 @@
-// A bare fp16 GEMM through the Matmul API on 910B, one IterateAll per cube core over its region, for the timing
+// A bare fp16 GEMM through the Matmul API (MDL) on 910B, one IterateAll per cube core over its region, for the timing
 // model's estimate against a published measurement (bench/bench_chip.py). argv: M N K mDim nDim baseM baseN baseK.
 // The emulator runs it for timing only (ASC_EMU_VALUES=0, zeros in), so 4096^3 takes seconds.
 #include <iostream>
@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
         for (int32_t blk = 0; blk < blocks; ++blk) {
             st.blockIdx = blk;
             TPipe pipe;
-            Matmul<AT, AT, CT> mm;
+            Matmul<AT, AT, CT, CT, CFG_MDL> mm;  // K in stepKa tiles a copy, as CANN's MatMul loads
             REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &t);
             if (blk % 2 == 0) {
                 const int32_t core = blk / 2, mi = core / nDim, ni = core % nDim;

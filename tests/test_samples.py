@@ -44,7 +44,7 @@ def test_a_sample_is_estimated_within_its_band_and_between_the_corners(programs,
     fast, _ = samples.estimate(exe, corner(samples.CHIP, slow=False), blocks=case.blocks)
     slow, _ = samples.estimate(exe, corner(samples.CHIP, slow=True), blocks=case.blocks)
     assert BAND[0] <= case.task_us / at_table <= BAND[1], (case.case, at_table, case.task_us)
-    assert fast <= case.task_us <= slow, (case.case, fast, case.task_us, slow)
+    assert fast <= case.task_us * (1 + case.fast_gap) and case.task_us <= slow, (case.case, fast, case.task_us, slow)
     for pipe, measured in case.pipes.items():
         ours = samples.pipe_us(info, pipe, case.pipe_share)
         assert BAND[0] <= measured / ours <= BAND[1], (case.case, pipe, ours, measured)
@@ -79,6 +79,33 @@ def test_the_matmul_gelu_sample_as_published_races_on_its_vector_cores():
     msg = str(err.value)
     assert "AIV 0 of AI Core 0" in msg and "write after read" in msg and "DataCopyPad GM->UB (MTE2" in msg, msg
     assert "Div (V" in msg, msg
+
+
+def test_the_matmul_sample_as_published_transposes_an_undeclared_b():
+    """Huawei's Matmul API sample passes SetTensorB(b, true) to a Matmul whose B MatmulType leaves ISTRANS false, which
+    CANN's implementation asserts against (CheckMatrixB) and SetTensorB.md says loses precision: the emulator refuses
+    it. The calibration runs it with the transpose declared (``samples.MATMUL_TRANS_B``), the same bytes moved."""
+    import dataclasses
+
+    from asc_onnx.emulator.harness import cache_dir
+
+    case = next(c for c in samples.MEASURED if c.sample == samples.MATMUL and c.case.startswith("Matmul API Case 5"))
+    exe = samples.build(dataclasses.replace(case, patch=()), cache_dir().parent / "samples")
+    with pytest.raises(samples.SampleError) as err:
+        samples.estimate(exe, blocks=case.blocks)
+    assert "SetTensorB(gm, true) with a B MatmulType whose ISTRANS is false" in str(err.value), str(err.value)
+
+
+def test_the_matmul_api_costs_ordered_as_measured(programs):
+    """What the Matmul sample's cases show, in the model too: NORM's base-tile copies (128-byte rows) take 2.4x MDL's
+    time (Case 3 against 4), and MDL's stepKa 8 takes Case 4's MTE2 time down (measured 4051 -> 3779 us; the model's
+    drop is larger, 21%, within Case 4's MTE2 band)."""
+    wanted = ("Matmul API Case 3", "Matmul API Case 4", "Matmul API Case 5")
+    est = {c.case.split(" (")[0]: samples.estimate(programs[c.case], blocks=c.blocks)
+           for c in samples.MEASURED if c.case.startswith(wanted)}
+    (t3, _), (t4, i4), (_, i5) = (est[w] for w in wanted)
+    assert 2.0 <= t3 / t4 <= 3.0, (t3, t4)
+    assert samples.pipe_us(i5, "MTE2") < samples.pipe_us(i4, "MTE2") * 0.95
 
 
 def test_bank_conflicts_are_what_separates_add_cases_5_and_6(programs):

@@ -1133,20 +1133,36 @@ inline void EndBlock() {
 
 // The cube core serving the running block: 910B pairs vector cores 2c and 2c+1 with cube core c; 310P's AI Core
 // has its own.
-inline int64_t CubeCore() { return St().tm.coupled ? St().blockIdx : St().blockIdx / 2; }
+// A cube kernel's (or an AIC's) block is the cube core itself.
+inline int64_t CubeCore() {
+    return St().tm.coupled || St().coreKind == 1 ? St().blockIdx : St().blockIdx / 2;
+}
 
-// One K step of a C block on the cube core: the GM bytes its L1 misses load (HBM and L2), the L1 -> L0 bytes, MACs.
+// One K step of a C block on the cube core: the GM bytes its L1 misses load (HBM and L2) and the ND -> NZ copies
+// that load them (each its rows and bytes), the L1 -> L0 bytes, MACs.
+struct CubeCopy {
+    double rows = 0, hbm = 0, l2 = 0;
+};
 struct CubeStep {
     double hbm = 0, l2 = 0, l0 = 0, macs = 0;
+    CubeCopy copy[2];
+    int copies = 0;
+    void Add(double rows, double hbmBytes, double l2Bytes) {
+        hbm += hbmBytes, l2 += l2Bytes;
+        copy[copies++] = {rows, hbmBytes, l2Bytes};
+    }
 };
 
 // The cube core computes one C block requested at `at`: per K step its L1 loads, L0 loads and MACs. A load
 // starts once the L1 slot it refills is free (the tile `depth` steps back has gone to L0: depthA1/depthB1 tiles
 // stay in L1), an L0 load once the L0 buffer it refills is free (double-buffered: the MACs two steps back are
 // done); then the fixpipe writes `cBytes`, `cHbm` of them to HBM (the rest rewrite blocks resident in L2; a
-// negative `cHbm`: all of them). Stages are shared by every block the core serves. Returns when C is written.
+// negative `cHbm`: all of them). A load costs what the basic API's ND -> NZ DataCopy of its rows does (each row
+// at least nd2nzRow, each instruction dmaIssue more). `l0cWait`: one L0C buffer without unit flags, so the first
+// Mmad waits for the last block's fixpipe to drain it. Stages are shared by every block the core serves. Returns
+// when C is written.
 inline double CubeBlock(double at, const std::vector<CubeStep>& steps, double macsPerCycle, double cBytes,
-                        int32_t depth = 2, double cHbm = -1) {
+                        int32_t depth = 2, double cHbm = -1, bool l0cWait = false) {
     auto& st = St();
     const auto& tm = st.tm;
     CubeTimes& c = st.cubeCores[CubeCore()];
@@ -1160,7 +1176,13 @@ inline double CubeBlock(double at, const std::vector<CubeStep>& steps, double ma
         st.l2Bytes += static_cast<uint64_t>(k.l2);
         st.cubeMoved += k.hbm + k.l2;
         const double s2 = std::max({at, c.mte2, l0End[i % d]});
-        const double load = k.hbm / hbmRate + (k.l2 > 0 ? k.l2 / l2Rate : 0.0);
+        double load = 0;
+        for (int j = 0; j < k.copies; ++j) {
+            const CubeCopy& cp = k.copy[j];
+            const double moved = cp.hbm / hbmRate + (cp.l2 > 0 ? cp.l2 / l2Rate : 0.0);
+            // (310P's ND tiles go through UB and the vector unit instead: costed by their bytes only)
+            load += tm.coupled ? moved : std::max(cp.rows * tm.nd2nzRow, cp.rows * tm.dmaRow + moved) + tm.dmaIssue;
+        }
         c.mte2 = s2 + load;
         c.busyMte2 += load;
         const double ready = load > 0 ? c.mte2 + tm.dmaLatency : s2;
@@ -1168,7 +1190,7 @@ inline double CubeBlock(double at, const std::vector<CubeStep>& steps, double ma
         c.mte1 = s1 + k.l0 / tm.mte1Bytes;
         c.busyMte1 += k.l0 / tm.mte1Bytes;
         l0End[i % d] = c.mte1;
-        const double sm = std::max(c.mte1, c.m);
+        const double sm = std::max({c.mte1, c.m, i == 0 && l0cWait ? c.fix : 0.0});
         c.m = sm + k.macs / macsPerCycle;
         c.busyM += k.macs / macsPerCycle;
         mEnd[i % 2] = c.m;

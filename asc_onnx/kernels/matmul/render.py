@@ -185,7 +185,7 @@ def tiling_calc(k: MatmulKernel) -> str:
                 "mm.SetShape(static_cast<int32_t>(m), static_cast<int32_t>(n), static_cast<int32_t>(k));",
                 "// 310P's cube takes a bias only as float (BroadCastVecToMM): there the vector unit adds it.",
                 f"mm.EnableBias({'!coupled' if k.has_bias else 'false'});",
-                "mm.SetMatmulConfigParams(0);  // NORM, as the kernel's Matmul (CANN defaults to MDL)",
+                "mm.SetMatmulConfigParams(coupled ? 0 : 1);  // as the kernel's Matmul: NORM on 310P, MDL on 910B",
                 "mm.SetBufferSpace(static_cast<int32_t>(platform.l1Size), static_cast<int32_t>(l0c),",
                 "                  static_cast<int32_t>(ubForMatmul));",
                 "if (fixN > 0) mm.SetFixSplit(-1, fixN, -1);",
@@ -364,7 +364,12 @@ def kernel_source(k: MatmulKernel, rule: str, body_ops: list[str], sources: list
         out("// Public for the kernel entry, which registers the Matmul in its own scope: the KFC client",
             "// REGIST_MATMUL_OBJ declares lives until that scope ends.",
             "AscendC::TPipe pipe;",
+            "#if __NPU_ARCH__ == 2002",
             "AscendC::Matmul<AType, BType, CType, BiasType> mm;",
+            "#else",
+            "// MDL: A and B reach L1 stepKa (stepKb) base tiles at a copy, in rows long enough for the ND -> NZ DMA",
+            "AscendC::Matmul<AType, BType, CType, BiasType, CFG_MDL> mm;",
+            "#endif",
             f"{struct_name(k)} td;", "")
     out("private:")
     with out.indent():

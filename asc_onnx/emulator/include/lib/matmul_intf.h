@@ -42,12 +42,44 @@
 enum class CubeFormat { ND = 0, NZ, ZN, ZZ, NN, ND_ALIGN, SCALAR, VECTOR };
 enum class LayoutMode { NONE = 0, BSNGD, SBNGD, BNGS1S2, NORMAL };
 
+// The MatmulConfig fields the emulator reads (CANN's names; matmul_config.h has many more). CFG_NORM turns unit
+// flags on, CFG_MDL off (tiling.h GetNormalConfig / GetMDLConfig).
 struct MatmulConfig {
     bool doNorm;
     bool doMultiDataLoad;
+    uint32_t basicM = 0, basicN = 0, basicK = 0;
+    uint32_t singleCoreM = 0, singleCoreN = 0, singleCoreK = 0;
+    bool enUnitFlag = true;
+    bool enableSetBias = true;
 };
 constexpr MatmulConfig CFG_NORM{true, false};
-constexpr MatmulConfig CFG_MDL{false, true};
+constexpr MatmulConfig CFG_MDL{false, true, 0, 0, 0, 0, 0, 0, false};
+
+enum class MatmulConfigMode { CONFIG_NORM, CONFIG_MDL, CONFIG_SPECIALMDL, CONFIG_IBSHARE };
+struct MatmulShapeParams {
+    uint32_t singleCoreM, singleCoreN, singleCoreK, basicM, basicN, basicK;
+};
+
+// A configuration of `mode`'s template with the shapes given (GetMMConfig, tiling.h); the other parameter kinds
+// (quant, batch, function) are not emulated.
+template <MatmulConfigMode mode>
+constexpr MatmulConfig GetMMConfig(const MatmulShapeParams& shape) {
+    static_assert(mode == MatmulConfigMode::CONFIG_NORM || mode == MatmulConfigMode::CONFIG_MDL,
+                  "GetMMConfig: only the NORM and MDL templates are emulated");
+    MatmulConfig c = mode == MatmulConfigMode::CONFIG_MDL ? CFG_MDL : CFG_NORM;
+    c.singleCoreM = shape.singleCoreM, c.singleCoreN = shape.singleCoreN, c.singleCoreK = shape.singleCoreK;
+    c.basicM = shape.basicM, c.basicN = shape.basicN, c.basicK = shape.basicK;
+    return c;
+}
+
+// A tiling fixed at compile time (constant tiling: Matmul<..., CONSTANT_CFG>, REGIST_MATMUL_OBJ with no tiling).
+struct MatmulApiStaticTiling {
+    int32_t usedCoreNum = -1, M = -1, N = -1, Ka = -1, Kb = -1, singleCoreM = -1, singleCoreN = -1, singleCoreK = -1;
+    int32_t baseM = -1, baseN = -1, baseK = -1, depthA1 = -1, depthB1 = -1, stepM = -1, stepN = -1, isBias = -1;
+    int32_t transLength = -1, iterateOrder = -1, shareMode = -1, shareL1Size = -1, shareL0CSize = -1, shareUbSize = -1;
+    int32_t stepKa = -1, stepKb = -1, dbL0A = -1, dbL0B = -1, dbL0C = -1;
+    MatmulConfig cfg = CFG_NORM;
+};
 
 namespace asc_emu {
 // Cube-side memories per SoC (impl/adv_api/tiling/matmul/matmul_tiling_base.cpp, cann_facts.md §7).
@@ -62,6 +94,21 @@ inline CubeCaps Cube() {
 #endif
 }
 
+// The configuration a Matmul's template argument carries: a MatmulConfig, or a constant tiling's.
+constexpr MatmulConfig CfgOf(const MatmulConfig& c) { return c; }
+constexpr MatmulConfig CfgOf(const MatmulApiStaticTiling& t) { return t.cfg; }
+inline AscendC::tiling::TCubeTiling TilingOf(const MatmulApiStaticTiling& s) {
+    AscendC::tiling::TCubeTiling t;
+    t.usedCoreNum = 1, t.M = s.M, t.N = s.N, t.Ka = s.Ka, t.Kb = s.Kb;
+    t.singleCoreM = s.singleCoreM, t.singleCoreN = s.singleCoreN, t.singleCoreK = s.singleCoreK;
+    t.baseM = s.baseM, t.baseN = s.baseN, t.baseK = s.baseK, t.depthA1 = s.depthA1, t.depthB1 = s.depthB1;
+    t.stepM = s.stepM, t.stepN = s.stepN, t.isBias = s.isBias, t.transLength = s.transLength;
+    t.iterateOrder = s.iterateOrder, t.shareMode = s.shareMode, t.shareL1Size = s.shareL1Size;
+    t.shareL0CSize = s.shareL0CSize, t.shareUbSize = s.shareUbSize, t.stepKa = s.stepKa, t.stepKb = s.stepKb;
+    t.dbL0A = s.dbL0A, t.dbL0B = s.dbL0B, t.dbL0C = s.dbL0C;
+    return t;
+}
+
 inline float ToF32(float v) { return v; }
 inline float ToF32(half v) { return static_cast<float>(v); }
 inline float ToF32(bfloat16_t v) { return v.ToFloat(); }
@@ -69,6 +116,45 @@ inline float ToF32(bfloat16_t v) { return v.ToFloat(); }
 }  // namespace asc_emu
 
 namespace AscendC {
+
+// The constant tiling of a configuration with its single-core and base shapes (constant_tiling.h): the shapes, one
+// base tile of each operand per K step in L1 double-buffered (stepKa = stepKb = 1, depths 2; CANN sizes these from L1,
+// which callers such as Huawei's matmul sample overwrite), L0A/L0B double-buffered where two tiles fit, one L0C
+// buffer, and CANN's iterate order rule (GetIterateOrder: ORDER_M unless one operand's whole K stays in L1).
+template <class A_TYPE, class B_TYPE, class C_TYPE, class BIAS_TYPE>
+constexpr MatmulApiStaticTiling GetMatmulApiTiling(const MatmulConfig& cfg, int32_t l1Size = 524288) {
+    MatmulApiStaticTiling t;
+    t.cfg = cfg;
+    const int32_t size = static_cast<int32_t>(sizeof(typename A_TYPE::T));
+    t.baseM = static_cast<int32_t>(cfg.basicM), t.baseN = static_cast<int32_t>(cfg.basicN);
+    t.baseK = static_cast<int32_t>(cfg.basicK);
+    t.dbL0A = 2 * t.baseM * t.baseK * size <= 65536 ? 2 : 1;
+    t.dbL0B = 2 * t.baseN * t.baseK * size <= 65536 ? 2 : 1;
+    if (cfg.singleCoreM == 0 || cfg.singleCoreN == 0 || cfg.singleCoreK == 0) return t;
+    t.M = t.singleCoreM = static_cast<int32_t>(cfg.singleCoreM);
+    t.N = t.singleCoreN = static_cast<int32_t>(cfg.singleCoreN);
+    t.Ka = t.Kb = t.singleCoreK = static_cast<int32_t>(cfg.singleCoreK);
+    t.isBias = cfg.enableSetBias ? 1 : 0;
+    t.stepM = t.stepN = t.stepKa = t.stepKb = 1;
+    t.depthA1 = t.depthB1 = 2;
+    const int64_t wholeK = static_cast<int64_t>(t.singleCoreK) * size;
+    const bool fullA = wholeK * t.baseM * 2 + 2LL * t.baseN * t.baseK * size <= l1Size;
+    const bool fullB = wholeK * t.baseN * 2 + 2LL * t.baseM * t.baseK * size <= l1Size;
+    if (fullA != fullB) {
+        t.iterateOrder = fullA ? 1 : 0;
+    } else if (!fullA) {
+        t.iterateOrder = 0;
+    } else {
+        const int32_t mLoop = (t.singleCoreM + t.baseM - 1) / t.baseM, nLoop = (t.singleCoreN + t.baseN - 1) / t.baseN;
+        t.iterateOrder = t.singleCoreM + t.singleCoreN * mLoop < t.singleCoreN + t.singleCoreM * nLoop ? 1 : 0;
+    }
+    t.dbL0C = 1;
+    t.transLength = 0;
+    t.shareMode = 0;
+    t.shareL0CSize = t.baseM * t.baseN * 4;
+    t.shareUbSize = 0;
+    return t;
+}
 
 template <TPosition POSITION, CubeFormat FORMAT, typename TYPE, bool ISTRANS = false,
           LayoutMode LAYOUT = LayoutMode::NONE, bool IBSHARE = false>
@@ -79,17 +165,6 @@ struct MatmulType {
     using T = TYPE;
 };
 
-// System workspace (Matmul's KFC messages and C staging on 910B) and the user part after it.
-namespace emu_ws {
-inline GM_ADDR& Sys() {
-    static GM_ADDR p = nullptr;
-    return p;
-}
-inline uint64_t& SysBytes() {
-    static uint64_t b = 0;
-    return b;
-}
-}  // namespace emu_ws
 __aicore__ inline GM_ADDR GetUserWorkspace(GM_ADDR workspace) {
     if (workspace == nullptr) asc_emu::Fail("GetUserWorkspace: workspace can not be nullptr");
     return workspace + emu_ws::SysBytes();
@@ -110,11 +185,23 @@ class Matmul {
                   "the emulator models A and B in GM");
     static_assert(C_TYPE::pos == TPosition::GM || C_TYPE::pos == TPosition::VECIN, "C goes to GM or VECIN");
 
+    static constexpr MatmulConfig kCfg = asc_emu::CfgOf(MM_CFG);
+    // A constant tiling (MatmulApiStaticTiling as the configuration): registered without a TCubeTiling.
+    static constexpr bool kStatic = std::is_same_v<std::decay_t<decltype(MM_CFG)>, MatmulApiStaticTiling>;
+
 public:
     // REGIST_MATMUL_OBJ: check the tiling against the cube's memories and reserve its L1.
     void EmuInit(const tiling::TCubeTiling* t, asc_emu::Loc loc) {
-        if (t == nullptr) asc_emu::Fail("REGIST_MATMUL_OBJ at " + loc.Str() + " without a tiling");
-        tiling_ = *t;
+        CheckCore(loc);
+        if (t == nullptr && !kStatic)
+            asc_emu::Fail("REGIST_MATMUL_OBJ at " + loc.Str() + " without a tiling (only a Matmul with a constant "
+                          "tiling, MatmulApiStaticTiling, takes none)");
+        if constexpr (kStatic) {
+            tiling_ = t != nullptr ? *t : asc_emu::TilingOf(MM_CFG);
+            biasOptional_ = t == nullptr;  // enableSetBias: SetBias may be called, need not be
+        } else {
+            tiling_ = *t;
+        }
         loc_ = loc;
         const auto& c = tiling_;
         const auto caps = asc_emu::Cube();
@@ -132,7 +219,7 @@ public:
         // NORM (CFG_NORM, what asc-onnx emits): stepM <= depthA1, stepN <= depthB1 (matmul_tiling_algorithm.cpp);
         // MDL additionally needs depth a multiple of step*stepK (matmul_shape_tiling.h).
         if (c.depthA1 < c.stepM || c.depthB1 < c.stepN) bad("depthA1/depthB1 must hold stepM/stepN base tiles");
-        if (!MM_CFG.doNorm && (c.depthA1 % (c.stepM * c.stepKa) || c.depthB1 % (c.stepN * c.stepKb)))
+        if (!kCfg.doNorm && (c.depthA1 % (c.stepM * c.stepKa) || c.depthB1 % (c.stepN * c.stepKb)))
             bad("MDL: depthA1 (depthB1) must be a multiple of stepM*stepKa (stepN*stepKb)");
         if (c.iterateOrder != 0 && c.iterateOrder != 1) bad("iterateOrder must be 0 (ORDER_M) or 1 (ORDER_N)");
 #if __NPU_ARCH__ == 2002
@@ -156,7 +243,9 @@ public:
         if (l0a > caps.l0a) bad("L0A overflow: " + std::to_string(l0a) + " bytes > " + std::to_string(caps.l0a));
         if (l0b > caps.l0b) bad("L0B overflow: " + std::to_string(l0b) + " bytes > " + std::to_string(caps.l0b));
         if (l0c > caps.l0c) bad("L0C overflow: " + std::to_string(l0c) + " bytes > " + std::to_string(caps.l0c));
-        const uint64_t bias = c.isBias ? static_cast<uint64_t>(c.baseN) * sizeof(BiasT) : 0;
+        // (a constant tiling's isBias says SetBias may come; its L1 is taken when it does: Huawei's matmul sample
+        // fills all 512 KB of L1 with A and B under CFG_MDL's enableSetBias and runs)
+        const uint64_t bias = c.isBias && !biasOptional_ ? static_cast<uint64_t>(c.baseN) * sizeof(BiasT) : 0;
         // The bias table holds the fp32 accumulator type whatever the bias type (c2_buffer.h).
         const uint64_t bt = c.isBias ? static_cast<uint64_t>(c.baseN) * sizeof(float) : 0;
         if (caps.bt && bt > caps.bt) bad("bias table overflow: " + std::to_string(bt) + " bytes > " + std::to_string(caps.bt));
@@ -481,7 +570,7 @@ private:
         if (!localWs_) asc_emu::Fail("Matmul::Iterate at " + loc.Str() + " on 310P without SetLocalWorkspace: "
                                      "ND inputs and C stage through UB scratch the kernel must hand over");
 #endif
-        if (tiling_.isBias && !hasBias_ && !biasDisabled_)
+        if (tiling_.isBias && !hasBias_ && !biasDisabled_ && !biasOptional_)
             asc_emu::Fail("Matmul::Iterate at " + loc.Str() + ": the tiling has a bias (EnableBias) and neither SetBias "
                           "nor DisableBias was called");
         void*& active = asc_emu::St().pipes.activeMatmul;
@@ -531,11 +620,28 @@ private:
             hbm += static_cast<double>(asc_emu::Classify(static_cast<const uint8_t*>(p) + r * pitch, rowBytes));
         return hbm;
     }
-    // The vector core's request reaches the cube core half a KFC round trip after its scalar unit sends it.
+    // Where the Matmul runs: on the AIC of a cube-only kernel (ASCENDC_CUBE_ONLY) it is the core's own work; a
+    // vector core's request reaches the cube core half a KFC round trip after its scalar unit sends it.
+    static bool OnCube() { return asc_emu::St().coreKind == 1 && !asc_emu::St().tm.coupled; }
     static double Request() {
-        return asc_emu::St().pipes.t.free[asc_emu::PS] + asc_emu::St().tm.kfc / 2;
+        return asc_emu::St().pipes.t.free[asc_emu::PS] + (OnCube() ? 0.0 : asc_emu::St().tm.kfc / 2);
     }
-    static void AwaitCube(double done) { asc_emu::SWait(done + asc_emu::St().tm.kfc / 2); }
+    static void AwaitCube(double done) { asc_emu::SWait(done + (OnCube() ? 0.0 : asc_emu::St().tm.kfc / 2)); }
+    // The cube-only form runs where the kernel does: a __cube__ kernel (or an AIC) with ASCENDC_CUBE_ONLY defined
+    // before lib/matmul_intf.h, the client form on a vector core without it (matmul_intf.h picks one at compile time).
+    static void CheckCore(const asc_emu::Loc& loc) {
+        if (asc_emu::St().tm.coupled) return;
+#ifdef ASCENDC_CUBE_ONLY
+        if (!OnCube())
+            asc_emu::Fail("REGIST_MATMUL_OBJ at " + loc.Str() + " on a vector core with ASCENDC_CUBE_ONLY defined: the "
+                          "cube-only Matmul drives the cube unit itself, which an AIV does not have");
+#else
+        if (OnCube())
+            asc_emu::Fail("REGIST_MATMUL_OBJ at " + loc.Str() + " on a cube core without ASCENDC_CUBE_ONLY: this is the "
+                          "vector core's KFC client, with no server to answer it; define ASCENDC_CUBE_ONLY before "
+                          "lib/matmul_intf.h in a __cube__ kernel");
+#endif
+    }
     // One C block: its arithmetic and its time on the cube core. With `dst` (IterateAll), the fixpipe's write is
     // classified by the L2 rule here; otherwise (Iterate, then GetTensorC) it is costed as HBM traffic.
     double Compute(const Blk& blk, double at, const GlobalTensor<CT>* dst = nullptr, bool sequential = false) {
@@ -564,14 +670,25 @@ private:
             const int64_t rows = blockH_, k0 = static_cast<int64_t>(kc) * c.baseK;
             const int64_t cols = std::min<int64_t>(c.baseK, K - k0);
             asc_emu::CubeStep& step = steps[static_cast<size_t>(kc)];
-            if (Load(aCache_, c.depthA1, {blk.m, kc}, rows * cols * sizeof(AT), asc_emu::St().cube.aReadBytes)) {
-                const double hbm = Rows(a + k0, rows, cols * sizeof(AT), static_cast<uint64_t>(c.Ka) * sizeof(AT));
-                step.hbm += hbm, step.l2 += rows * cols * sizeof(AT) - hbm;
+            // The copies into L1: NORM one ND -> NZ copy per base tile; MDL one per stepKa (stepKb) base tiles along K,
+            // made at the first of them (copy_cube_in_mdl.h). L1 holds depthA1 (depthB1) base tiles.
+            const int32_t sKa = kCfg.doMultiDataLoad ? c.stepKa : 1, sKb = kCfg.doMultiDataLoad ? c.stepKb : 1;
+            if (kc % sKa == 0) {
+                const int64_t kw = std::min<int64_t>(static_cast<int64_t>(sKa) * c.baseK, K - k0);
+                if (Load(aCache_, std::max(1, c.depthA1 / sKa), {blk.m, kc / sKa}, rows * kw * sizeof(AT),
+                         asc_emu::St().cube.aReadBytes)) {
+                    const double hbm = Rows(a + k0, rows, kw * sizeof(AT), static_cast<uint64_t>(c.Ka) * sizeof(AT));
+                    step.Add(static_cast<double>(rows), hbm, rows * kw * sizeof(AT) - hbm);
+                }
             }
-            if (Load(bCache_, c.depthB1, {kc, blk.n}, cols * blockW_ * sizeof(BT), asc_emu::St().cube.bReadBytes)) {
-                const double hbm = transB_ ? Rows(b + k0, blockW_, cols * sizeof(BT), static_cast<uint64_t>(c.Kb) * sizeof(BT))
-                                           : Rows(b + k0 * c.N, cols, blockW_ * sizeof(BT), static_cast<uint64_t>(c.N) * sizeof(BT));
-                step.hbm += hbm, step.l2 += cols * blockW_ * sizeof(BT) - hbm;
+            if (kc % sKb == 0) {
+                const int64_t kw = std::min<int64_t>(static_cast<int64_t>(sKb) * c.baseK, K - k0);
+                if (Load(bCache_, std::max(1, c.depthB1 / sKb), {kc / sKb, blk.n}, kw * blockW_ * sizeof(BT),
+                         asc_emu::St().cube.bReadBytes)) {
+                    const double hbm = transB_ ? Rows(b + k0, blockW_, kw * sizeof(BT), static_cast<uint64_t>(c.Kb) * sizeof(BT))
+                                               : Rows(b + k0 * c.N, kw, blockW_ * sizeof(BT), static_cast<uint64_t>(c.N) * sizeof(BT));
+                    step.Add(static_cast<double>(transB_ ? blockW_ : kw), hbm, kw * blockW_ * sizeof(BT) - hbm);
+                }
             }
             step.l0 = static_cast<double>(rows * cols * sizeof(AT) + cols * blockW_ * sizeof(BT));
             step.macs = static_cast<double>(up(blockH_, 16) * up(blockW_, 16) * up(cols, frac));
@@ -617,8 +734,15 @@ private:
             for (int32_t i = 0; i < blockH_; ++i)
                 cHbm += static_cast<double>(asc_emu::Classify(out + i * stride, blockW_ * sizeof(CT)));
         }
-        return asc_emu::CubeBlock(at, steps, rate, static_cast<double>(blockH_) * blockW_ * sizeof(CT),
-                                  std::min(c.depthA1, c.depthB1), cHbm);
+        // One L0C buffer and no unit flags: the first Mmad waits for the last block's fixpipe (MDL's default).
+        const bool l0cWait = c.dbL0C != 2 && !kCfg.enUnitFlag;
+        auto& cube = asc_emu::St().cubeCores[asc_emu::CubeCore()];
+        const asc_emu::CubeTimes before = cube;
+        const double done = asc_emu::CubeBlock(at, steps, rate, static_cast<double>(blockH_) * blockW_ * sizeof(CT),
+                                               std::min(c.depthA1, c.depthB1), cHbm, l0cWait);
+        // The report adds the cube core's MTE1, M and FIX time to the core's; its MTE2 is the AIC's own here.
+        if (OnCube()) asc_emu::St().pipes.t.busy[asc_emu::PMTE2] += cube.busyMte2 - before.busyMte2;
+        return done;
     }
     void TakeC(const char* what, uint8_t enAtomic, const asc_emu::Loc& loc) {
         if (enAtomic) asc_emu::Fail(std::string("Matmul::") + what + ": atomic accumulation is not emulated");
@@ -650,7 +774,7 @@ private:
     GlobalTensor<BiasT> bias_;
     bool registered_ = false, hasA_ = false, hasB_ = false, hasBias_ = false, transB_ = false;
     bool started_ = false, haveC_ = false, ended_ = false, localWs_ = false, done_ = false;
-    bool roundOpen_ = false, roundBias_ = false, roundTail_ = false, biasDisabled_ = false;
+    bool roundOpen_ = false, roundBias_ = false, roundTail_ = false, biasDisabled_ = false, biasOptional_ = false;
     int32_t tailM_ = 0, tailN_ = 0, tailK_ = 0;
     int32_t cPitch_ = 0;  // SetOrgShape's orgKc: C's row pitch (0: N)
     uint64_t CPitch() const { return static_cast<uint64_t>(cPitch_ != 0 ? cPitch_ : tiling_.N); }
