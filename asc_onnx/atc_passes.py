@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import onnx
 
+from .graph import attr
 from .kernels.ir import IO_TYPES
 
 REF = "https://www.hiascend.com/document/detail/en/canncommercial/800/graph/graphubfusionref/"
@@ -103,14 +104,9 @@ def applies(name: str, family: str, static: bool) -> bool:
     return chips in ("any", family) and (mode == "any" or static)
 
 
-def _attr(node: onnx.NodeProto, name: str, default: object = None) -> object:
-    a = next((x for x in node.attribute if x.name == name), None)
-    return default if a is None else onnx.helper.get_attribute_value(a)
-
-
 def swaps_last_two(node: onnx.NodeProto, rank: int) -> bool:
     """A Transpose whose perm swaps only the last two dims (what BatchMatMulFusionPass takes into a MatMul)."""
-    perm = list(_attr(node, "perm", []) or reversed(range(rank)))
+    perm = list(attr(node, "perm", []) or reversed(range(rank)))
     n = len(perm)
     return n >= 2 and perm == [*range(n - 2), n - 1, n - 2]
 
@@ -125,7 +121,7 @@ def flops(node: onnx.NodeProto, shapes: Mapping[str, Sequence[int]]) -> float:
     if node.op_type in ("MatMul", "MatMulInteger"):
         k = a[-1]
     elif node.op_type == "Gemm":
-        k = a[0] if _attr(node, "transA", 0) else a[-1]
+        k = a[0] if attr(node, "transA", 0) else a[-1]
     else:  # Conv: each output element sums the weight's row
         k = math.prod(b[1:])
     return 2.0 * math.prod(out) * k

@@ -39,13 +39,14 @@ from .atc_passes import CUBE as CUBE_OPS
 from .atc_passes import VIEWS, AtcKernel
 from .atc_passes import flops as flops_of
 from .dims import DimRole, evaluate, sweep
+from .dtypes import np_type, onnx_type
 from .emulator.harness import prebuild, run
 from .errors import AscOnnxError
 from .hardware import CHIPS, FACTS, UNFUSED_END, chip_of, corner, emulator_table, value
 from .kernels import of
 from .package import Kernel
 from .soc import Soc
-from .verify_kernels import body_shapes, data_shape, dtype_of, np_type
+from .verify_kernels import body_shapes, data_shape
 
 
 def bindings(model: ModelProto, shape_map: Mapping[str, Sequence[int]],
@@ -174,9 +175,9 @@ def unfused_nodes(k: Kernel, inputs: Sequence[np.ndarray], soc: Soc, overrides: 
         shape = data_shape(k, inputs)
         sizes = {v: shape for n in k.op.function.node for v in [*n.input, *n.output] if v}
         sizes.update({n: a.shape for n, a in zip(k.op.input_names, inputs)})
-    dtype = dtype_of(inputs[0])
+    dtype = onnx_type(inputs[0])
     types = {v: dtype for v in sizes}
-    types.update({n: dtype_of(a) for n, a in zip(k.op.input_names, inputs)})
+    types.update({n: onnx_type(a) for n, a in zip(k.op.input_names, inputs)})
     chain = atc_passes.kernels(list(k.op.function.node), sizes, types, soc.name, static)
     return atc_costs(chain, soc, overrides)
 
@@ -195,7 +196,7 @@ def bound_us(k: Kernel, inputs: Sequence[np.ndarray], soc: Soc,
     flops = sum(flops_of(n, sizes) for n in k.op.function.node)
     vec = sum(math.prod(sizes.get(n.output[0], shape)) for n in k.op.function.node
               if n.op_type not in CUBE_OPS | VIEWS and n.output)
-    fp32 = dtype_of(inputs[0]) == TensorProto.FLOAT
+    fp32 = onnx_type(inputs[0]) == TensorProto.FLOAT
     elems = value(soc.chip, "vector_fp16_elems", o) * (0.5 if fp32 else 1.0)  # 64 float lanes a repeat
     cube = value(soc.chip, "cube_fp16_flops", o) * (value(soc.chip, "cube_fp32_share", o) if fp32 else 1.0)
     t = max(compulsory / value(soc.chip, "gm_bandwidth", o), flops / cube, vec / elems)

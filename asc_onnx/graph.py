@@ -274,3 +274,9 @@ def input_dims(model: ModelProto, input_shapes: Mapping[str, tuple[int, ...]] | 
             dims[vi.name] = [d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else default_dim
                              for d in vi.type.tensor_type.shape.dim]
     return dims
+
+
+def attr(node: onnx.NodeProto, name: str, default: object = None) -> object:
+    """A node's attribute ``name`` as its Python value, or ``default`` when the node does not set it."""
+    a = next((x for x in node.attribute if x.name == name), None)
+    return default if a is None else onnx.helper.get_attribute_value(a)

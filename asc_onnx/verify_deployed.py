@@ -25,6 +25,7 @@ import numpy as np
 import onnx
 from onnx import ModelProto, helper, numpy_helper
 
+from .dtypes import onnx_type
 from .emulator import cann_tiling
 from .emulator.harness import EmulatorFaultError, TilingRefusedError, refusal_text, run
 from .errors import AscOnnxError
@@ -35,7 +36,7 @@ from .rewrite import DOMAIN, param_attributes, param_bits_to_values
 from .soc import Soc
 from .validate import TOLERANCES, OutputCheck, compare_arrays, make_inputs
 from .validate import run as ort_run
-from .verify_kernels import dtype_of, over_emulation_budget, reference
+from .verify_kernels import over_emulation_budget, reference
 
 
 @dataclass(frozen=True)
@@ -249,7 +250,7 @@ def _run_prepared(atc: ModelProto, kernels: Sequence[Kernel], feeds: Mapping[str
         values.update(dict(zip(node.output, res.outputs)))
         if local is not None:
             for name, want, got in zip(node.output, reference(k.op, args, params), res.outputs):
-                c = compare_arrays(name, want, got, dtype_of(want))
+                c = compare_arrays(name, want, got, onnx_type(want))
                 if not c.ok:
                     local.append(f"fused node {node.name!r} ({node.op_type}) is off its function body on the values "
                                  f"it received: {name} max abs error {c.max_abs:.3e} beyond the {c.dtype} tolerance "
@@ -347,7 +348,7 @@ def _spread(runnable: ModelProto, kernels: Sequence[Kernel], feeds: Mapping[str,
         def run_moved(k: Kernel, args: Sequence[np.ndarray], params: Sequence[float]) -> list[np.ndarray]:
             outs = []
             for y in reference(k.op, args, params):
-                rtol, atol = TOLERANCES.get(dtype_of(y), (0.0, 0.0))
+                rtol, atol = TOLERANCES.get(onnx_type(y), (0.0, 0.0))
                 y64 = y.astype(np.float64)
                 outs.append((y64 + rng.choice((-1.0, 1.0), size=y.shape) * (atol + rtol * np.abs(y64))).astype(y.dtype))
             return outs

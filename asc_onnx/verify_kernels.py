@@ -19,6 +19,7 @@ import numpy as np
 import onnx
 from onnx import ModelProto, TensorProto, helper
 
+from .dtypes import FLOAT_TYPES, np_type, onnx_type
 from .emulator import cann_tiling
 from .emulator.harness import EmulatorFaultError, TilingRefusedError, prebuild, refusal_text, run
 from .errors import AscOnnxError, whole
@@ -30,8 +31,6 @@ from .package import Kernel
 from .rewrite import DOMAIN, FusedOp, param_attributes
 from .soc import Soc
 from .validate import compare_arrays
-
-NP = {TensorProto.FLOAT: np.float32, TensorProto.FLOAT16: np.float16, TensorProto.BFLOAT16: ml_dtypes.bfloat16}
 
 
 @dataclass(frozen=True)
@@ -88,17 +87,6 @@ def body_model(op: FusedOp, dtypes: Sequence[int], params: Sequence[float] | Non
     return model
 
 
-def dtype_of(a: np.ndarray) -> int:
-    """ONNX element type of a float array (bf16 through ml_dtypes)."""
-    if a.dtype == np.float32:
-        return TensorProto.FLOAT
-    if a.dtype == np.float16:
-        return TensorProto.FLOAT16
-    if a.dtype.name == "bfloat16":
-        return TensorProto.BFLOAT16
-    raise AscOnnxError(f"kernel inputs must be float32, float16 or bfloat16, not {a.dtype}")
-
-
 def reference(op: FusedOp, inputs: Sequence[np.ndarray], params: Sequence[float] | None = None) -> list[np.ndarray]:
     """The function body on onnxruntime CPU (graph optimizations off).
 
@@ -106,14 +94,14 @@ def reference(op: FusedOp, inputs: Sequence[np.ndarray], params: Sequence[float]
     dtype (fp16 or bf16 through an fp32 body) are widened exactly, and the result is rounded
     to the inputs' dtype, which is what the kernel must reproduce."""
     body = op.instances[0].input_dtypes[0]
-    have = dtype_of(inputs[0])
+    have = onnx_type(inputs[0])
     if of(op.kernel).cube and body != TensorProto.FLOAT or body == TensorProto.BFLOAT16:
         # The cube accumulates in fp32, and onnxruntime's CPU build lacks most bf16 kernels: the reference is
         # the body in fp32, rounded to the I/O type once (every kernel computes in fp32 registers).
         return [o.astype(inputs[0].dtype)
                 for o in reference(_fp32_op(op), [a.astype(np.float32) for a in inputs], params)]
-    feed = inputs if have == body else [a.astype(NP.get(body, np.float32)) for a in inputs]
-    sess = _body_session(body_model(op, [dtype_of(feed[0])], params).SerializeToString())
+    feed = inputs if have == body else [a.astype(FLOAT_TYPES.get(body, np.float32)) for a in inputs]
+    sess = _body_session(body_model(op, [onnx_type(feed[0])], params).SerializeToString())
     outs = sess.run(None, dict(zip(op.input_names, feed)))
     return outs if have == body else [o.astype(inputs[0].dtype) for o in outs]
 
@@ -173,15 +161,6 @@ def matmul_inputs(k: Kernel, dtype: int, lead: Sequence[int], rng: np.random.Gen
     return of(k).driver.inputs_at(k.ir, k.op.instances[0], np_type(dtype), lead, rng, k_dim, n_dim)
 
 
-def np_type(dtype: int) -> type:
-    """numpy type of an ONNX float type."""
-    if dtype == TensorProto.BFLOAT16:
-        import ml_dtypes
-
-        return ml_dtypes.bfloat16
-    return NP[dtype]
-
-
 def data_shape(k: Kernel, inputs: Sequence[np.ndarray]) -> tuple[int, ...]:
     """The shape the kernel computes over (its class's driver knows: the full inputs', the rows', y's)."""
     return of(k).driver.data_shape(k.ir, inputs)
@@ -194,7 +173,7 @@ def check(k: Kernel, inputs: Sequence[np.ndarray], soc: Soc, label: str, core_nu
     CANN's own algorithm computes for its shape where the open CANN sources are at hand
     (``ASC_ONNX_CANN_SOURCE``), else under the emulator's own; the check says which."""
     params = tuple(k.ir.params if params is None else params)
-    dtype = dtype_of(inputs[0])
+    dtype = onnx_type(inputs[0])
     shape = data_shape(k, inputs)
     name = IO_TYPES[dtype][0]
     whose = ""
@@ -294,9 +273,9 @@ def body_shapes(k: Kernel, inputs: Sequence[np.ndarray]) -> dict[str, tuple[int,
     body = k.op.function
     opset = next(o.version for o in body.opset_import if o.domain in ("", "ai.onnx"))
     graph = helper.make_graph(list(body.node), "sizes",
-                              [helper.make_tensor_value_info(n, dtype_of(a), list(a.shape))
+                              [helper.make_tensor_value_info(n, onnx_type(a), list(a.shape))
                                for n, a in zip(k.op.input_names, inputs)],
-                              [helper.make_tensor_value_info(n, dtype_of(inputs[0]), None) for n in k.op.output_names])
+                              [helper.make_tensor_value_info(n, onnx_type(inputs[0]), None) for n in k.op.output_names])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 10
     try:

@@ -16,7 +16,7 @@ STAGES = ["load", "canonicalize", "match", "checks", "rewrite", "package", "vali
           "atc_passes", "atc_cost", "estimate", "verify_deployed",
           "report", "report_charts", "report_html", "output", "api", "cli", "entry"]
 #: Helpers any stage may import. ``kernels`` is the kernel classes: a library under the stages, not a stage.
-HELPERS = {"cache", "errors", "options", "graph", "pattern", "fusion", "registry", "soc", "progress", "dims",
+HELPERS = {"cache", "dtypes", "errors", "options", "graph", "pattern", "fusion", "registry", "soc", "progress", "dims",
            "shape_values", "kernels", "hardware", "model_text", "__init__"}
 #: The kernel classes' own packages, and the modules they share.
 KERNELS = PKG / "kernels"

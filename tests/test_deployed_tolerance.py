@@ -14,9 +14,9 @@ import pytest
 import asc_onnx
 import asc_onnx.verify_deployed as vd
 from asc_onnx import FuseOptions
+from asc_onnx.dtypes import onnx_type
 from asc_onnx.soc import get_soc
 from asc_onnx.validate import TOLERANCES
-from asc_onnx.verify_kernels import dtype_of
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 QUANTIZED = ["bert_quant_dynamic", "bert_quant_qdq"]
@@ -63,7 +63,7 @@ def test_a_kernel_off_by_1e3_relative_everywhere_fails(fused, monkeypatch):
 
 def test_a_kernel_off_by_ten_tolerances_at_one_element_fails(fused, monkeypatch):
     def one(y):
-        rtol, atol = TOLERANCES[dtype_of(y)]
+        rtol, atol = TOLERANCES[onnx_type(y)]
         z = y.copy().reshape(-1)
         z[z.size // 2] += 10 * (atol + rtol * abs(float(z[z.size // 2])))
         return z.reshape(y.shape)
@@ -95,7 +95,7 @@ def test_a_kernel_at_the_edge_of_its_tolerance_passes_by_the_spread(fused, monke
     rng = np.random.default_rng(7)
 
     def edge(y):
-        rtol, atol = TOLERANCES[dtype_of(y)]
+        rtol, atol = TOLERANCES[onnx_type(y)]
         y64 = y.astype(np.float64)
         return (y64 + 0.9 * rng.choice((-1.0, 1.0), size=y.shape) * (atol + rtol * np.abs(y64))).astype(y.dtype)
 

@@ -206,6 +206,6 @@ def for_inputs(ir: KernelIR, files: Mapping[str, str], soc: Soc, inputs: Sequenc
     has no tiling program or the open CANN sources are not at hand."""
     if of(ir).tiling_main is None or source_root() is None:
         return None
-    from .harness import onnx_type
+    from ..dtypes import onnx_type
 
     return tilings_for(ir, files, soc, onnx_type(inputs[0]), [[list(a.shape) for a in inputs]], core_num)[0]

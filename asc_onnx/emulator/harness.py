@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from onnx import TensorProto
 
 from ..cache import cache_root
+from ..dtypes import np_type, onnx_type
 from ..errors import AscOnnxError, crash_reason
 from ..hardware import emulator_table
 from ..kernels import KernelIR, of
@@ -35,8 +35,6 @@ from ..kernels.ir import IO_TYPES
 from ..kernels.skeleton import tiling_guard
 from ..soc import Soc
 from . import INCLUDE_DIR
-
-NP_TYPES = {TensorProto.FLOAT: np.float32, TensorProto.FLOAT16: np.float16}
 
 
 class EmulatorFaultError(AscOnnxError):
@@ -358,20 +356,5 @@ def output_shapes(k: KernelIR, inputs: Sequence[np.ndarray]) -> list[tuple[int, 
     return of(k).driver.output_shapes(k, inputs)
 
 
-def onnx_type(a: np.ndarray) -> int:
-    """ONNX element type of a numpy array (bf16 via ml_dtypes' bfloat16)."""
-    if a.dtype == np.float32:
-        return TensorProto.FLOAT
-    if a.dtype == np.float16:
-        return TensorProto.FLOAT16
-    if a.dtype.name == "bfloat16":
-        return TensorProto.BFLOAT16
-    raise AscOnnxError(f"emulator inputs must be float32, float16 or bfloat16, not {a.dtype}")
-
-
 def _read(path: Path, dtype: int, shape: tuple[int, ...]) -> np.ndarray:
-    if dtype == TensorProto.BFLOAT16:
-        import ml_dtypes
-
-        return np.frombuffer(path.read_bytes(), dtype=ml_dtypes.bfloat16).reshape(shape).copy()
-    return np.frombuffer(path.read_bytes(), dtype=NP_TYPES[dtype]).reshape(shape).copy()
+    return np.frombuffer(path.read_bytes(), dtype=np_type(dtype)).reshape(shape).copy()

@@ -9,7 +9,7 @@ JSON line of counters. Each defines ``int Drive(int argc, char** argv)`` (:data:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -249,6 +249,22 @@ def driver_tiling(struct: str, call: str, num_params: int) -> str:
     return "\n    ".join([f"{struct} tiling{{}};", f"const int rc = {call};",
                           'if (rc != 0) return Report("tiling", "tiling refused the shape, reason " + '
                           'std::to_string(rc));', param_reads(num_params)])
+
+
+def cube_write_inputs(k: Any, folder: Path, inputs: Sequence[np.ndarray], out_shapes: Sequence[tuple[int, ...]],
+                      soc: Soc, core_num: int, dtype_size: int, dtype_name: str,
+                      cube_tiling: Mapping[str, int] | None = None) -> list[str]:
+    """A cube kernel's run folder: shapes.txt (every input's), cube_tiling.txt (forced tilings of its Matmul objects,
+    if any); returns the program's arguments after the folder."""
+    write_shapes(folder / "shapes.txt", [a.shape for a in inputs])
+    if cube_tiling:
+        (folder / "cube_tiling.txt").write_text("".join(f"{key} {int(v)}\n" for key, v in cube_tiling.items()))
+    return [str(core_num), str(dtype_size), dtype_name]
+
+
+def one_output_bytes(k: Any, shape: tuple[int, ...], itemsize: int) -> int:
+    """A kernel with one output y of ``shape``, written once."""
+    return int(np.prod(shape)) * itemsize
 
 
 def vector_write_inputs(k: Any, folder: Path, inputs: Sequence[np.ndarray], out_shapes: Sequence[tuple[int, ...]],

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, numpy_helper
 
+from ..graph import attr
 from .ir import LoweringError, Param
 from .text import f32
 
@@ -109,13 +110,6 @@ class Builder:
         """alpha * (exp(min(x, 0)) - 1)."""
         return self.emit("Muls", (self.emit("Adds", (self.emit("Exp", (self.emit("Mins", (x,), 0.0),)),), -1.0),),
                          alpha)
-
-
-def attr(node, name: str, default):
-    for a in node.attribute:
-        if a.name == name:
-            return helper.get_attribute_value(a)
-    return default
 
 
 #: Sin and Cos (our own composition of basic vector instructions): x = q*pi + r for an integer q, by Cody and

@@ -3,22 +3,21 @@ after another (two per cube core), the files a run reads and the shapes it retur
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from ...soc import Soc
 from ..drive import (
     CUBE_FIELDS,
     CUBE_PLATFORM,
     concrete,
     cube_inputs,
     cube_run,
+    cube_write_inputs,
     driver_helpers,
+    one_output_bytes,
     param_reads,
-    write_shapes,
 )
 from .lower import AttentionKernel
 from .render import tiling_call
@@ -108,15 +107,7 @@ def output_shapes(k: AttentionKernel, inputs: Sequence[np.ndarray]) -> list[tupl
     return [tuple(inputs[0].shape[:-1]) + (inputs[2].shape[-1],)]
 
 
-def write_inputs(k: AttentionKernel, folder: Path, inputs: Sequence[np.ndarray],
-                 out_shapes: Sequence[tuple[int, ...]], soc: Soc, core_num: int, dtype_size: int, dtype_name: str,
-                 cube_tiling: Mapping[str, int] | None = None) -> list[str]:
-    """shapes.txt (every input's), cube_tiling.txt (forced tilings of the two products, if any); returns the
-    program's arguments after the folder."""
-    write_shapes(folder / "shapes.txt", [a.shape for a in inputs])
-    if cube_tiling:
-        (folder / "cube_tiling.txt").write_text("".join(f"{key} {int(v)}\n" for key, v in cube_tiling.items()))
-    return [str(core_num), str(dtype_size), dtype_name]
+write_inputs = cube_write_inputs
 
 
 def inputs_at(k: AttentionKernel, inst: Any, np_dtype: type, lead: Sequence[int], rng: np.random.Generator,
@@ -162,6 +153,4 @@ def data_shape(k: AttentionKernel, inputs: Sequence[np.ndarray]) -> tuple[int, .
     return output_shapes(k, inputs)[0]
 
 
-def output_bytes(k: AttentionKernel, shape: tuple[int, ...], itemsize: int) -> int:
-    """y, written once."""
-    return int(np.prod(shape)) * itemsize
+output_bytes = one_output_bytes

@@ -4,23 +4,22 @@ returns, and the least GM traffic the tiling it ran under allows."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ...errors import AscOnnxError
-from ...soc import Soc
 from ..drive import (
     CUBE_FIELDS,
     CUBE_PLATFORM,
     concrete,
     cube_inputs,
     cube_run,
+    cube_write_inputs,
     driver_helpers,
+    one_output_bytes,
     param_reads,
-    write_shapes,
 )
 from .lower import MatmulKernel
 from .render import tiling_call
@@ -102,15 +101,7 @@ def output_shapes(k: MatmulKernel, inputs: Sequence[np.ndarray]) -> list[tuple[i
     return [tuple(inputs[0].shape[:-1]) + (k.out_cols([a.shape for a in inputs]),)]
 
 
-def write_inputs(k: MatmulKernel, folder: Path, inputs: Sequence[np.ndarray], out_shapes: Sequence[tuple[int, ...]],
-                 soc: Soc, core_num: int, dtype_size: int, dtype_name: str,
-                 cube_tiling: Mapping[str, int] | None = None) -> list[str]:
-    """shapes.txt (every input's), cube_tiling.txt (a forced TCubeTiling, if any); returns the program's arguments
-    after the folder."""
-    write_shapes(folder / "shapes.txt", [a.shape for a in inputs])
-    if cube_tiling:
-        (folder / "cube_tiling.txt").write_text("".join(f"{key} {int(v)}\n" for key, v in cube_tiling.items()))
-    return [str(core_num), str(dtype_size), dtype_name]
+write_inputs = cube_write_inputs
 
 
 def finish(k: MatmulKernel, inputs: Sequence[np.ndarray], info: dict[str, Any], dtype_size: int) -> dict[str, Any]:
@@ -155,6 +146,4 @@ def data_shape(k: MatmulKernel, inputs: Sequence[np.ndarray]) -> tuple[int, ...]
     return output_shapes(k, inputs)[0]
 
 
-def output_bytes(k: MatmulKernel, shape: tuple[int, ...], itemsize: int) -> int:
-    """y, written once."""
-    return int(np.prod(shape)) * itemsize
+output_bytes = one_output_bytes

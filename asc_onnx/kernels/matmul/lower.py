@@ -16,9 +16,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from onnx import helper, numpy_helper
+from onnx import numpy_helper
 
 from ...fusion import FusedOp
+from ...graph import attr
 from ..ir import IO_TYPES, IRBase, LoweringError, Param, snake_case
 from ..vector import Builder, Step, allocate, lower_node, scalar, silu_products
 from .schedule import MatmulSchedule
@@ -77,13 +78,6 @@ class MatmulKernel(IRBase):
         return self.inputs
 
 
-def _attr(node, name: str, default):
-    for a in node.attribute:
-        if a.name == name:
-            return helper.get_attribute_value(a)
-    return default
-
-
 def lower_matmul(op: FusedOp) -> MatmulKernel:
     """Lower one matmul+epilogue fused op; raises LoweringError with the reason when it cannot."""
     dtypes = []
@@ -117,7 +111,7 @@ def lower_matmul(op: FusedOp) -> MatmulKernel:
         t = node.op_type
         if t == "Constant":
             continue
-        if t == "Transpose" and node.input[0] in formal and list(_attr(node, "perm", [1, 0])) == [1, 0]:
+        if t == "Transpose" and node.input[0] in formal and list(attr(node, "perm", [1, 0])) == [1, 0]:
             transposed[node.output[0]] = formal[node.input[0]]
             continue
         if t in ("MatMul", "Gemm"):
@@ -136,9 +130,9 @@ def lower_matmul(op: FusedOp) -> MatmulKernel:
                 raise LoweringError(f"{t}'s weight {w!r} is computed inside the op, not a weight input")
             bias = None
             if t == "Gemm":
-                if _attr(node, "transA", 0) or _attr(node, "alpha", 1.0) != 1.0 or _attr(node, "beta", 1.0) != 1.0:
+                if attr(node, "transA", 0) or attr(node, "alpha", 1.0) != 1.0 or attr(node, "beta", 1.0) != 1.0:
                     raise LoweringError("Gemm with transA or alpha/beta other than 1 is not served")
-                trans = trans or bool(_attr(node, "transB", 0))
+                trans = trans or bool(attr(node, "transB", 0))
                 if len(node.input) > 2 and node.input[2]:
                     if node.input[2] not in formal:
                         raise LoweringError("Gemm's bias is computed inside the op")

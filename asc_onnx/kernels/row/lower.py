@@ -36,8 +36,9 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ...dims import show
 from ...fusion import FusedOp
+from ...graph import attr
 from ..ir import IO_TYPES, LoweringError, NamedInputs, Param, snake_case
-from ..vector import Builder, Step, attr, lower_node
+from ..vector import Builder, Step, lower_node
 from .schedule import STAT_SLOT, RowSchedule
 
 #: fp32 elements per stat slot: 64 bytes, so a slot cast to fp16 is one 32-byte block (DataCopyPad rows).
