@@ -17,8 +17,10 @@ import onnx
 import onnx_graphsurgeon as gs
 from onnx import ModelProto, TensorProto
 
+from .dtypes import NP_TYPES
+
 #: The element types a fused kernel may compute on (bf16 through fp32, see DESIGN.md).
-FLOAT_TYPES = frozenset({TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16})
+FLOAT_TYPES = frozenset(NP_TYPES)  # the element types a kernel takes
 
 #: Largest constant (elements) read into memory to compare with a pattern or to bake in.
 SMALL_CONST = 16

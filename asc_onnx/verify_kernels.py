@@ -19,7 +19,7 @@ import numpy as np
 import onnx
 from onnx import ModelProto, TensorProto, helper
 
-from .dtypes import FLOAT_TYPES, np_type, onnx_type
+from .dtypes import NP_TYPES, np_type, onnx_type
 from .emulator import cann_tiling
 from .emulator.harness import EmulatorFaultError, TilingRefusedError, prebuild, refusal_text, run
 from .errors import AscOnnxError, whole
@@ -100,7 +100,7 @@ def reference(op: FusedOp, inputs: Sequence[np.ndarray], params: Sequence[float]
         # the body in fp32, rounded to the I/O type once (every kernel computes in fp32 registers).
         return [o.astype(inputs[0].dtype)
                 for o in reference(_fp32_op(op), [a.astype(np.float32) for a in inputs], params)]
-    feed = inputs if have == body else [a.astype(FLOAT_TYPES.get(body, np.float32)) for a in inputs]
+    feed = inputs if have == body else [a.astype(NP_TYPES.get(body, np.float32)) for a in inputs]
     sess = _body_session(body_model(op, [onnx_type(feed[0])], params).SerializeToString())
     outs = sess.run(None, dict(zip(op.input_names, feed)))
     return outs if have == body else [o.astype(inputs[0].dtype) for o in outs]
