@@ -21,6 +21,7 @@ import onnx
 import onnx.inliner
 from onnx import ModelProto
 
+from . import config
 from .atc_passes import NOT_APPLIED
 from .canonicalize import CanonStats, canonicalize
 from .dims import DimRole, roles
@@ -104,7 +105,7 @@ def plan(model: str | os.PathLike | ModelProto, options: FuseOptions = FuseOptio
          declined: dict[tuple[str, str], str] | None = None) -> Planned:
     """Load, canonicalize and match; ``declined`` (see :func:`asc_onnx.match.match`) keeps the regions of ops
     that were not shipped for the smaller fusions inside them (:func:`rematch` does that on a plan)."""
-    with graph_work():
+    with _configured(options), graph_work():
         return _plan(model, options, declined)
 
 
@@ -192,12 +193,18 @@ def fuse(model: str | os.PathLike | ModelProto, out_dir: str | os.PathLike | Non
     """
     out = Path(out_dir) if out_dir is not None else None
     source = None if isinstance(model, ModelProto) else Path(model)
-    if out is not None:
-        check_target(out, force, [source] if source is not None else [])
-    soc = get_soc(options.soc)
-    p = plan(model, options)
-    with kept_alive():
-        return _fuse_staged(p, model, out, soc, options, validate, force)
+    with _configured(options):
+        if out is not None:
+            check_target(out, force, [source] if source is not None else [])
+        soc = get_soc(options.soc)
+        p = plan(model, options)
+        with kept_alive():
+            return _fuse_staged(p, model, out, soc, options, validate, force)
+
+
+def _configured(options: FuseOptions):
+    """The run's config (:mod:`asc_onnx.config`) held while it works: its options', else the process default."""
+    return config.using(options.config or config.current())
 
 
 def estimate_model(model: str | os.PathLike | ModelProto, options: FuseOptions = FuseOptions()) -> dict[str, Any]:
@@ -506,6 +513,8 @@ def _report(name: str, p: Planned, r: RewriteResult, pkg: PackageResult, options
                       for k in pkg.kernels],
         "not_generated": [{"op_type": t, "reason": why} for t, why in pkg.skipped],
         "emulated": [asdict(c) for c in state["checks"]],
+        # cube kernels proven under asc-onnx's own Matmul tiling, which the device never runs (no CANN sources)
+        "own_tiling": sorted({c.op_type for c in state["checks"] if c.tiling == "asc-onnx"}),
         "data_movement": [asdict(m) for m in state["moves"]],
         "rejected": [{"op_type": t, "reason": why} for t, why in sorted(state["rejected"].items())],
     }

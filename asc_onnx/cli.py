@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from . import __version__
+from . import __version__, config
 from .api import REPORT, emulate, estimate_model, fuse, inspect, validate, validate_kernels
 from .errors import STOPPING_SIGNAL, AscOnnxError, ValidationError, stopped
 from .estimate import label
@@ -379,10 +379,19 @@ COMMANDS = {"fuse": _cmd_fuse, "validate": _cmd_validate, "inspect": _cmd_inspec
             "emulate": _cmd_emulate, "build": _cmd_build, "convert": _cmd_convert}
 
 
+def use_environment() -> None:
+    """The environment's cache folder and CANN sources (``ASC_ONNX_CACHE``, ``ASC_ONNX_CANN_SOURCE``) as the
+    process's config: the one place asc-onnx reads them, first thing in :func:`run`, and in scripts that call the
+    API in-process (the benches)."""
+    config.set_default(config.Config.of(os.environ.get("ASC_ONNX_CACHE") or None,
+                                        os.environ.get("ASC_ONNX_CANN_SOURCE") or None))
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` and run the command; every failure is one line on stderr and an exit code."""
     a = parser().parse_args(argv)
     try:
+        use_environment()
         return COMMANDS[a.cmd](a)
     except AscOnnxError as exc:
         if STOPPING_SIGNAL[0]:  # a wrapper of ours turned the interrupted import into an error message

@@ -181,9 +181,9 @@ def format_dims(shape: onnx.TensorShapeProto) -> str:
 SYMBOLIC_SECONDS = 8.0
 
 
-def _symbolic_in_process(model: ModelProto) -> ModelProto | None:
+def _symbolic_in_process(model: ModelProto, ort: bool = True) -> ModelProto | None:
     """Dims onnx's inference left unknown: our own pass over the shape arithmetic exporters write (fast), then,
-    where it leaves a dim unknown, onnxruntime's symbolic inference (slow: sympy) on what it gave."""
+    where it leaves a dim unknown and ``ort``, onnxruntime's symbolic inference (slow: sympy) on what it gave."""
     named = ModelProto()
     named.CopyFrom(model)
     try:
@@ -191,13 +191,13 @@ def _symbolic_in_process(model: ModelProto) -> ModelProto | None:
             return named
     except Exception:  # noqa: BLE001 - onnx's inference errors are many and varied: onnxruntime's alone
         named = model
-    return _onnxruntime_symbolic(named)
+    return _onnxruntime_symbolic(named) if ort else None
 
 
-def _additions(model: ModelProto) -> ModelProto | None:
+def _additions(model: ModelProto, ort: bool = True) -> ModelProto | None:
     """:func:`_symbolic_in_process`, as a model holding only the value_info entries it adds or improves (what a
     parent parses and applies)."""
-    res = _symbolic_in_process(model)
+    res = _symbolic_in_process(model, ort)
     if res is None:
         return None
     added = ModelProto()
@@ -213,19 +213,14 @@ def _onnxruntime_symbolic(model: ModelProto) -> ModelProto | None:
     except ImportError:  # sympy missing: onnx's own inference alone
         return None
     logging.getLogger("onnxruntime.tools.symbolic_shape_infer").setLevel(logging.CRITICAL)
-    # Where it gives up, onnxruntime saves a debugging copy of the model, weights included, as
-    # sym_shape_infer_temp.onnx and <uuid>.data files in the working directory: nothing of a run may land
-    # there, so its onnx.save_model does nothing while it runs (this process is single-threaded here).
-    save = onnx.save_model
-    onnx.save_model = lambda *args, **kwargs: None
+    # (where it gives up, onnxruntime saves a debugging copy of the model, weights included, into the working
+    # directory: it runs only in the forked child of Symbolic, whose working directory is its scratch folder)
     try:
         with contextlib.redirect_stdout(sys.stderr):
             return SymbolicShapeInference.infer_shapes(model, int_max=2**31 - 1, auto_merge=True,
                                                        guess_output_rank=False, verbose=0)
     except Exception:  # noqa: BLE001 - an op it does not know: keep onnx's shapes
         return None
-    finally:
-        onnx.save_model = save
 
 
 class Symbolic:
@@ -245,8 +240,8 @@ class Symbolic:
         self.deadline = time.monotonic() + seconds
         try:
             ctx = multiprocessing.get_context("fork")
-        except ValueError:  # no fork (not Linux): in this process, at result(), without a time limit
-            return
+        except ValueError:  # no fork (not Linux): our own pass in this process, at result(); not onnxruntime's,
+            return          # which would litter the working directory where it gives up
         self.folder = Path(tempfile.mkdtemp(prefix="asc-shapes-"))
         out = self.folder / "inferred.onnx"
 
@@ -258,6 +253,7 @@ class Symbolic:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, 1)
             os.dup2(devnull, 2)
+            os.chdir(out.parent)  # what onnxruntime saves where it gives up lands in the scratch folder
             res = _additions(model)
             if res is not None:
                 out.write_bytes(res.SerializeToString())
@@ -277,7 +273,7 @@ class Symbolic:
         import time
 
         if self.proc is None:
-            return _additions(self.model) if self.deadline else None  # no fork; 0 once cancelled
+            return _additions(self.model, ort=False) if self.deadline else None  # no fork; 0 once cancelled
         try:
             self.proc.join(max(0.0, self.deadline - time.monotonic()))
         finally:

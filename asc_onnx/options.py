@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .config import Config
 from .errors import stop_if_signalled
 
 
@@ -40,6 +41,8 @@ class FuseOptions:
         memory_budget: weight bytes up to which the whole model is run (the graph and deployed rungs, and the
             kernel rung's captured activations, each load every weight into one onnxruntime session); a
             bigger model is proven op by op by the kernel rung alone, and the report says so.
+        config: where the run keeps its cache and which CANN sources prove its cube kernels
+            (:class:`asc_onnx.config.Config`); None: the process default.
         progress: called as ``progress(stage, done, total, detail)`` while the run works
             (:class:`asc_onnx.progress.Progress` draws it on a terminal); None for silence.
     """
@@ -60,6 +63,7 @@ class FuseOptions:
     keep_slower: bool = False
     link_weights: bool = False
     memory_budget: int = 4 << 30
+    config: Config | None = None
     progress: Callable[..., None] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:

@@ -86,6 +86,10 @@ def summary(report: dict[str, Any], verbose: bool = False) -> str:
                     lines.append(f"    {inst['node']}: {', '.join(inst['source_nodes'])}")
     else:
         lines.append("nothing fused")
+    own = report.get("kernels", {}).get("own_tiling")
+    if own:
+        lines.append(f"proven under asc-onnx's own Matmul tiling, not CANN's, which the device runs (no CANN sources: "
+                     f"ASC_ONNX_CANN_SOURCE): {', '.join(own)}")
     near = report["near_misses"]
     if near:
         lines.append(f"near misses ({len(near)}):")

@@ -240,6 +240,11 @@ def render(report: Mapping[str, Any], functions: Mapping[str, FunctionProto], ou
                     f'{"ok" if val["ok"] else "bad"}">{"ok" if val["ok"] else "MISMATCH"}</span>, '
                     f'{len(val.get("outputs", []))} outputs, max abs error {worst:.3e}'
                     + (f' <span class="muted">({_esc(val["note"])})</span>' if val.get("note") else "") + "</p>")
+    own = report.get("kernels", {}).get("own_tiling")
+    if own:
+        head.append('<p><span class="bad">Proven under asc-onnx\'s own Matmul tiling</span>, not the one CANN\'s host '
+                    'code computes and the device runs (no CANN sources were given): '
+                    + ", ".join(f"<code>{_esc(t)}</code>" for t in own) + "</p>")
     dep = report.get("deployed")
     if dep:
         head.append(f'<p>ATC model with every fused node run by its emulated kernel: <span class="'

@@ -35,6 +35,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from asc_onnx.atc_cost import launch_us  # noqa: E402
+from asc_onnx.cli import use_environment  # noqa: E402
+
+use_environment()  # the cache and CANN sources the command line would use
 from asc_onnx.emulator import INCLUDE_DIR  # noqa: E402
 from asc_onnx.hardware import corner, emulator_table, fact  # noqa: E402
 

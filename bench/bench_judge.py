@@ -27,6 +27,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 from bench_ship import SMOKE_MODEL, counts  # noqa: E402
 
 from asc_onnx.atc_cost import CUBE_KERNELS, CURVES, GEMV_ROWS, SPLIT, cube_fit, curve, launch_lines, profiles  # noqa: E402,E501
+from asc_onnx.cli import use_environment  # noqa: E402
+
+use_environment()  # the cache and CANN sources the command line would use
 
 #: bench/bench_ship.py at commit 3e13fab (the unfused side at its roofline plus a 20 us launch, matmul nodes as
 #: our own bare mixed kernel), run on the same 32 fixtures: shipped / judged op types per kernel class.

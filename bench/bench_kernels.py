@@ -32,6 +32,9 @@ from onnx import TensorProto  # noqa: E402
 
 import asc_onnx  # noqa: E402
 from asc_onnx import FuseOptions  # noqa: E402
+from asc_onnx.cli import use_environment  # noqa: E402
+
+use_environment()  # the cache and CANN sources the command line would use
 from asc_onnx.emulator.harness import run  # noqa: E402
 from asc_onnx.estimate import estimate_at  # noqa: E402
 from asc_onnx.kernels import of  # noqa: E402

@@ -26,6 +26,9 @@ from onnx import TensorProto, helper  # noqa: E402
 
 import asc_onnx  # noqa: E402
 from asc_onnx import FuseOptions  # noqa: E402
+from asc_onnx.cli import use_environment  # noqa: E402
+
+use_environment()  # the cache and CANN sources the command line would use
 from asc_onnx.kernels import of  # noqa: E402
 from asc_onnx.package import render  # noqa: E402
 from asc_onnx.soc import SOCS  # noqa: E402

@@ -21,6 +21,9 @@ sys.path.insert(0, str(ROOT))
 
 import asc_onnx  # noqa: E402
 from asc_onnx import FuseOptions  # noqa: E402
+from asc_onnx.cli import use_environment  # noqa: E402
+
+use_environment()  # the cache and CANN sources the command line would use
 from asc_onnx.soc import SOCS  # noqa: E402
 
 #: Fixtures the legacy exporter traced at one sequence length (they run at it only).

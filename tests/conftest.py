@@ -11,6 +11,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from asc_onnx.cli import use_environment
+
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"
 #: The open CANN sources beside the repository (../shared/ascend): where present, every matmul kernel the tests
@@ -19,6 +21,7 @@ MODELS = ROOT / "models"
 SHARED_ASCEND = ROOT.parent / "shared" / "ascend"
 if (SHARED_ASCEND / "asc-devkit" / "impl" / "adv_api" / "tiling" / "matmul").is_dir():
     os.environ.setdefault("ASC_ONNX_CANN_SOURCE", str(SHARED_ASCEND))
+use_environment()  # in-process runs take the same, as the command line does (nothing below it reads the environment)
 if os.environ.get("ASC_ONNX_DIGESTS"):  # record what every fuse generates (tests/digests.py)
     from digests import install
 

@@ -16,8 +16,8 @@ STAGES = ["load", "canonicalize", "match", "checks", "rewrite", "package", "vali
           "atc_passes", "atc_cost", "estimate", "verify_deployed",
           "report", "report_charts", "report_html", "output", "api", "cli", "entry"]
 #: Helpers any stage may import. ``kernels`` is the kernel classes: a library under the stages, not a stage.
-HELPERS = {"cache", "dtypes", "errors", "options", "graph", "pattern", "fusion", "registry", "soc", "progress", "dims",
-           "shape_values", "kernels", "hardware", "model_text", "__init__"}
+HELPERS = {"cache", "config", "dtypes", "errors", "options", "graph", "pattern", "fusion", "registry", "soc",
+           "progress", "dims", "shape_values", "kernels", "hardware", "model_text", "__init__"}
 #: The kernel classes' own packages, and the modules they share.
 KERNELS = PKG / "kernels"
 CLASS_PACKAGES = sorted(p.name for p in KERNELS.iterdir() if (p / "__init__.py").is_file())
@@ -185,3 +185,27 @@ def test_every_rule_names_a_registered_kernel_class():
     assert rules and {r.kernel for r in rules} <= set(CLASSES)
     for name, cls in CLASSES.items():
         assert of(name) is cls and cls.refusals  # every class states its tiling's refusals
+
+
+def test_nothing_below_the_command_line_reads_the_environment():
+    """Configuration is one frozen value (asc_onnx.config), which the command line reads from the environment
+    (cli.use_environment); no other module of the package reads a variable (passing the environment on to a child
+    process, or setting one for onnxruntime, is not reading it)."""
+    reads = []
+    for path in sorted(PKG.rglob("*.py")):
+        if path.name == "cli.py" and path.parent == PKG:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            env = None
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                f = node.func
+                if f.attr == "getenv" and isinstance(f.value, ast.Name) and f.value.id == "os":
+                    env = "os.getenv"
+                elif f.attr == "get" and ast.unparse(f.value) == "os.environ":
+                    env = "os.environ.get"
+            elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and \
+                    ast.unparse(node.value) == "os.environ":
+                env = "os.environ[...]"
+            if env:
+                reads.append(f"{path.relative_to(PKG)}:{node.lineno} {env}")
+    assert not reads, reads

@@ -473,3 +473,21 @@ def test_the_cube_runs_float_at_a_quarter_of_the_half_rate():
         assert not e.error, e.error
         busy[dtype] = e.busy_us["M"]
     assert 3.8 < busy[TensorProto.FLOAT] / busy[F16] < 4.2, busy
+
+
+def test_a_run_says_when_its_cube_kernels_were_proven_under_our_own_tiling(tmp_path):
+    """Without CANN's sources a cube kernel is proven under asc-onnx's own Matmul tiling, which the device never
+    runs: the summary and the page say so, not only the check table's column. With them, nothing is said."""
+    from asc_onnx import config
+    from asc_onnx.report import summary
+
+    here = config.current()
+    m = linear_silu(F32, 64, k=32)
+    own = asc_onnx.fuse(m, tmp_path / "own", FuseOptions(judge=False, config=config.Config(here.cache_dir, None)))
+    assert own.report["kernels"]["own_tiling"] == [own.ops[0].op_type]
+    assert "proven under asc-onnx's own Matmul tiling" in summary(own.report)
+    assert "Proven under asc-onnx's own Matmul tiling" in (tmp_path / "own" / "report.html").read_text()
+    if cann_tiling.source_root() is not None:  # the suite's default: ../shared/ascend
+        cann = asc_onnx.fuse(m, tmp_path / "cann", FuseOptions(judge=False))
+        assert cann.report["kernels"]["own_tiling"] == []
+        assert "own Matmul tiling" not in summary(cann.report)

@@ -2,7 +2,8 @@
 (``asc-devkit/impl/adv_api/tiling/matmul``) computes for a generated tiling calc, so that matmul kernels are
 emulated under the tiling the device's host code would hand them, not only under our own.
 
-Enabled by ``ASC_ONNX_CANN_SOURCE``: a folder laid out as the open CANN sources (``asc-devkit/``,
+Enabled by the config's ``cann_source`` (:mod:`asc_onnx.config`; the command line takes ``ASC_ONNX_CANN_SOURCE``): a
+folder laid out as the open CANN sources (``asc-devkit/``,
 ``metadef/`` and the open-header checker ``check/check.sh``, as ``../shared/ascend`` beside this repository).
 Nothing of those sources is copied: their five tiling files are compiled from that folder into the cache once,
 with ``cann/cann_shim.cpp`` standing in for the libraries that are not public (logging, TilingDef); each
@@ -20,32 +21,31 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from .. import config
 from ..errors import AscOnnxError, crash_reason
 from ..kernels import KernelIR, of
 from ..kernels.ir import IO_TYPES
 from ..soc import Soc
 from .harness import _headers_digest, cache_dir
 
-ENV = "ASC_ONNX_CANN_SOURCE"
 HERE = Path(__file__).resolve().parent / "cann"
 SOURCES = ("matmul_tiling.cpp", "matmul_tiling_base.cpp", "matmul_tiling_algorithm.cpp", "math_util.cpp",
            "bmm_tiling.cpp")
 
 
 def source_root() -> Path | None:
-    """The open CANN sources named by ``ASC_ONNX_CANN_SOURCE``, or None when it is unset."""
-    root = os.environ.get(ENV)
-    if not root:
-        return None
-    r = Path(root).resolve()
-    for need in ("asc-devkit/impl/adv_api/tiling/matmul", "metadef/inc", "check/check.sh"):
-        if not (r / need).exists():
-            raise AscOnnxError(f"{ENV}={root}: {need} is missing (expected the open CANN sources' layout)")
-    return r
+    """The open CANN sources the run's config names (:mod:`asc_onnx.config`), or None."""
+    return config.current().cann_source
+
+
+def _gen_dir() -> Path:
+    """Where check.sh keeps what it generates once (its kernel_tiling.h, the include links): under our cache, handed
+    to it as ASCC_GEN."""
+    return cache_dir().parent / "cann-check"
 
 
 def _flags(root: Path) -> list[str]:
-    gen = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "asc-onnx-check"
+    gen = _gen_dir()
     a, md = root / "asc-devkit", root / "metadef"
     return ["-std=c++17", "-w", "-I", str(HERE), "-I", str(root / "check" / "stubs"),
             "-isystem", str(md / "inc" / "external"), "-isystem", str(md / "inc"),
@@ -69,8 +69,8 @@ def _locked(path: Path):
     return f
 
 
-def _run(cmd: list[str], what: str) -> None:
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+def _run(cmd: list[str], what: str, env: Mapping[str, str] | None = None) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env} if env else None)
     if proc.returncode != 0:
         raise AscOnnxError(f"building CANN's Matmul tiling ({what}) failed: {proc.stderr[-800:]}")
 
@@ -90,7 +90,8 @@ def _objects(root: Path) -> list[Path]:
         if all(o.exists() for o in objs):
             return objs
         # check.sh generates the kernel_tiling.h and include links the headers expect, once.
-        _run(["bash", str(root / "check" / "check.sh"), str(HERE / "empty.cpp")], "check.sh")
+        _run(["bash", str(root / "check" / "check.sh"), str(HERE / "empty.cpp")], "check.sh",
+             {"ASCC_GEN": str(_gen_dir())})
         with tempfile.TemporaryDirectory(dir=d) as tmp:
             for src, obj in zip([*srcs, HERE / "cann_shim.cpp"], objs):
                 _run(["g++", *_flags(root), "-c", str(src), "-o", os.path.join(tmp, obj.name)], src.name)
@@ -163,7 +164,8 @@ def _tilings(k: KernelIR, files: Mapping[str, str], soc: Soc, dtype: int, cases:
     and the platform): the fields of each tiling it chose, or the calc's refusal code."""
     root = None if own else source_root()
     if root is None and not own:
-        raise AscOnnxError(f"{ENV} is not set: CANN's Matmul tiling needs the open CANN sources")
+        raise AscOnnxError("no CANN sources configured (ASC_ONNX_CANN_SOURCE on the command line, cann_source in the "
+                           "options): CANN's Matmul tiling needs the open CANN sources")
     exe = _program(root, k, files)
     name, size = IO_TYPES[dtype][0], IO_TYPES[dtype][1]
     cores = core_num or soc.vector_cores
