@@ -1,8 +1,12 @@
 // asc-onnx emulator: the Matmul high-level API as a vector core calls it (AscendC::Matmul,
-// REGIST_MATMUL_OBJ). Our own code, from the API reference (高阶API/矩阵计算) and the open
-// implementation (impl/adv_api/detail/matmul, include/adv_api/matmul/matmul_client.h).
+// REGIST_MATMUL_OBJ), or as a cube core runs it itself (ASCENDC_CUBE_ONLY in a __cube__ kernel). Our own code,
+// from the API reference (高阶API/矩阵计算) and the open implementation (impl/adv_api/detail/matmul,
+// include/adv_api/matmul/matmul_client.h).
 //
 // What it models:
+// * NORM and MDL (CFG_NORM, CFG_MDL, GetMMConfig) and constant tiling (MatmulApiStaticTiling, registered without a
+//   TCubeTiling); the copies into L1 timed as the basic API's ND -> NZ DataCopy (copy_cube_in_norm.h: one per base
+//   tile; copy_cube_in_mdl.h: one per stepKa/stepKb tiles along K), Huawei's Matmul sample's Cases 1-8 the check;
 // * the block order of TCubeTiling: Iterate walks baseM x baseN blocks of the core's
 //   singleCoreM x singleCoreN region (SetTail shrinks it) in groups of stepM/stepN, N inner for
 //   iterateOrder 0 and M inner for 1 (scheduler_norm_base.h MoveOnIterateOrderM/N);
