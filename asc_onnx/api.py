@@ -405,11 +405,15 @@ def _smaller_kernels(k: Kernel, shapes: Any, soc: Any) -> list[tuple[Kernel, lis
     for vi, shape in zip(body.graph.input, shapes):
         vi.type.tensor_type.shape.CopyFrom(onnx.helper.make_tensor_type_proto(k.ir.dtypes[0], shape).tensor_type.shape)
     options = FuseOptions(soc=soc.name, emulate=False, judge=False, skip=frozenset({k.op.rule}))
-    try:
-        res = fuse(body, None, options, validate=False)
+    try:  # matched and packaged, not a whole fuse: nothing of the body is proven, judged or written
+        p = plan(body, options)
+        with graph_work():
+            rewritten = rewrite(p.graph, p.loaded.model, p.matched.fusions, options.atc_domain_mode, p.scopes)
+            kernels = package(rewritten, soc, options.atc_domain_mode, options.shape_map, None,
+                              p.loaded.symbolic).kernels
     except AscOnnxError:
         return None
-    return [(s, [list(map(int, x or ())) for x in inst.input_shapes]) for s in res.kernels for inst in s.op.instances]
+    return [(s, [list(map(int, x or ())) for x in inst.input_shapes]) for s in kernels for inst in s.op.instances]
 
 
 def _smaller_us(smaller: list[tuple[Kernel, list[list[int]]]], e: Any, overrides: dict[str, float] | None,
