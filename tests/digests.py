@@ -51,6 +51,8 @@ def _options(options: Any) -> str:
         value = getattr(options, f.name)
         if f.name == "progress" or (f.name in ("judge", "keep_slower") and not options.judge):
             continue  # (a run without the ship guard generates what runs before the guard existed did)
+        if f.name == "config" and value is None:
+            continue  # (the process default: what runs before the field existed used)
         if f.name == "pattern_files":
             value = [_sha(Path(p).read_bytes()) if Path(p).is_file() else str(p) for p in value]
         elif isinstance(value, (set, frozenset)):
