@@ -108,4 +108,4 @@ def test_hardware_check_fires(faults, scenario):
 
 
 def test_full_ub_fits(faults):
-    assert faults("ub_fits") == "OK"
+    assert faults("ub_fits") == "OK Ascend910B"

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "kernel_operator.h"
+#include "scenario_main.h"  // main: argv[1] names the scenario
 
 using namespace AscendC;
 
@@ -15,6 +16,7 @@ static void SetupGm() {
 }
 
 static void Run(const std::string& s) {
+    SetupGm();
     TPipe pipe;
     GlobalTensor<float> gi, go;
     gi.SetGlobalBuffer(gIn.data(), 64);
@@ -106,17 +108,4 @@ static void Run(const std::string& s) {
         LocalTensor<float> t = a.Get<float>();
         Relu(t, t, 32);
     }
-}
-
-int main(int argc, char** argv) {
-    SetupGm();
-    try {
-        Run(argv[1]);
-        asc_emu::EndBlock();
-    } catch (const asc_emu::Fault& e) {
-        std::cout << "FAULT " << e.what() << std::endl;
-        return 0;
-    }
-    std::cout << "OK" << std::endl;
-    return 0;
 }

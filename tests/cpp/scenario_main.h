@@ -1,4 +1,4 @@
-// The main of a scenario program (emu_pipes.cpp, emu_cube.cpp): argv[1] names the scenario the including file's
+// The main of a scenario program (emu_pipes.cpp, emu_cube.cpp, emu_faults.cpp): argv[1] names the scenario the including file's
 // Run() plays as one block; a fault prints "FAULT <what>", a clean run "OK <SoC>".
 #pragma once
 #include <iostream>
