@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -20,14 +19,13 @@ from . import __version__, config
 from .api import REPORT, emulate, estimate_model, fuse, inspect, validate, validate_kernels
 from .errors import STOPPING_SIGNAL, AscOnnxError, ValidationError, stopped
 from .estimate import label
-from .estimate import lines as estimate_lines
 from .hardware import ALIASES, CHIPS
 from .options import FuseOptions
 from .progress import Progress
 from .registry import load_rules
-from .report import summary, to_json
+from .report import to_json
+from .report_text import estimate_lines, fuse_text, table
 from .validate import ValidationReport
-from .verify_kernels import KernelCheck, table
 
 
 def _shape_arg(text: str) -> tuple[str, tuple[int, ...]]:
@@ -170,60 +168,10 @@ def _cmd_fuse(a: argparse.Namespace) -> int:
     if a.json:
         print(to_json(report), end="")
     else:
-        print(summary(report, a.verbose))
-        kern = report.get("kernels", {})
-        if kern.get("emulated"):
-            print(table([KernelCheck(**{**c, "max_abs": float(c["max_abs"]), "max_rel": float(c["max_rel"])})
-                         for c in kern["emulated"]]))
-        for m in kern.get("data_movement", []):
-            if m["fused"] and m["compulsory"]:
-                print(f"  {m['op_type']}: GM bytes fused {m['fused']}, unfused {m['unfused']}, "
-                      f"compulsory {m['compulsory']} ({m['fused'] / m['compulsory']:.2f}x minimum, "
-                      f"{m['unfused'] / m['fused']:.1f}x less than unfused), "
-                      f"{m.get('vec_per_elem', 0):.2f} vector passes per element"
-                      + (f"; tiling minimum {m['tiling_min']} ({m['fused'] / m['tiling_min']:.2f}x), C staging "
-                         f"{m['staging']}, {m['cube_macs']} cube MACs" if m.get("tiling_min") else ""))
-        for miss in kern.get("not_generated", []):
-            print(f"  no kernel for {miss['op_type']}: {miss['reason']} (kept as original nodes in model.atc.onnx)")
-        if "hard link" in (report.get("weights") or {}).get("method", ""):
-            print("asc-onnx: warning: the output's weight files are hard links of the input's (--link-weights): "
-                  "onnx.load and onnx.checker refuse external data with more than one link ('potential hardlink "
-                  "attack') until one side is deleted; onnxruntime reads them", file=sys.stderr)
-        for rej in kern.get("rejected", []):
-            print(f"asc-onnx: warning: {rej['op_type']} not shipped: {rej['reason']}", file=sys.stderr)
-        est = report.get("estimates") or {}
-        for op in est.get("ops", []):
-            if op["judged_slower"] or op.get("not_judged"):
-                print(f"asc-onnx: warning: {op['op_type']} "
-                      + ("shipped anyway (--keep-slower): " if op["shipped"] else "not shipped: ")
-                      + op["reason"], file=sys.stderr)
-        if est.get("model"):
-            print(estimate_lines(est))
-        if report.get("whole_model"):
-            print(f"whole-model checks {report['whole_model']}")
-        dep = report.get("deployed")
-        if dep:
-            dep_err = max((float(o["max_abs"]) for o in dep["outputs"]), default=0.0)
-            print(f"deployed model ({'ok' if dep['ok'] else 'FAILED'}): model.atc.onnx with {dep['emulated_nodes']} "
-                  f"fused nodes run by their emulated kernels"
-                  + (f" ({dep['in_bodies']} inside control-flow bodies ran as their function bodies)"
-                     if dep.get("in_bodies") else "")
-                  + (f" ({dep['over_budget']} matmul nodes over the emulation budget ran as their function bodies; "
-                     "their kernels were emulated at reduced K and N)" if dep.get("over_budget") else "")
-                  + f", {len(dep['outputs'])} outputs compared, "
-                  f"max abs error {dep_err:.3e}" + (f": {dep['error']}" if dep["error"] else "")
-                  + (f"; {dep['requantized']}" if dep.get("requantized") else "")
-                  + (f"; {dep['amplified']}" if dep.get("amplified") else "")
-                  + (f"; {dep['node_error']}" if dep.get("node_error") else ""))
-        val = report.get("validation")
-        if val:
-            print(f"validation ({'ok' if val['ok'] else 'FAILED'}): {len(val['outputs'])} outputs compared, "
-                  f"max abs error {max((float(o['max_abs']) for o in val['outputs']), default=0.0):.3e}"
-                  + (f" ({val['note']})" if val.get("note") else ""))
-        print(f"wrote {Path(a.out)}/ (report.html shows what fused)")
-        if report.get("kernels", {}).get("generated"):
-            print(f"next, on a machine with CANN: asc-onnx build {shlex.quote(str(a.out))} && "
-                  f"asc-onnx convert {shlex.quote(str(a.out))}")
+        lines, warnings = fuse_text(report, a.verbose, str(Path(a.out)))
+        print("\n".join(lines))
+        for w in warnings:
+            print(f"asc-onnx: {w}", file=sys.stderr)
     if code:
         print(f"asc-onnx: {err}", file=sys.stderr)
     return code

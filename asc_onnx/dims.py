@@ -139,7 +139,7 @@ def _name_role(name: str) -> str | None:
 
 def roles(model: ModelProto) -> dict[str, DimRole]:
     """The role of every named dynamic dim of the model's inputs (name -> :class:`DimRole`), in input order (a plan
-    computes them once: :attr:`asc_onnx.api.Planned.dims`)."""
+    computes them once: :attr:`asc_onnx.plan.Planned.dims`)."""
     g = model.graph
     inits = {i.name for i in g.initializer}
     consumers: dict[str, list] = {}

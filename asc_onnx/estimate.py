@@ -469,32 +469,6 @@ def record(judgements: Sequence[Judgement], shipped: set[str], keep_slower: bool
     }
 
 
-def lines(est: Mapping[str, Any]) -> str:
-    """The CLI's lines: each op's estimates at the judged shapes, and the whole model's."""
-    out = []
-    for op in est.get("ops", []):
-        for e in op["estimates"]:
-            if e["error"]:
-                continue
-            w = next((x for x in op.get("slow_corner", []) if x["binding"] == e["binding"]
-                      and x["shapes"] == e["shapes"]), e)
-            ratio = w["unfused_us"] / max(w["fused_us"], 1e-9)
-            table = e["unfused_us"] / max(e["fused_us"], 1e-9)
-            out.append(f"  {op['op_type']} at {label(e['binding'])}: est. {ratio:.2f}x at the slow corner, "
-                       f"{table:.2f}x at the table values "
-                       f"({e['fused_us']:.1f} us fused, {e['efficiency']:.0%} of its bound, "
-                       f"{e['bottleneck'] or '-'}-bound, against {e['unfused_us']:.1f} us as ATC would run it)"
-                       + ("" if op["shipped"] else " (not shipped)"))
-    for m in est.get("model", []):
-        w = m.get("slow_corner", m)
-        out.append(f"model at {label(m['binding'])}: est. {w['unfused_us'] / max(w['fused_us'], 1e-9):.2f}x at the "
-                   f"slow corner ({w['fused_us']:.1f} us fused against {w['unfused_us']:.1f} us unfused as ATC would "
-                   f"run it), {m['unfused_us'] / max(m['fused_us'], 1e-9):.2f}x at the table values "
-                   f"({m['fused_us']:.1f} against {m['unfused_us']:.1f} us)"
-                   + (f"; {m['unsized_nodes']} nodes unsized" if m["unsized_nodes"] else ""))
-    return "\n".join(out)
-
-
 __all__ = ["Judgement", "NodeCost", "OpEstimate", "bind", "bindings", "bound_us", "estimate",
-           "estimate_at", "judge", "label", "launch_us", "lines", "model_nodes", "model_time", "record",
+           "estimate_at", "judge", "label", "launch_us", "model_nodes", "model_time", "record",
            "static_shapes", "unfused_nodes"]

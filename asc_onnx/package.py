@@ -200,21 +200,33 @@ def render(op: FusedOp, ir: KernelIR, soc: Soc, atc_mode: str = "compat") -> Ker
     return Kernel(op, ir, files)
 
 
-def package(rewritten: RewriteResult, soc: Soc, atc_mode: str, shape_map: Mapping[str, Sequence[int]],
-            exclude: Mapping[str, str] | None = None,
-            symbolic: Mapping[str, tuple[object, ...] | None] | None = None) -> PackageResult:
-    """Lower and render every pointwise op; build the ATC model and the project files.
+@dataclass(frozen=True)
+class Generated:
+    """Every fused op's kernel, lowered and rendered once: the kernels, and the op types without one (why)."""
 
-    ``exclude`` maps op types to a reason they must not ship (a kernel the emulator rejected): they are
-    put back as their original nodes in ``model.atc.onnx`` like ops without a kernel. ``symbolic`` holds the
-    tensor shapes before --input-shape, which decide an input's kind for every shape ATC will accept."""
+    kernels: tuple[Kernel, ...]
+    skipped: tuple[tuple[str, str], ...]
+    fixed: tuple[str, ...] = ()  # ops lowered at the dims --input-shape gives, not at every shape (why)
+
+    def kernel(self, op_type: str) -> Kernel | None:
+        return next((k for k in self.kernels if k.op.op_type == op_type), None)
+
+
+def generate(rewritten: RewriteResult, soc: Soc, atc_mode: str, shape_map: Mapping[str, Sequence[int]],
+             symbolic: Mapping[str, tuple[object, ...] | None] | None = None,
+             earlier: Generated | None = None) -> Generated:
+    """Lower and render every fused op by its class. ``symbolic`` holds the tensor shapes before --input-shape,
+    which decide an input's kind for every shape ATC will accept; an op with no kernel is skipped with why. An op
+    identical to one of ``earlier`` (a re-match's) keeps its kernel: nothing is rendered twice."""
     kernels: list[Kernel] = []
     skipped: list[tuple[str, str]] = []
     fixed: list[str] = []
     bound: dict[str, tuple[object, ...] | None] | None = None  # (made at the first op that needs it)
     for op in rewritten.ops:
-        if exclude and op.op_type in exclude:
-            skipped.append((op.op_type, exclude[op.op_type]))
+        same = earlier.kernel(op.op_type) if earlier is not None else None
+        if same is not None and same.op == op:
+            kernels.append(same)
+            fixed.extend(f for f in earlier.fixed if f.startswith(f"{op.op_type} "))
             continue
         try:
             cls = of(op.kernel)
@@ -237,6 +249,21 @@ def package(rewritten: RewriteResult, soc: Soc, atc_mode: str, shape_map: Mappin
             skipped.append((op.op_type, str(exc)))
             continue
         kernels.append(render(op, ir, soc, atc_mode))
+    return Generated(tuple(kernels), tuple(skipped), tuple(fixed))
+
+
+def assemble(rewritten: RewriteResult, generated: Generated, soc: Soc, atc_mode: str,
+             shape_map: Mapping[str, Sequence[int]], exclude: Mapping[str, str] | None = None) -> PackageResult:
+    """The op package of the kernels that ship, the ATC model and atc.sh; nothing is rendered again.
+
+    ``exclude`` maps op types to why they do not ship (the emulator rejected the kernel, the timing model found it
+    slower): they are put back as their original nodes in ``model.atc.onnx`` like ops without a kernel."""
+    exclude = exclude or {}
+    kernels = [k for k in generated.kernels if k.op.op_type not in exclude]
+    no_kernel = dict(generated.skipped)
+    skipped = [(op.op_type, exclude.get(op.op_type) or no_kernel[op.op_type]) for op in rewritten.ops
+               if op.op_type in exclude or op.op_type in no_kernel]
+    fixed = [f for k in kernels for f in generated.fixed if f.startswith(f"{k.op.op_type} ")]
     served = {k.op.op_type for k in kernels}
     unserved = [(DOMAIN, op.op_type) for op in rewritten.ops if op.op_type not in served]
     asc = rewritten.asc_model
@@ -268,5 +295,14 @@ def package(rewritten: RewriteResult, soc: Soc, atc_mode: str, shape_map: Mappin
     return PackageResult(tuple(kernels), tuple(skipped), atc, notes, files, renamed)
 
 
-__all__ = ["package", "lower", "render", "PackageResult", "Kernel", "origin_keys", "atc_script",
-           "rename_atc_inputs", "VENDOR"]
+def package(rewritten: RewriteResult, soc: Soc, atc_mode: str, shape_map: Mapping[str, Sequence[int]],
+            exclude: Mapping[str, str] | None = None,
+            symbolic: Mapping[str, tuple[object, ...] | None] | None = None) -> PackageResult:
+    """:func:`generate` then :func:`assemble`: the package of every op not in ``exclude`` (a one-shot caller's
+    form; the pipeline generates once and assembles once, after its ship decision)."""
+    return assemble(rewritten, generate(rewritten, soc, atc_mode, shape_map, symbolic), soc, atc_mode, shape_map,
+                    exclude)
+
+
+__all__ = ["package", "generate", "assemble", "Generated", "lower", "render", "PackageResult", "Kernel",
+           "origin_keys", "atc_script", "rename_atc_inputs", "VENDOR"]

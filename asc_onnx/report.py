@@ -7,15 +7,22 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
 from onnx import TensorProto
 
+from .decide import REJECTED, Decision
+from .kernels import of
 from .match import NearMiss
-from .rewrite import FusedOp
+from .options import FuseOptions
+from .package import PackageResult
+from .plan import Planned
+from .prove import KernelProof
+from .rewrite import FusedOp, RewriteResult
 from .validate import ValidationReport
+from .verify_deployed import DeployedReport
 
 
 def dtype_name(t: int) -> str:
@@ -55,6 +62,43 @@ def build_report(model_name: str, nodes_before: int, nodes_after: int, ops: Sequ
     }
 
 
+def fuse_report(name: str, p: Planned, r: RewriteResult, pkg: PackageResult, options: FuseOptions,
+                decision: Decision, proof: KernelProof, validation: ValidationReport | None,
+                deployed: DeployedReport | None, estimates: dict[str, Any] | None,
+                written: Mapping[str, Any]) -> dict[str, Any]:
+    """A fuse run's report, from its stages' frozen results (``written``: how the weights reached the output, and
+    why the whole-model rungs did not run, when they did not)."""
+    atc = {"mode": options.atc_domain_mode, "soc": options.soc, "written": pkg.atc_model is not None,
+           "notes": list(pkg.atc_notes)}
+    report = build_report(name, p.nodes_before, len(r.asc_model.graph.node), r.ops, p.near_misses,
+                          asdict(p.canon), atc, validation)
+    report["source"] = str(p.loaded.source.resolve()) if p.loaded.source is not None else None
+    report["input_shapes"] = {k: list(v) for k, v in options.input_shapes}  # what --input-shape gave
+    report["weights"] = written.get("weights")  # how external-data files reached the output (reflink, copy, ...)
+    report["whole_model"] = written.get("whole_model")  # why the whole-model rungs did not run, when they did not
+    report["control_flow_bodies"] = list(p.subgraphs)
+    report["decision"] = decision.record()  # every op type's status and why, and every declined region
+    report["kernels"] = {
+        "generated": [{"op_type": k.op.op_type, "entry": k.ir.snake, "files": sorted(k.files),
+                       "input_kinds": of(k).input_kinds(k.ir), "schedule": of(k).schedule_record(k.ir)}
+                      for k in pkg.kernels],
+        "not_generated": [{"op_type": t, "reason": why} for t, why in pkg.skipped],  # not in the package, and why
+        "emulated": [asdict(c) for c in proof.checks],
+        # cube kernels proven under asc-onnx's own Matmul tiling, which the device never runs (no CANN sources)
+        "own_tiling": sorted({c.op_type for c in proof.checks if c.tiling == "asc-onnx"}),
+        "data_movement": [asdict(m) for m in proof.moves],
+        "rejected": [{"op_type": t, "reason": why} for t, why in sorted(decision.of_status(REJECTED).items())],
+    }
+    report["deployed"] = None if deployed is None else {
+        "ok": deployed.ok, "emulated_nodes": deployed.emulated_nodes, "error": deployed.error,
+        "in_bodies": deployed.in_bodies, "blame": deployed.blame, "over_budget": deployed.over_budget,
+        "requantized": deployed.requantized, "amplified": deployed.amplified, "node_error": deployed.node_error,
+        "outputs": [asdict(o) for o in deployed.outputs]}
+    report["estimates"] = estimates  # the timing model's figures (asc_onnx.estimate.record)
+    report["atc"]["renamed_inputs"] = dict(pkg.atc_inputs)
+    return report
+
+
 def strict(obj: Any) -> Any:
     """``obj`` with every non-finite float as the string "inf", "-inf" or "nan": strict JSON has no
     NaN or Infinity, and a failed comparison's error is often infinite."""
@@ -70,39 +114,3 @@ def strict(obj: Any) -> Any:
 def to_json(report: Any) -> str:
     """Stable, strict JSON text."""
     return json.dumps(strict(report), indent=1, sort_keys=False, default=str, allow_nan=False) + "\n"
-
-
-def summary(report: dict[str, Any], verbose: bool = False) -> str:
-    """The terminal summary of a report."""
-    lines = [f"{report['model']}: {report['nodes_before']} nodes -> {report['nodes_after']} nodes"]
-    ops = report["ops"]
-    if ops:
-        lines.append(f"{'fused op type':<34} {'count':>5}  {'rule':<18} {'kernel':<9} dtypes")
-        for op in ops:
-            cols = "; ".join("/".join(sorted(set(c))) for c in op["dtype_columns"])
-            lines.append(f"{op['op_type']:<34} {op['count']:>5}  {op['rule']:<18} {op['kernel']:<9} {cols}")
-            if verbose:
-                for inst in op["instances"]:
-                    lines.append(f"    {inst['node']}: {', '.join(inst['source_nodes'])}")
-    else:
-        lines.append("nothing fused")
-    own = report.get("kernels", {}).get("own_tiling")
-    if own:
-        lines.append(f"proven under asc-onnx's own Matmul tiling, not CANN's, which the device runs (no CANN sources: "
-                     f"ASC_ONNX_CANN_SOURCE): {', '.join(own)}")
-    near = report["near_misses"]
-    if near:
-        lines.append(f"near misses ({len(near)}):")
-        for n in near if verbose else near[:10]:
-            lines.append(f"  {n['rule']} at {n['node']!r}: {n['reason']}")
-        if not verbose and len(near) > 10:
-            lines.append(f"  ... {len(near) - 10} more (-v or report.json)")
-    for sub in report.get("control_flow_bodies", []):
-        lines.append(f"{sub['op']} {sub['node']!r} {sub['body']}: {sub['nodes']} nodes searched, "
-                     f"{sub['fusions']} fused (the fused nodes stay inside it)")
-    for note in report.get("atc", {}).get("notes", []):
-        lines.append(f"atc: {note}")
-    w = report.get("weights")
-    if w:
-        lines.append(f"weights: {w['files']} external-data file(s), {w['bytes'] / 2**20:.1f} MiB, by {w['method']}")
-    return "\n".join(lines)

@@ -281,10 +281,12 @@ def compare_arrays(name: str, ref: np.ndarray, got: np.ndarray, elem_type: int,
 def validate_models(original: str | os.PathLike | ModelProto, fused: str | os.PathLike | ModelProto,
                     input_shapes: Mapping[str, tuple[int, ...]] | None = None, seed: int = 0,
                     default_dim: int = 4, ref: Mapping[str, np.ndarray] | None = None,
-                    feeds: Mapping[str, np.ndarray] | None = None) -> ValidationReport:
+                    feeds: Mapping[str, np.ndarray] | None = None, proto: ModelProto | None = None
+                    ) -> ValidationReport:
     """Run both models on the same seeded inputs and compare every output (``ref``: the original's
-    outputs on ``feeds``, when the caller already has them)."""
-    proto = original if isinstance(original, ModelProto) else onnx.load(str(original), load_external_data=False)
+    outputs on ``feeds``, and ``proto`` its graph, when the caller already has them)."""
+    if proto is None:
+        proto = original if isinstance(original, ModelProto) else onnx.load(str(original), load_external_data=False)
     feeds = make_inputs(proto, input_shapes, seed, default_dim) if feeds is None else feeds
     ref = run(original, feeds) if ref is None else ref
     got = run(fused, feeds)

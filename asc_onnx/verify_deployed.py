@@ -9,7 +9,7 @@ them, because there every fused op runs its own function body.
 
 Fused nodes inside control-flow bodies (If branches, Loop bodies) cannot be taken out of their body: there
 they run as their function bodies on onnxruntime, and the report counts them apart. Their kernels are
-proven by the kernel rung alone. So are matmul nodes over the emulation budget (``MATMUL_EMU_MACS``: the
+proven by the kernel rung alone. So are matmul nodes over the emulation budget (``kernels/matmul/budget.py``: the
 emulated cube is a scalar loop, and a LLaMA-7B FFN at 512 tokens would take minutes per node): those run
 as their function bodies, counted apart too, and their kernels are proven at reduced K and N (under CANN's
 tiling of the real size, cut) by the kernel rung.
@@ -36,7 +36,7 @@ from .rewrite import DOMAIN, param_attributes, param_bits_to_values
 from .soc import Soc
 from .validate import TOLERANCES, OutputCheck, compare_arrays, make_inputs
 from .validate import run as ort_run
-from .verify_kernels import over_emulation_budget, reference
+from .verify_kernels import reference
 
 
 @dataclass(frozen=True)
@@ -199,10 +199,8 @@ def run_deployed(atc: ModelProto, kernels: Sequence[Kernel], feeds: Mapping[str,
 
 def _over_budget(k: Kernel, args: Sequence[np.ndarray]) -> bool:
     """A matmul node whose multiply-accumulates exceed what the kernel rung emulates at full size."""
-    if not of(k).gemm_tiling:
-        return False
-    x, w = args[0].shape, args[k.ir.gemms[0].weight].shape
-    return over_emulation_budget(k, int(np.prod(x[:-1])), x[-1], int(w[0] if k.ir.trans_b else w[1]))
+    b = of(k).budget
+    return b is not None and b.over_at(k.ir, args)
 
 
 #: What a fused node computes in a run of the deployed model other than its kernel's: ``(kernel, inputs, params)``
@@ -265,11 +263,13 @@ def verify_deployed(original: str | os.PathLike | ModelProto, atc: str | os.Path
                     kernels: Sequence[Kernel], soc: Soc, atc_inputs: Mapping[str, str] | None = None,
                     input_shapes: Mapping[str, tuple[int, ...]] | None = None, seed: int = 0,
                     default_dim: int = 4, ref: Mapping[str, np.ndarray] | None = None,
-                    feeds: Mapping[str, np.ndarray] | None = None) -> DeployedReport:
+                    feeds: Mapping[str, np.ndarray] | None = None, proto: ModelProto | None = None
+                    ) -> DeployedReport:
     """The deployed model against the original on the same seeded inputs (``feeds`` when given), every
     output compared with its dtype's tolerance. ``atc_inputs`` maps inputs renamed in the ATC model to their
     original names; ``ref`` is the original's outputs on those inputs, when the caller already has them."""
-    proto = original if isinstance(original, ModelProto) else onnx.load(str(original), load_external_data=False)
+    if proto is None:  # (the original's graph, external data unread, unless the caller has it)
+        proto = original if isinstance(original, ModelProto) else onnx.load(str(original), load_external_data=False)
     deployed = atc if isinstance(atc, ModelProto) else onnx.load(str(atc))
     feeds = make_inputs(proto, input_shapes, seed, default_dim) if feeds is None else feeds
     ref = ort_run(original, feeds) if ref is None else ref

@@ -236,6 +236,7 @@ def capture(model: str | os.PathLike | ModelProto, names: Sequence[str],
     proto = model if isinstance(model, ModelProto) else onnx.load(str(model), load_external_data=False)
     work = ModelProto()
     work.CopyFrom(proto)
+    del work.graph.value_info[:]  # the graph as its file has it: onnxruntime infers its own shapes
     if given:
         keep = [n for n in work.graph.node if not set(n.output) & set(given)]
         del work.graph.node[:]
@@ -323,15 +324,17 @@ def data_movement(k: Kernel, inputs: Sequence[np.ndarray], fused_bytes: int, vec
 
 __all__ = ["body_shapes", "check", "data_shape", "capture", "reference", "random_inputs", "data_movement",
            "unfused_bytes", "verify_regions",
-           "KernelCheck", "DataMovement", "table", "verify_kernels", "body_model", "concrete"]
+           "KernelCheck", "DataMovement", "verify_kernels", "body_model", "concrete"]
 
 
 def _captured_inputs(kernels: Sequence[Kernel], original: str | os.PathLike | ModelProto,
-                     feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Real activations for the first instance of every kernel (initializers read from the model)."""
+                     feeds: Mapping[str, np.ndarray], proto: ModelProto | None = None) -> dict[str, np.ndarray]:
+    """Real activations for the first instance of every kernel (initializers read from the model; ``proto``: its
+    graph, external data unread, when the caller has it loaded)."""
     if not kernels:
         return {}
-    proto = original if isinstance(original, ModelProto) else onnx.load(str(original), load_external_data=False)
+    if proto is None:
+        proto = original if isinstance(original, ModelProto) else onnx.load(str(original), load_external_data=False)
     base = None if isinstance(original, ModelProto) else Path(os.path.abspath(original)).parent
     inits = {i.name: i for i in proto.graph.initializer}
     wanted = [n for k in kernels for n in k.op.instances[0].inputs]
@@ -358,68 +361,23 @@ def _bound_shape(inst, dim: int, x_only: bool = False) -> tuple[int, ...]:
     return concrete(out, dim)
 
 
-#: A matmul kernel is emulated at its model's K and N up to this many multiply-accumulates per run (the
-#: emulated cube is a scalar loop). A bigger op runs at a reduced K and N that keep their residues mod 16
-#: (the kernel and its host tiling are shape-generic, so the same code is proven) and skips the captured
-#: run, which would need its real weights in memory; the check's label says so.
-MATMUL_EMU_MACS = 50_000_000
-
-
-def over_emulation_budget(k: Kernel, m: int, kk: int, n: int) -> bool:
-    """A matmul kernel whose run at M x K x N exceeds ``MATMUL_EMU_MACS`` (both gemms of a SwiGLU counted)."""
-    return m * kk * n * len(k.ir.gemms) > MATMUL_EMU_MACS
-
-
-def _matmul_dims(k: Kernel, shape: tuple[int, ...]) -> tuple[int, int, int]:
-    """(M, K, N) of a matmul kernel's instance at output ``shape``."""
-    w = concrete(k.op.instances[0].input_shapes[k.ir.gemms[0].weight], 1)
-    kk = w[1] if k.ir.trans_b else w[0]
-    return int(np.prod(shape[:-1])), kk, shape[-1]
-
-
-def _reduced(d: int) -> int:
-    return d if d <= 256 else 240 + d % 16
-
-
-def _cut(single: int, group: int, total: int) -> tuple[int, int]:
-    """One dim of a core split cut down for emulation: at most two cores, each core's share cut to one step
-    group plus its remainder mod the group (so the partial block and the step phase stay), the last core
-    short of a full share by what it really is."""
-    dims = -(-total // single)
-    last = total - (dims - 1) * single
-    single2 = single if single <= 2 * group else group + (single % group or group)
-    cut = single - single2
-    last2 = last - cut if last > cut else min(last, single2)
-    return single2, (min(dims, 2) - 1) * single2 + last2
-
-
-def reduced_tiling(t: Mapping[str, int], m: int, n: int, k: int, org_n_factor: int = 1
-                   ) -> tuple[dict[str, int], int, int, int]:
-    """A tiling chosen for (m, n, k) cut to a size the emulator runs in seconds, with (m', n', k'): the same
-    base blocks, steps, depths, iterate order and buffering; along M and N at most two cores, each with one step
-    group of blocks plus the real share's remainder, the last core as short as the real last core (so CANN's
-    uneven per-core N, 250 of 2000 over 8 cores, stays uneven); K cut to one base block plus K's remainder mod
-    baseK. Residues mod 16 of M, N and K are kept."""
-    sm, m2 = _cut(t["singleCoreM"], t["baseM"] * t["stepM"], m)
-    sn, n2 = _cut(t["singleCoreN"], t["baseN"] * t["stepN"], n)
-    bk = t["baseK"]
-    k2 = k if k <= 2 * bk else bk + (k % bk or bk)
-    cut = dict(t, M=m2, N=n2 * org_n_factor, Ka=k2, Kb=k2, singleCoreM=sm, singleCoreN=sn, singleCoreK=k2)
-    return cut, m2, n2, k2
+def _over_budget(k: Kernel, shape: tuple[int, ...]) -> bool:
+    """A kernel whose class emulates it cut down at output ``shape`` (a big matmul; ``KernelClass.budget``)."""
+    b = of(k).budget
+    return b is not None and b.over(k.ir, *b.dims(k.ir, k.op.instances[0], shape))
 
 
 def verify_kernels(kernels: Sequence[Kernel], original: str | os.PathLike | ModelProto | None,
                    feeds: Mapping[str, np.ndarray] | None, soc: Soc, default_dim: int = 4,
-                   progress: Callable[..., None] | None = None
+                   progress: Callable[..., None] | None = None, proto: ModelProto | None = None
                    ) -> tuple[tuple[KernelCheck, ...], tuple[DataMovement, ...]]:
     """Every kernel on random inputs per dtype column and, given the original model and its
     feeds, on activations captured from it; data movement from the first random run. ``progress`` hears
     ``(stage, done, total, op_type)`` before each kernel (its first run compiles it)."""
     checks: list[KernelCheck] = []
     moves: list[DataMovement] = []
-    big = {id(k) for k in kernels if of(k).gemm_tiling and over_emulation_budget(
-        k, *_matmul_dims(k, _bound_shape(k.op.instances[0], default_dim + 3, True)))}
-    captured = _captured_inputs([k for k in kernels if id(k) not in big], original, feeds) \
+    big = {id(k) for k in kernels if _over_budget(k, _bound_shape(k.op.instances[0], default_dim + 3, True))}
+    captured = _captured_inputs([k for k in kernels if id(k) not in big], original, feeds, proto) \
         if original is not None and feeds is not None else {}
     if progress is not None and kernels:
         progress("compiling kernels", 0, len(kernels))
@@ -436,21 +394,22 @@ def verify_kernels(kernels: Sequence[Kernel], original: str | os.PathLike | Mode
                 label = "random" if dim == default_dim else f"dims={dim}"
                 tiling = None
                 if id(k) in big:
-                    m, kk, n = _matmul_dims(k, shape)
+                    b = of(k).budget
+                    m, kk, n = b.dims(k.ir, inst, shape)
                     if cann_tiling.source_root() is not None:  # CANN's choice at the real size, cut down
                         got = cann_tiling.cann_tilings(k.ir, k.files, soc, dtype, [(m, n, kk)])[0]
                         if isinstance(got, int):
                             checks.append(_refused(k, label, shape, IO_TYPES[dtype][0], soc, f"M={m} K={kk} N={n}",
                                                    got))
                             continue
-                        tiling, m2, n2, k2 = reduced_tiling(got, m, n, kk, 2 if k.ir.split and not k.ir.trans_b else 1)
+                        tiling, m2, n2, k2 = b.cut(got, m, n, kk, b.n_factor(k.ir))
                         lead = (1,) * (len(shape) - 2) + (m2,)
                         inputs = matmul_inputs(k, dtype, lead, np.random.default_rng(0), k2, n2)
                         label += f" M={m2} K={k2} N={n2} (CANN's tiling of M={m} K={kk} N={n}, cut)"
                     else:
-                        inputs = matmul_inputs(k, dtype, shape[:-1], np.random.default_rng(0), _reduced(kk),
-                                               _reduced(n))
-                        label += f" K={_reduced(kk)} N={_reduced(n)}"
+                        k2, n2 = b.reduced(kk), b.reduced(n)
+                        inputs = matmul_inputs(k, dtype, shape[:-1], np.random.default_rng(0), k2, n2)
+                        label += f" K={k2} N={n2}"
                 else:
                     inputs = random_inputs(k, dtype, shape, dim=dim)
                 c = check(k, inputs, soc, label, cube_tiling=tiling)
@@ -466,19 +425,6 @@ def verify_kernels(kernels: Sequence[Kernel], original: str | os.PathLike | Mode
     return tuple(checks), tuple(moves)
 
 
-def table(checks: Sequence[KernelCheck]) -> str:
-    """The emulate table: op, inputs, shape, dtype, max error, GM bytes, blocks, the timing model's estimate of the
-    kernel at that shape (no launch; an estimate), verdict."""
-    rows = [f"{'op':<28} {'inputs':<9} {'shape':<20} {'dtype':<6} {'max abs err':>11} {'GM bytes':>10} "
-            f"{'blocks':>6} {'est. us':>8}  verdict"]
-    for c in checks:
-        verdict = "ok" if c.ok else ("FAULT " + (c.error or "")[:120] if c.error else "MISMATCH")
-        whose = f"  ({c.tiling} Matmul tiling)" if c.tiling else ""
-        rows.append(f"{c.op_type[:28]:<28} {c.inputs:<9} {str(list(c.shape))[:20]:<20} {c.dtype:<6} "
-                    f"{c.max_abs:>11.3e} {c.gm_bytes:>10} {c.block_dim:>6} {c.est_us:>8.2f}  {verdict}{whose}")
-    return "\n".join(rows)
-
-
 def verify_regions(kernels: Sequence[Kernel], model: ModelProto, base_dir: Path | None, soc: Soc,
                    default_dim: int = 4, progress: Callable[..., None] | None = None) -> tuple[KernelCheck, ...]:
     """The check for a model over the memory budget, whose whole-model rungs do not run: each fused node that
@@ -491,9 +437,8 @@ def verify_regions(kernels: Sequence[Kernel], model: ModelProto, base_dir: Path 
     for i, (k, inst) in enumerate(regions):
         if progress is not None:
             progress("checking regions with their weights", i, len(regions), inst.node)
-        matmul = of(k).gemm_tiling
-        shape = _bound_shape(inst, default_dim, matmul)
-        if matmul and over_emulation_budget(k, *_matmul_dims(k, shape)):
+        shape = _bound_shape(inst, default_dim, of(k).cube)
+        if _over_budget(k, shape):
             continue
         dtype = inst.input_dtypes[0] if inst.input_dtypes[0] in k.ir.dtypes else k.ir.dtypes[0]
         inputs = random_inputs(k, dtype, shape, dim=default_dim)

@@ -163,7 +163,7 @@ def main() -> int:
         for path in models:
             res = asc_onnx.fuse(path, options=FuseOptions(emulate=False, soc=soc_name, judge=False), validate=False)
             for k in res.kernels:
-                if of(k).gemm_tiling and (k.op.signature, k.ir.dtypes) not in seen:
+                if of(k).budget is not None and (k.op.signature, k.ir.dtypes) not in seen:
                     seen.add((k.op.signature, k.ir.dtypes))
                     lead = concrete(k.op.instances[0].output_shapes[0], 4)[:-1]
                     cases.append((f"{path.stem}:{k.op.op_type}", k, lead, k.ir.dtypes[0]))

@@ -12,9 +12,9 @@ import asc_onnx
 
 PKG = Path(asc_onnx.__file__).resolve().parent
 #: Stage order (modules or sub-packages); helpers may be imported by anyone.
-STAGES = ["load", "canonicalize", "match", "checks", "rewrite", "package", "validate", "emulator", "verify_kernels",
-          "atc_passes", "atc_cost", "estimate", "verify_deployed",
-          "report", "report_charts", "report_html", "output", "api", "cli", "entry"]
+STAGES = ["load", "canonicalize", "match", "checks", "rewrite", "plan", "package", "validate", "emulator",
+          "verify_kernels", "atc_passes", "atc_cost", "estimate", "verify_deployed", "prove", "decide",
+          "report", "report_text", "report_charts", "report_html", "output", "api", "cli", "entry"]
 #: Helpers any stage may import. ``kernels`` is the kernel classes: a library under the stages, not a stage.
 HELPERS = {"cache", "config", "dtypes", "errors", "options", "graph", "pattern", "fusion", "registry", "soc",
            "progress", "dims", "shape_values", "kernels", "hardware", "model_text", "__init__"}
@@ -209,3 +209,22 @@ def test_nothing_below_the_command_line_reads_the_environment():
             if env:
                 reads.append(f"{path.relative_to(PKG)}:{node.lineno} {env}")
     assert not reads, reads
+
+
+def test_no_stage_reads_a_field_of_a_class_ir():
+    """Outside the kernel packages, a kernel's IR is read only through what every class's IR has (the
+    ``KernelIR`` protocol); anything class-specific is asked of the class (its driver, schedule or budget)."""
+    from asc_onnx.kernels.base import KernelIR, protocol_members
+
+    common = protocol_members(KernelIR)
+    assert {"dtypes", "snake", "op_type"} <= common
+    for f in sorted(PKG.rglob("*.py")):
+        if KERNELS in f.parents:
+            continue
+        for node in ast.walk(ast.parse(f.read_text())):
+            if not isinstance(node, ast.Attribute):
+                continue
+            v = node.value
+            held = (isinstance(v, ast.Attribute) and v.attr == "ir") or (isinstance(v, ast.Name) and v.id == "ir")
+            assert not held or node.attr in common, \
+                f"{f.relative_to(PKG)}:{node.lineno} reads the IR field {node.attr!r}, which is its class's own"

@@ -361,7 +361,7 @@ def test_attention_ops_in_the_model_get_a_clear_line():
 def test_the_guard_weighs_attention_against_the_smaller_fusions():
     """The region without the attention op keeps ScaleMaskSoftmax: the estimate of that (the MatMuls unfused, the
     softmax fused) is what an attention op must beat, and it is below the unfused nodes' estimate."""
-    from asc_onnx.api import _smaller_kernels, _smaller_us
+    from asc_onnx.decide import smaller_kernels, smaller_us
     from asc_onnx.estimate import estimate_at
     from asc_onnx.soc import SOCS
 
@@ -370,9 +370,9 @@ def test_the_guard_weighs_attention_against_the_smaller_fusions():
     k = res.kernels[0]
     soc = SOCS["Ascend910B"]
     e = estimate_at(k, [[1, 8, 512, 64]] * 3 + [[1, 1, 512, 512]], soc)
-    smaller = _smaller_kernels(k, e.shapes, soc)
+    smaller = smaller_kernels(k, e.shapes, soc)
     assert smaller is not None and [s.op.rule for s, _ in smaller] == ["ScaleMaskSoftmax"]
-    assert 0 < _smaller_us(smaller, e, None, soc) < e.unfused_us
+    assert 0 < smaller_us(smaller, e, None, soc) < e.unfused_us
 
 
 @pytest.mark.parametrize("dt", [F32, F16])

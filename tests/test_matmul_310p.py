@@ -5,7 +5,7 @@ a C of N columns whatever ``enSequentialWrite`` says, its ``GetTensorC`` writes 
 cube takes only a float bias, it reserves ``shareUbSize`` of UB at registration and it checks ``transLength``
 against its NORM configuration; CANN's tiling splits N unevenly over cores. Each rule has a planted kernel
 (``tests/cpp/emu_matmul_soc.cpp``) that breaks it and one that obeys it, and the generated kernels run at real
-model sizes under CANN's tiling on 310P (big ones cut down by ``verify_kernels.reduced_tiling``, which keeps the
+model sizes under CANN's tiling on 310P (big ones cut down by ``kernels/matmul/budget.cut``, which keeps the
 real shape's base blocks, steps, depths and uneven last core)."""
 
 from __future__ import annotations
@@ -20,8 +20,10 @@ from onnx import TensorProto
 from test_matmul_kernels import CASES, _kernel
 
 from asc_onnx.emulator import INCLUDE_DIR, cann_tiling
+from asc_onnx.kernels.matmul.budget import MATMUL_EMU_MACS
+from asc_onnx.kernels.matmul.budget import cut as reduced_tiling
 from asc_onnx.soc import get_soc
-from asc_onnx.verify_kernels import MATMUL_EMU_MACS, check, matmul_inputs, reduced_tiling
+from asc_onnx.verify_kernels import check, matmul_inputs
 
 needs_cann = pytest.mark.skipif(cann_tiling.source_root() is None, reason="../shared/ascend is not present")
 ARCH = {"Ascend910B": 2201, "Ascend310P": 2002}

@@ -325,7 +325,7 @@ def test_deployed_check_runs_matmul_nodes_over_the_budget_as_their_bodies(tmp_pa
     size: the kernel rung proves it at reduced K and N, and the deployed check runs that node as its function
     body (counted apart) instead of emulating it for minutes; the summary says so."""
     from asc_onnx.cli import main
-    from asc_onnx.verify_kernels import MATMUL_EMU_MACS
+    from asc_onnx.kernels.matmul.budget import MATMUL_EMU_MACS
 
     assert 8 * 2048 * 2048 * 2 > MATMUL_EMU_MACS
     path = tmp_path / "ffn.onnx"
@@ -408,7 +408,7 @@ def test_deployment_shapes_right_under_cann_tiling_and_timed_at_full_size(target
     loop does not hide its epilogue and is not asked to."""
     from asc_onnx.estimate import estimate_at
     from asc_onnx.hardware import corner
-    from asc_onnx.verify_kernels import reduced_tiling
+    from asc_onnx.kernels.matmul.budget import cut as reduced_tiling
 
     _, kind, m, kk, n = target
     k = _kernel(BUILDERS[kind](F16, 64, k=32), soc)
@@ -479,7 +479,7 @@ def test_a_run_says_when_its_cube_kernels_were_proven_under_our_own_tiling(tmp_p
     """Without CANN's sources a cube kernel is proven under asc-onnx's own Matmul tiling, which the device never
     runs: the summary and the page say so, not only the check table's column. With them, nothing is said."""
     from asc_onnx import config
-    from asc_onnx.report import summary
+    from asc_onnx.report_text import summary
 
     here = config.current()
     m = linear_silu(F32, 64, k=32)

@@ -74,15 +74,15 @@ def test_a_failing_check_names_output_error_tolerance_and_the_op(tmp_path):
 
 def test_cli_prints_the_reason_not_a_number(tmp_path, monkeypatch, capsys):
     """A failed deployed check is one line that says what failed (it once printed only a float)."""
-    import asc_onnx.api as api
+    import asc_onnx.prove as prove
 
-    real = api.verify_deployed
+    real = prove.verify_deployed
 
     def with_tampered_pointwise(original, atc, kernels, *args, **kw):
         kernels = [_tampered(k) if k.op.op_type.startswith("AscFusedEw") else k for k in kernels]
         return real(original, atc, kernels, *args, **kw)
 
-    monkeypatch.setattr(api, "verify_deployed", with_tampered_pointwise)
+    monkeypatch.setattr(prove, "verify_deployed", with_tampered_pointwise)
     path = tmp_path / "m.onnx"
     onnx.save(ln_fp16_then_fp32(), str(path))
     assert main(["fuse", str(path), "-o", str(tmp_path / "o"), "-q"]) == 1

@@ -335,8 +335,7 @@ def run(k: KernelIR, sources: Mapping[str, str], struct: str,
             raise EmulatorFaultError(f"{k.op_type} on {soc.name}: {info['error']}: {message}")
         outs = tuple(_read(Path(d, f"out{o}.bin"), dtype, out_shapes[o]) if values else np.empty((0,))
                      for o in range(len(k.outputs)))
-    if hasattr(driver, "finish"):
-        info = driver.finish(k, inputs, info, size)
+    info = driver.finish(k, inputs, info, size)
     if kept is not None:
         kept.parent.mkdir(parents=True, exist_ok=True)
         tmp = kept.with_suffix(f".{os.getpid()}")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from asc_onnx.kernels.drive import driver_tiling, vector_inputs, vector_main, vector_write_inputs
+from asc_onnx.kernels.drive import driver_tiling, keep_counters, vector_inputs, vector_main, vector_write_inputs
 
 from .lower import AbsKernel
 from .render import struct_name, tiling_call
@@ -30,6 +30,7 @@ def write_inputs(k: AbsKernel, folder: Path, inputs, out_shapes, soc, core_num, 
 
 
 random_inputs = vector_inputs
+finish = keep_counters
 
 
 def data_shape(k: AbsKernel, inputs: Sequence[np.ndarray]) -> tuple[int, ...]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from asc_onnx.kernels.skeleton import infer_dtype_and_opdef, kernel_entry, tiling_struct
+from asc_onnx.kernels.skeleton import banner, infer_dtype_and_opdef, kernel_entry, tiling_struct
 from asc_onnx.kernels.text import Lines
 
 from .lower import AbsKernel
@@ -33,7 +33,8 @@ def tiling_calc(k: AbsKernel) -> str:
 
 def kernel_source(k: AbsKernel, rule: str, body_ops: list[str], sources: list[str]) -> str:
     out = Lines()
-    out(f"// A toy kernel: y = |x| for {k.op_type}.", '#include "kernel_operator.h"', f'#include "{k.snake}_tiling.h"',
+    out(*banner(k, rule, body_ops, sources, "toy"), "// y = |x|, one tile at a time.",
+        '#include "kernel_operator.h"', f'#include "{k.snake}_tiling.h"',
         "", "template <typename T>", "class KernelToyAbs {", "public:",
         f"    __aicore__ inline void Init(GM_ADDR x, GM_ADDR y, const {struct_name(k)}& tiling)", "    {",
         "        td = tiling;", "        xGm.SetGlobalBuffer((__gm__ T*)x, td.totalLength);",

@@ -16,6 +16,7 @@ from ..drive import (
     cube_run,
     cube_write_inputs,
     driver_helpers,
+    keep_counters,
     one_output_bytes,
     param_reads,
 )
@@ -154,3 +155,4 @@ def data_shape(k: AttentionKernel, inputs: Sequence[np.ndarray]) -> tuple[int, .
 
 
 output_bytes = one_output_bytes
+finish = keep_counters

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ...soc import Soc
-from ..drive import driver_tiling, vector_inputs, vector_main, vector_write_inputs
+from ..drive import driver_tiling, keep_counters, vector_inputs, vector_main, vector_write_inputs
 from .lower import PointwiseKernel
 from .render import tiling_call
 
@@ -50,6 +50,7 @@ def write_inputs(k: PointwiseKernel, folder: Path, inputs: Sequence[np.ndarray],
 
 #: Seeded inputs for a check: full inputs of the data's shape, broadcast ones of their own.
 random_inputs = vector_inputs
+finish = keep_counters
 
 
 def data_shape(k: PointwiseKernel, inputs: Sequence[np.ndarray]) -> tuple[int, ...]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ...soc import Soc
-from ..drive import driver_tiling, vector_inputs, vector_main, vector_write_inputs
+from ..drive import driver_tiling, keep_counters, vector_inputs, vector_main, vector_write_inputs
 from .lower import RowKernel
 from .render import tiling_call
 
@@ -66,6 +66,7 @@ def write_inputs(k: RowKernel, folder: Path, inputs: Sequence[np.ndarray], out_s
 
 #: Seeded inputs for a check: full inputs of the data's shape, the others of their own.
 random_inputs = vector_inputs
+finish = keep_counters
 
 
 def data_shape(k: RowKernel, inputs: Sequence[np.ndarray]) -> tuple[int, ...]:
