@@ -248,24 +248,31 @@ def _scaled_bytes(nbytes: float, measured_on: str, chip: str) -> float:
 def kernel_cost(k: AtcKernel, chip: str, l2_bytes: int = 0) -> Cost:
     """What kernel ``k`` costs on ``chip``; ``l2_bytes`` of what it reads are L2 hits (written earlier in the same
     chain while they fit), read at the L2 bandwidth instead of from HBM."""
-    chip = chip_of(chip)
-    hbm = max(0, k.bytes - l2_bytes)
+    return _cost(k.kernel, k.bytes, k.flops, 0 < k.rows <= GEMV_ROWS, k.dtype == TensorProto.FLOAT, k.broadcast,
+                 chip_of(chip), l2_bytes)
+
+
+@functools.lru_cache(maxsize=65536)
+def _cost(kernel: str, nbytes: int, flops: float, gemv: bool, fp32: bool, broadcast: bool, chip: str,
+          l2_bytes: int) -> Cost:
+    """:func:`kernel_cost` by what it depends on (a deep model repeats its layers' kernels: each is costed once)."""
+    hbm = max(0, nbytes - l2_bytes)
     l2 = 0.0 if not l2_bytes else value(chip, "gm_bandwidth") / value(chip, "l2_bandwidth")
     eff = hbm + l2_bytes * l2
-    if k.flops:
-        fit = cube_fit(0 < k.rows <= GEMV_ROWS)
-        lo, mid, hi = fit.at(k.flops, eff, chip, k.dtype == TensorProto.FLOAT)
-        measured = k.kernel in CUBE_KERNELS and chip == fit.chip
-        return Cost(k.kernel, mid, lo, hi, measured, "cube fit" + ("" if measured else ", scaled to the chip"))
-    name = k.kernel if k.kernel in CURVES else "elementwise"
-    if name in SPLIT and k.broadcast:
+    if flops:
+        fit = cube_fit(gemv)
+        lo, mid, hi = fit.at(flops, eff, chip, fp32)
+        measured = kernel in CUBE_KERNELS and chip == fit.chip
+        return Cost(kernel, mid, lo, hi, measured, "cube fit" + ("" if measured else ", scaled to the chip"))
+    name = kernel if kernel in CURVES else "elementwise"
+    if name in SPLIT and broadcast:
         name += "/broadcast"
     c = curve(name)
     lo, mid, hi = c.at(_scaled_bytes(eff, c.chip, chip))
     measured = not name.startswith("elementwise") and c.chip == chip
     rule = (f"{name} curve" if not name.startswith("elementwise") else f"the {name} curve (Add, Mul)") + (
         "" if c.chip == chip else f", measured on {c.chip}, scaled by GM bandwidth")
-    return Cost(k.kernel, mid, lo, hi, measured, rule)
+    return Cost(kernel, mid, lo, hi, measured, rule)
 
 
 #: Launch and completion beyond execution, fitted per block dim: the same-shape Add and Mul profiles of at most
