@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -106,3 +107,49 @@ def build_cpp_tests(folder: Path, name: str) -> dict[str, Path]:
                         str(Path(__file__).resolve().parent / "cpp" / f"{name}.cpp"), "-o", str(exes[soc])],
                        check=True, capture_output=True)
     return exes
+
+
+# ------------------------------------------------------------------ the fast layer
+# ``pytest -m fast`` runs the tests that need no g++ and no emulator run (render, match, rewrite, onnxruntime, the
+# timing tables). Every run of a test marked ``fast``, in that layer or in the whole suite, is held to it: the
+# emulator's program builds (cached or not) and CANN's tiling builds fail it. ``python3 tests/fast_layer.py`` runs
+# the layer with no g++ on PATH and prints its wall time.
+
+
+def _no_emulator(*args, **kwargs):
+    raise AssertionError("a test marked fast reached the emulator or g++: take the kernel run out of it, or unmark it")
+
+
+_POPEN_INIT = subprocess.Popen.__init__
+
+
+def _popen_without_compilers(self, args, *rest, **kwargs):
+    """subprocess.Popen for a fast test: a compiler run is the guard's failure, anything else runs."""
+    first = args[0] if isinstance(args, (list, tuple)) and args else str(args).split(" ", 1)[0]
+    if Path(str(first)).name in ("g++", "gcc", "c++", "cc", "clang++", "clang"):
+        _no_emulator()
+    _POPEN_INIT(self, args, *rest, **kwargs)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("fast") is not None:
+        import asc_onnx.emulator.cann_tiling as cann_tiling
+        import asc_onnx.emulator.harness as harness
+
+        guard = pytest.MonkeyPatch()
+        guard.setattr(harness, "_program", _no_emulator)
+        guard.setattr(cann_tiling, "_program", _no_emulator)
+        guard.setattr(cann_tiling, "_run", _no_emulator)
+        guard.setattr(subprocess.Popen, "__init__", _popen_without_compilers)
+        item.stash[_GUARD] = guard
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    guard = item.stash.get(_GUARD, None)
+    if guard is not None:
+        guard.undo()
+
+
+_GUARD = pytest.StashKey[pytest.MonkeyPatch]()

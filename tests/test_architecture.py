@@ -62,6 +62,7 @@ def _kernel_imports(path: Path) -> set[str]:
     return out
 
 
+@pytest.mark.fast
 def test_stages_import_only_to_their_left():
     for i, stage in enumerate(STAGES):
         allowed = set(STAGES[: i + 1]) | HELPERS
@@ -70,6 +71,7 @@ def test_stages_import_only_to_their_left():
             assert not bad, f"{f.relative_to(PKG)} imports {bad}, which are later stages"
 
 
+@pytest.mark.fast
 def test_helpers_import_only_helpers():
     """A helper any stage may import cannot itself reach into a stage: that would be an import circle."""
     for helper in sorted(HELPERS - {"__init__"}):
@@ -78,6 +80,7 @@ def test_helpers_import_only_helpers():
             assert not bad, f"{f.relative_to(PKG)} is a helper but imports the stages {bad}"
 
 
+@pytest.mark.fast
 def test_no_stage_branches_on_a_kernel_class():
     """The stages ask the class registry (``kernels.of``) what a kernel class is and has: no module outside the
     kernel packages names a class's IR type or compares a class's name."""
@@ -91,6 +94,7 @@ def test_no_stage_branches_on_a_kernel_class():
         assert 'kernel == "' not in text and "kernel != \"" not in text, f
 
 
+@pytest.mark.fast
 def test_kernel_classes_share_only_the_shared_modules():
     """A class package imports its own modules, the modules every class shares (``kernels/*.py``) and helpers,
     never another class's: what two classes need lives in a shared module."""
@@ -107,6 +111,7 @@ def test_kernel_classes_share_only_the_shared_modules():
         assert not bad, f"the shared module {f.name} imports the classes {bad}"
 
 
+@pytest.mark.fast
 def test_every_class_package_has_its_roles():
     """Every registered class has a lowering, a renderer and an emulator driver with the functions the stages call."""
     from asc_onnx.kernels import CLASSES
@@ -121,12 +126,14 @@ def test_every_class_package_has_its_roles():
             assert callable(getattr(cls.driver, fn, None)), (name, fn)
 
 
+@pytest.mark.fast
 def test_every_module_is_placed():
     mods = {p.stem for p in PKG.glob("*.py")} | {p.name for p in PKG.iterdir() if p.is_dir() and
                                                   (p / "__init__.py").exists() and p.name != "patterns"}
     assert mods - {"__main__"} <= set(STAGES) | HELPERS
 
 
+@pytest.mark.fast
 def test_public_api():
     assert set(asc_onnx.__all__) >= {"fuse", "inspect", "validate", "FuseOptions", "FuseResult", "AscOnnxError"}
     for name in asc_onnx.__all__:
@@ -154,6 +161,7 @@ def test_installed_package_carries_every_subpackage_and_the_emulator_headers(tmp
     assert patterns and all(f"asc_onnx/patterns/{p.name}" in names for p in patterns)
 
 
+@pytest.mark.fast
 def test_builtin_patterns_load_through_the_user_loader():
     from asc_onnx import registry
 
@@ -178,6 +186,7 @@ def test_ruff_is_clean():
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-1000:]
 
 
+@pytest.mark.fast
 def test_every_rule_names_a_registered_kernel_class():
     from asc_onnx.kernels import CLASSES, of
 
@@ -187,6 +196,7 @@ def test_every_rule_names_a_registered_kernel_class():
         assert of(name) is cls and cls.refusals  # every class states its tiling's refusals
 
 
+@pytest.mark.fast
 def test_nothing_below_the_command_line_reads_the_environment():
     """Configuration is one frozen value (asc_onnx.config), which the command line reads from the environment
     (cli.use_environment); no other module of the package reads a variable (passing the environment on to a child
@@ -211,6 +221,7 @@ def test_nothing_below_the_command_line_reads_the_environment():
     assert not reads, reads
 
 
+@pytest.mark.fast
 def test_no_stage_reads_a_field_of_a_class_ir():
     """Outside the kernel packages, a kernel's IR is read only through what every class's IR has (the
     ``KernelIR`` protocol); anything class-specific is asked of the class (its driver, schedule or budget)."""

@@ -72,6 +72,7 @@ def fuse(m, **kw):
     return asc_onnx.fuse(m, None, options=asc_onnx.FuseOptions(**kw))
 
 
+@pytest.mark.fast
 def test_optional_nodes_expand_into_variants():
     """k optional groups are 2**k variants, largest first; an input only an absent node reads drops out."""
     def pat(x, mask):
@@ -338,6 +339,7 @@ def test_outputs_of_the_probabilities_stop_the_match():
     assert "Attention" not in rules_of(res)
 
 
+@pytest.mark.fast
 def test_attention_ops_in_the_model_get_a_clear_line():
     """ONNX's opset-23 Attention and onnxruntime's com.microsoft attention ops are not served, each with its
     reason in the report's near misses."""
@@ -551,6 +553,7 @@ def test_grouped_decode_folds_a_kv_heads_query_heads_into_one_item(mask, keys):
     assert c.ok, (c.error, c.max_abs)
 
 
+@pytest.mark.fast
 def test_a_where_fill_with_no_additive_form_gets_a_near_miss():
     """Where(causal, scores, +inf) has no additive form (the fill is neither finite nor -inf): the region keeps its
     smaller fusions and the report says why."""

@@ -4,10 +4,9 @@ expected outputs (fp32 as given; fp16 by casting the inputs; bf16 cases as shipp
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
+from backend_cases import cases
 from onnx import TensorProto
 
 import asc_onnx
@@ -23,19 +22,10 @@ NOT_FLOAT_WORK = {"test_clip_default_inbounds_expanded", "test_clip_default_int8
                   "test_clip_default_int8_max_expanded", "test_clip_default_int8_min_expanded"}
 
 
-def _cases():
-    import onnx.backend.test.case.node as node_cases
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cases = node_cases.collect_testcases(None)
-    return sorted((c for c in cases if "expanded" in c.name and c.name.split("_")[1] in FAMILIES),
-                  key=lambda c: c.name)
+CASES = cases(FAMILIES, lambda name: "expanded" in name and name.split("_")[1] in FAMILIES)
 
 
-CASES = _cases()
-
-
+@pytest.mark.fast
 def test_every_family_has_cases():
     assert {c.name.split("_")[1] for c in CASES} == set(FAMILIES)
     assert len(CASES) >= 45

@@ -11,6 +11,8 @@ from asc_onnx.canonicalize import canonicalize
 from asc_onnx.graph import attrs_of, to_gs
 from asc_onnx.load import infer_shapes
 
+pytestmark = pytest.mark.fast  # (no g++, no emulator run: tests/conftest.py)
+
 NODE = helper.make_node
 
 

@@ -23,6 +23,8 @@ from asc_onnx.plan import plan
 from asc_onnx.soc import get_soc
 from asc_onnx.verify_kernels import random_inputs, reference
 
+pytestmark = pytest.mark.fast  # (no g++, no emulator run: tests/conftest.py)
+
 MODELS = Path(__file__).resolve().parent.parent / "models"
 #: Node names that would end a C++ comment and add a line of code if they reached a file raw.
 HOSTILE = "n */\n#define EVIL 1\n// "

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import textwrap
 
+import pytest
 from conftest import MODELS
 
 from asc_onnx.cli import main
 
 
+@pytest.mark.fast
 def test_patterns_lists_every_rule_once(capsys):
     assert main(["patterns", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
@@ -17,6 +19,7 @@ def test_patterns_lists_every_rule_once(capsys):
     assert len(names) == len(set(names)) and {"SiLU", "SwiGLU", "RMSNorm", "ElementwiseChain"} <= set(names)
 
 
+@pytest.mark.fast
 def test_inspect_writes_nothing_and_reports(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["inspect", str(MODELS / "bert_tiny_legacy.onnx"), "--json"]) == 0
@@ -25,6 +28,7 @@ def test_inspect_writes_nothing_and_reports(tmp_path, capsys, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.fast
 def test_only_and_skip(capsys):
     main(["inspect", str(MODELS / "llama_tiny_dynamo.onnx"), "--json", "--only", "SwiGLU"])
     assert {f["rule"] for f in json.loads(capsys.readouterr().out)["fusions"]} == {"SwiGLU"}

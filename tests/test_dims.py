@@ -60,10 +60,12 @@ FIXTURE_ROLES = {
 }
 
 
+@pytest.mark.fast
 def test_every_fixture_is_listed():
     assert {p.stem for p in MODELS.glob("*.onnx")} == set(FIXTURE_ROLES)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", sorted(FIXTURE_ROLES))
 def test_the_dim_roles_of_every_fixture(name):
     m = onnx.load(str(MODELS / f"{name}.onnx"), load_external_data=False)
@@ -85,6 +87,7 @@ def test_the_dim_roles_of_every_fixture(name):
     assert bool(past) == any(c.get(past[0]) == DECODE_PAST[-1] for c in corners) if past else True
 
 
+@pytest.mark.fast
 def test_inspect_lists_the_roles(capsys):
     assert main(["inspect", "-q", str(MODELS / "cnn_unk_dims_legacy.onnx")]) == 0
     text = capsys.readouterr().out
@@ -95,6 +98,7 @@ def test_inspect_lists_the_roles(capsys):
     assert dims["past"]["role"] == "past" and dims["past"]["sweep"] == list(SWEEP["past"])
 
 
+@pytest.mark.fast
 def test_names_say_what_the_structure_does_not():
     nodes = [helper.make_node("Relu", ["x"], ["y"])]
     m = model(nodes, [("x", F32, ["N", "seq_len", "hidden"])], [("y", F32, ["N", "seq_len", "hidden"])])
@@ -102,6 +106,7 @@ def test_names_say_what_the_structure_does_not():
     assert (found["N"].role, found["seq_len"].role, found["hidden"].role) == ("batch", "sequence", "other")
 
 
+@pytest.mark.fast
 def test_unnamed_dims_get_names_of_their_own_and_the_callers_model_is_untouched():
     m = model([helper.make_node("Relu", ["x"], ["y"])], [("x", F32, [-1, "?", "?"])], [("y", F32, [-1, "?", "?"])])
     before = m.SerializeToString()
@@ -113,6 +118,7 @@ def test_unnamed_dims_get_names_of_their_own_and_the_callers_model_is_untouched(
     assert not any(d.HasField("dim_value") or d.dim_param for d in out)
 
 
+@pytest.mark.fast
 def test_expressions_of_the_input_dims_are_computed():
     b = {"p2o.DynamicDimension.1": 640, "past": 7, "s0": 10}
     assert evaluate("floor(floor(p2o.DynamicDimension.1/2 - 1/2)/2) + 1", b) == 160
@@ -192,6 +198,7 @@ def _branch_on_rate():
                  [const("zero", 0, np.int64)])
 
 
+@pytest.mark.fast
 def test_a_failure_of_a_model_that_branches_on_an_input_suggests_input_value(tmp_path, capsys):
     p = tmp_path / "m.onnx"
     onnx.save(_branch_on_rate(), p)

@@ -263,6 +263,7 @@ def test_an_empty_output_folder_is_filled_in_place(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["vol"]
 
 
+@pytest.mark.fast
 def test_a_signal_inside_the_command_lines_own_import_is_one_line(monkeypatch, capsys):
     """SIGINT landing while the console script imports the command line (numpy's C modules turn it into an
     ImportError, before cli.run's handling exists): one line and 130, not a traceback. Seen under load."""

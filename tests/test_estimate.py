@@ -72,6 +72,7 @@ def test_the_guard_warns_strict_fails_and_keep_slower_ships(tmp_path, capsys):
     assert all(o["op_type"] in kept for o in report["estimates"]["ops"])
 
 
+@pytest.mark.fast
 def test_the_users_shapes_are_the_only_judged_shapes():
     model = onnx.load(str(LLAMA), load_external_data=False)
     assert bindings(model, {"input_ids": (3, 8)}) == [{"batch": 3}]

@@ -81,6 +81,7 @@ FRONT_DOOR = {
 NO_KERNEL = {"if_rate_legacy": "broadcasts to"}
 
 
+@pytest.mark.fast
 def test_every_fixture_has_an_expectation():
     assert sorted(p.stem for p in MODELS.glob("*.onnx")) == sorted({**EXPECTED, **FRONT_DOOR})
 

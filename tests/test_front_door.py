@@ -36,6 +36,7 @@ def test_rank0_input_fuses_and_its_kernel_runs():
     assert res.deployed is not None and res.deployed.ok
 
 
+@pytest.mark.fast
 def test_static_empty_dim_is_not_fused_and_says_why():
     res = asc_onnx.inspect(_silu([0, 8]))
     assert res.fusions == ()
@@ -70,6 +71,7 @@ def _reshape_model(width: int):
     return g
 
 
+@pytest.mark.fast
 def test_dynamic_dims_too_small_for_the_model_are_retried_larger():
     res = asc_onnx.fuse(_reshape_model(32), options=FuseOptions(judge=False, emulate=False))
     assert res.validation.ok and dict(res.validation.input_shapes)["x"] == (32, 32)
@@ -97,6 +99,7 @@ def _branching_model():
                  [("x", F32, [4, 8]), ("rate", TensorProto.INT64, [])], [("y", F32, [4, 8])], [k])
 
 
+@pytest.mark.fast
 def test_input_value_sets_an_integer_input():
     m = _branching_model()
     feeds = make_inputs(m, values={"rate": (16000.0,)})
@@ -170,6 +173,7 @@ def test_progress_is_drawn_on_a_terminal_and_logged_elsewhere(tmp_path):
     assert "asc-onnx build" in piped.stdout and (tmp_path / "c" / "report.html").is_file()
 
 
+@pytest.mark.fast
 def test_progress_into_a_log_is_a_line_per_stage(monkeypatch):
     import io
 
@@ -192,6 +196,7 @@ def test_progress_into_a_log_is_a_line_per_stage(monkeypatch):
     assert quick.getvalue() == ""  # a run over within LOG_AFTER prints only its result
 
 
+@pytest.mark.fast
 def test_tf2onnx_and_paddle_forms_fuse():
     c = lambda n, v: onnx.numpy_helper.from_array(np.array(v, np.float32), n)  # noqa: E731
     tf_gelu = model([NODE("Mul", ["x", "c0"], ["a"]), NODE("Mul", ["x", "a"], ["b"]), NODE("Mul", ["x", "b"], ["cube"]),
@@ -235,6 +240,7 @@ def test_layernorm_behind_a_reshape_chain_fuses_with_the_dims_symbolic_inference
     assert res.validation.ok and res.deployed.ok and all(c.ok for c in res.kernel_checks)
 
 
+@pytest.mark.fast
 def test_near_misses_name_an_unknown_rank_as_the_cause(monkeypatch):
     """Where no inference could follow the shapes, the reasons say that, not "needs Mul" or "not the last axis"."""
     import asc_onnx.load as load
@@ -346,6 +352,7 @@ def test_layernorms_that_differ_in_epsilon_share_one_row_kernel():
     assert res.validation.ok and res.deployed.ok and res.deployed.emulated_nodes == 3
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("fixture,alone", [
     ("llama_tiny_legacy.onnx", True), ("qwen2_tiny_legacy.onnx", True), ("gpt2_tiny_legacy.onnx", True),
     ("bert_tiny_legacy.onnx", True), ("vit_tiny_legacy.onnx", True),

@@ -34,6 +34,7 @@ def _estimate(fused: float, unfused: float, error: str | None = None) -> OpEstim
     return OpEstimate("AscX", {"batch": 1}, [[1, 8]], fused, fused, 1.0, unfused, 1.0, 1.0, "MTE2", error=error)
 
 
+@pytest.mark.fast
 def test_an_error_is_a_loss_and_no_estimate_is_no_judgement():
     ok, bad = _estimate(1.0, 2.0), _estimate(float("inf"), 2.0, "fault: block 0: boom")
     assert Judgement("AscX", [ok], [ok]).ship
@@ -83,6 +84,7 @@ def test_a_crashed_timing_run_is_not_judged(tmp_path, monkeypatch):
     assert res.atc_model is not None and not any(n.op_type.startswith("Asc") for n in res.atc_model.graph.node)
 
 
+@pytest.mark.fast
 def test_crash_messages_end_with_their_reason():
     assert crash_reason(-9, "").startswith("killed by SIGKILL (most likely the out-of-memory killer")
     assert crash_reason(-6, "terminate called after throwing an instance of 'std::bad_alloc'\n") == (

@@ -12,6 +12,8 @@ from conftest import ROOT
 from asc_onnx.hardware import CHIPS, FACTS, assumptions, fact
 from asc_onnx.soc import SOCS
 
+pytestmark = pytest.mark.fast  # (no g++, no emulator run: tests/conftest.py)
+
 WORK = ROOT.parent  # the folder that holds the repository and shared/
 
 

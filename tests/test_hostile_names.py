@@ -21,6 +21,8 @@ from asc_onnx import FuseOptions, kernels
 from asc_onnx.model_text import write
 from asc_onnx.registry import builtin_files, load_file
 
+pytestmark = pytest.mark.fast  # (no g++, no emulator run: tests/conftest.py)
+
 #: Each payload carries PWN, the marker the checks look for.
 PAYLOADS = ["a\n#error PWN", "b\r#error PWN", "c\u2028#error PWN", "d */ #error PWN /*", "PWN trailing \\",
             "PWN ??/", "e'PWN\"", "$(touch /tmp/PWN)", "`PWN`;", "<script>PWN</script>", "f\u0085#error PWN"]

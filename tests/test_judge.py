@@ -29,6 +29,7 @@ def _kernels(nodes, shapes, family="Ascend910B", static=True, dtype=F16):
     return atc_passes.kernels(nodes, dict(shapes), {v: dtype for v in shapes}, family, static)
 
 
+@pytest.mark.fast
 def test_a_last_two_dims_transpose_goes_into_the_matmul_a_head_transpose_costs_a_kernel():
     shapes = {"a": (2, 4, 64, 32), "b": (2, 4, 64, 32), "bt": (2, 4, 32, 64), "s": (2, 4, 64, 64),
               "h": (2, 64, 4, 32), "hq": (2, 4, 64, 32), "o": (2, 4, 64, 64)}
@@ -51,6 +52,7 @@ def _ew_chain(n: int):
     return nodes, {v: (8, 1024) for v in names}
 
 
+@pytest.mark.fast
 def test_a_static_310p_chain_of_up_to_six_elementwise_nodes_is_one_kernel_a_dynamic_one_is_not():
     nodes, shapes = _ew_chain(6)
     static = _kernels(nodes, shapes, "Ascend310P", static=True)
@@ -62,6 +64,7 @@ def test_a_static_310p_chain_of_up_to_six_elementwise_nodes_is_one_kernel_a_dyna
     assert [len(k.nodes) for k in _kernels(nodes, shapes, "Ascend310P", static=True)] == [6, 2]
 
 
+@pytest.mark.fast
 def test_matmul_bias_add_is_one_kernel_and_a_310p_matmul_takes_one_elementwise_node():
     shapes = {"x": (64, 256), "w": (256, 512), "y": (64, 512), "b": (512,), "z": (64, 512), "r": (64, 512)}
     nodes = [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm"),
@@ -73,6 +76,7 @@ def test_matmul_bias_add_is_one_kernel_and_a_310p_matmul_takes_one_elementwise_n
     assert len(p310) == 1 and p310[0].passes == ["MatMulBiasAddFusionPass", "TbeBatchMatmulElementWiseFusionPass"]
 
 
+@pytest.mark.fast
 def test_a_decomposed_layernorm_is_one_kernel_on_a2_at_static_shapes_only():
     s = {"x": (8, 128, 256), "m": (8, 128, 1), "d": (8, 128, 256), "p": (8, 128, 256), "v": (8, 128, 1),
          "ve": (8, 128, 1), "sd": (8, 128, 1), "n": (8, 128, 256), "g": (256,), "gn": (8, 128, 256), "b": (256,),
@@ -92,6 +96,7 @@ def test_a_decomposed_layernorm_is_one_kernel_on_a2_at_static_shapes_only():
     assert len(_kernels(nodes, s, "Ascend310P", static=False)) == 9
 
 
+@pytest.mark.fast
 def test_one_l2_rule_for_both_sides():
     """An intermediate that fits is read back from L2 at the bandwidth the emulator gives a fused kernel's re-reads;
     one that does not fit (or on 310P, which has none modelled) is read from HBM."""
@@ -110,6 +115,7 @@ def test_one_l2_rule_for_both_sides():
     assert l2.us < hbm.us
 
 
+@pytest.mark.fast
 def test_an_fp32_matmul_is_costed_at_the_fp32_cube_rate():
     n = 4096
     a = AtcKernel("MatMulV2", ["m"], ["MatMul"], [("a", n * n * 2), ("b", n * n * 2)], [("c", n * n * 2)],
@@ -121,6 +127,7 @@ def test_an_fp32_matmul_is_costed_at_the_fp32_cube_rate():
     assert 3.0 < fp32.us / fp16.us < 4.5
 
 
+@pytest.mark.fast
 def test_measured_kernels_lie_inside_their_corners_and_unmeasured_ones_say_so():
     for p in profiles():
         if p.kernel == "MatMulV2":
@@ -138,6 +145,7 @@ def test_measured_kernels_lie_inside_their_corners_and_unmeasured_ones_say_so():
     assert 2.5 <= launch_us(48, -1) < launch_us(48, 1) <= 9.5
 
 
+@pytest.mark.fast
 def test_chips_by_name_and_families_as_aliases():
     b4 = get_soc("Ascend910B4")
     assert (b4.name, b4.chip, b4.vector_cores) == ("Ascend910B", "Ascend910B4", 40)
@@ -179,6 +187,7 @@ def test_estimate_json_gives_the_figures_fuse_reports(tmp_path, capsys):
     assert all("measured" in n and "input_shapes" in n for n in costed)
 
 
+@pytest.mark.fast
 def test_an_erf_gelu_is_one_kernel_on_a2_at_static_shapes_and_a_tanh_chain_is_not_a_gelu():
     s = {v: (8, 1024) for v in ("x", "d", "e", "a", "m", "y")} | {"c": (), "one": (), "half": ()}
     gelu = [helper.make_node("Div", ["x", "c"], ["d"], name="div"), helper.make_node("Erf", ["d"], ["e"], name="erf"),
@@ -192,6 +201,7 @@ def test_an_erf_gelu_is_one_kernel_on_a2_at_static_shapes_and_a_tanh_chain_is_no
     assert len(_kernels(chain, s)) == 3
 
 
+@pytest.mark.fast
 def test_a_broadcast_input_takes_canns_broadcast_curve_and_a_few_row_matmul_its_gemv_fit():
     s = {"x": (64, 128), "r": (64, 1), "y": (64, 128), "z": (64, 128)}
     same, = _kernels([helper.make_node("Mul", ["x", "y"], ["z"], name="m")], s)

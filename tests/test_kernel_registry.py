@@ -50,6 +50,7 @@ def test_a_class_registered_from_the_tests_runs_through_fuse_package_and_emulate
     assert checks and all(c.ok for c in checks)
 
 
+@pytest.mark.fast
 def test_an_unregistered_class_is_one_clear_error(tmp_path):
     rules = tmp_path / "rules.py"
     rules.write_text('from asc_onnx.pattern import generic_rule\n\nRULES = [generic_rule("Nope", op_name="Nope", '
@@ -59,6 +60,7 @@ def test_an_unregistered_class_is_one_clear_error(tmp_path):
         asc_onnx.fuse(m, options=FuseOptions(judge=False, pattern_files=(str(rules),)))
 
 
+@pytest.mark.fast
 def test_the_registry_answers_by_name_and_by_ir():
     from asc_onnx.kernels.row.lower import RowKernel
 

@@ -26,28 +26,47 @@ MATMUL_RULES = frozenset({"LinearGELU", "LinearGELUTanh", "LinearSiLU", "LinearS
                           "SwiGLUSplit"})
 
 
-def _collect():
-    """The fixtures' pointwise kernels (row kernels: tests/test_row_kernels.py), with the Linear+activation
-    rules skipped so that the activations after a MatMul (BiasGELU) are collected as pointwise kernels too."""
-    kernels = {}
-    # fp32 fixtures first: a form found in both keeps its fp32 body (fp32 data through an fp16 body is rounded).
-    # The front door's fixtures (models/make_fixtures.py DOORS) are proven by their own tests (test_fixtures,
-    # test_deployed_tolerance): their kernels are the CNN's, attention's and the quantized BERT's chains.
-    for path in sorted((p for p in MODELS.glob("*.onnx") if p.stem not in FRONT_DOOR),
-                       key=lambda p: ("fp16" in p.name, p.name)):
+#: The fixtures the kernels come from; fp32 first: a form found in both keeps its fp32 body (fp32 data through an
+#: fp16 body is rounded). The front door's fixtures (models/make_fixtures.py DOORS) are proven by their own tests
+#: (test_fixtures, test_deployed_tolerance): their kernels are the CNN's, attention's and the quantized BERT's.
+FIXTURES = sorted((p for p in MODELS.glob("*.onnx") if p.stem not in FRONT_DOOR),
+                  key=lambda p: ("fp16" in p.name, p.name))
+
+
+@pytest.fixture(scope="module")
+def by_fixture() -> dict[str, list]:
+    """The fixtures' pointwise kernels (row kernels: tests/test_row_kernels.py) by the fixture that first made
+    each, with the Linear+activation rules skipped so that the activations after a MatMul (BiasGELU) are
+    collected as pointwise kernels too. Fused when a test first asks, not at collection."""
+    first: dict[str, tuple[str, object]] = {}
+    for path in FIXTURES:
         res = asc_onnx.fuse(path, options=FuseOptions(judge=False, emulate=False, skip=MATMUL_RULES), validate=False)
         for k in res.kernels:
             if k.op.kernel == "pointwise":
-                kernels.setdefault(k.op.signature, k)
-    return sorted(kernels.values(), key=lambda k: k.op.op_type)
+                first.setdefault(k.op.signature, (path.stem, k))
+    out: dict[str, list] = {}
+    for stem, k in sorted(first.values(), key=lambda x: x[1].op.op_type):
+        out.setdefault(stem, []).append(k)
+    return out
 
 
-KERNELS = _collect()
-IDS = [k.op.op_type for k in KERNELS]
+@pytest.fixture(scope="module")
+def all_kernels(by_fixture) -> list:
+    return sorted((k for ks in by_fixture.values() for k in ks), key=lambda k: k.op.op_type)
 
 
-def test_fixtures_give_every_pointwise_family():
-    rules = {k.op.rule for k in KERNELS}
+@pytest.fixture(params=[p.stem for p in FIXTURES])
+def ks(request, by_fixture) -> list:
+    """The pointwise kernels a fixture made first."""
+    got = by_fixture.get(request.param)
+    if not got:
+        pytest.skip("no pointwise kernel first made by this fixture")
+    return got
+
+
+@pytest.mark.fast
+def test_fixtures_give_every_pointwise_family(all_kernels):
+    rules = {k.op.rule for k in all_kernels}
     assert {"SiLU", "BiasGELU", "GELUTanh", "ElementwiseChain"} <= rules
 
 
@@ -64,11 +83,11 @@ def _assert_ok(c):
 
 
 @pytest.mark.parametrize("soc", sorted(SOCS))
-@pytest.mark.parametrize("k", KERNELS, ids=IDS)
-def test_real_shapes(k, soc):
-    for dtype in k.ir.dtypes:
-        inputs = random_inputs(k, dtype, concrete(k.op.instances[0].output_shapes[0], 4))
-        _assert_ok(check(k, inputs, SOCS[soc], "real"))
+def test_real_shapes(ks, soc):
+    for k in ks:
+        for dtype in k.ir.dtypes:
+            inputs = random_inputs(k, dtype, concrete(k.op.instances[0].output_shapes[0], 4))
+            _assert_ok(check(k, inputs, SOCS[soc], "real"))
 
 
 def _dtypes(k) -> tuple:
@@ -85,18 +104,17 @@ EDGES = {
 
 
 @pytest.mark.parametrize("edge", sorted(EDGES))
-@pytest.mark.parametrize("k", KERNELS, ids=IDS)
-def test_edge_shapes_910b(k, edge):
+def test_edge_shapes_910b(ks, edge):
     rows, period = EDGES[edge]
-    for dtype in _dtypes(k):
-        _assert_ok(check(k, _edge_inputs(k, rows, period, dtype), SOCS["Ascend910B"], edge))
+    for k in ks:
+        for dtype in _dtypes(k):
+            _assert_ok(check(k, _edge_inputs(k, rows, period, dtype), SOCS["Ascend910B"], edge))
 
 
 @pytest.mark.parametrize("edge", sorted(EDGES))
-@pytest.mark.parametrize("k", KERNELS, ids=IDS)
-def test_edge_shapes_310p(k, edge):
+def test_edge_shapes_310p(ks, edge):
     rows, period = EDGES[edge]
-    for dtype in _dtypes(k):
+    for k, dtype in [(one, d) for one in ks for d in _dtypes(one)]:
         inputs = _edge_inputs(k, rows, period, dtype)
         c = check(k, inputs, SOCS["Ascend310P"], edge)
         # Ragged tails with broadcasts are served on 310P too (the window tile takes each period at its phase);
@@ -108,29 +126,30 @@ def test_edge_shapes_310p(k, edge):
         _assert_ok(c)
 
 
-@pytest.mark.parametrize("k", KERNELS, ids=IDS)
-def test_more_than_ten_million_elements(k):
+def test_more_than_ten_million_elements(ks):
     rows, period = (303031, 33)  # 10,000,023 elements
-    c = check(k, _edge_inputs(k, rows, period, _dtypes(k)[0]), SOCS["Ascend910B"], "10M")
-    _assert_ok(c)
-    assert c.block_dim == 48
+    for k in ks:
+        c = check(k, _edge_inputs(k, rows, period, _dtypes(k)[0]), SOCS["Ascend910B"], "10M")
+        _assert_ok(c)
+        assert c.block_dim == 48
 
 
-@pytest.mark.parametrize("k", KERNELS, ids=IDS)
-def test_bf16_through_fp32(k):
-    if F32 not in _dtypes(k):
-        pytest.skip("an fp16 body: bf16 data would be rounded to fp16 by the reference")
-    _assert_ok(check(k, _edge_inputs(k, 129, 33, BF16), SOCS["Ascend910B"], "bf16"))
+def test_bf16_through_fp32(ks):
+    wide = [k for k in ks if F32 in _dtypes(k)]  # (an fp16 body: bf16 data would be rounded to fp16 by the reference)
+    if not wide:
+        pytest.skip("only fp16 bodies")
+    for k in wide:
+        _assert_ok(check(k, _edge_inputs(k, 129, 33, BF16), SOCS["Ascend910B"], "bf16"))
 
 
-def test_bf16_refused_on_310p():
-    k = KERNELS[0]
+def test_bf16_refused_on_310p(all_kernels):
+    k = all_kernels[0]
     c = check(k, _edge_inputs(k, 4, 16, BF16), SOCS["Ascend310P"], "bf16")
     assert not c.ok and "bfloat16 is not supported on Ascend310P" in c.error
 
 
-def test_gm_traffic_is_the_compulsory_minimum_on_910b():
-    for k in KERNELS:
+def test_gm_traffic_is_the_compulsory_minimum_on_910b(all_kernels):
+    for k in all_kernels:
         inputs = _edge_inputs(k, 6061, 33, _dtypes(k)[0])
         res = run(k.ir, k.files, f"{k.op.op_type}TilingData", inputs, SOCS["Ascend910B"])
         full = next(a.nbytes for a, x in zip(inputs, k.ir.inputs) if x.kind == "full")
@@ -140,9 +159,9 @@ def test_gm_traffic_is_the_compulsory_minimum_on_910b():
         assert res.gm_read_bytes == full * (len(inputs) - len(k.ir.broadcast_inputs)) + broadcast * res.block_dim
 
 
-def test_planted_tail_bug_is_caught():
+def test_planted_tail_bug_is_caught(all_kernels):
     """Drop the last element of every store: the emulator must report the unwritten output bytes."""
-    k = next(k for k in KERNELS if not k.ir.broadcast_inputs)
+    k = next(k for k in all_kernels if not k.ir.broadcast_inputs)
     path = f"op_kernel/{k.ir.snake}.cpp"
     buggy = dict(k.files)
     buggy[path] = buggy[path].replace("Store({0}Gm[offset], {0}Local, len);".format(k.ir.outputs[0]),
@@ -152,8 +171,8 @@ def test_planted_tail_bug_is_caught():
         run(k.ir, buggy, f"{k.op.op_type}TilingData", _edge_inputs(k, 3, 333, F32), SOCS["Ascend910B"])
 
 
-def test_planted_wrong_math_is_caught():
-    k = next(k for k in KERNELS if k.op.rule == "SiLU")
+def test_planted_wrong_math_is_caught(all_kernels):
+    k = next(k for k in all_kernels if k.op.rule == "SiLU")
     path = f"op_kernel/{k.ir.snake}.cpp"
     wrong = dict(k.files)
     wrong[path] = wrong[path].replace("AscendC::Exp(", "AscendC::Relu(", 1)

@@ -66,6 +66,7 @@ def test_the_guarded_attention_is_one_op_and_a_row_masked_everywhere_is_zero(dt,
     assert np.all(got[:, 5] == 0)
 
 
+@pytest.mark.fast
 def test_a_guard_of_a_softmax_over_another_axis_is_left_alone():
     m = guarded_attention(axis=2)
     res = asc_onnx.fuse(m, None, FuseOptions(judge=False, emulate=False), validate=False)
@@ -73,6 +74,7 @@ def test_a_guard_of_a_softmax_over_another_axis_is_left_alone():
     assert "attention" not in [op.kernel for op in res.ops]
 
 
+@pytest.mark.fast
 def test_the_rewrite_is_exact_on_onnxruntime_with_a_row_masked_everywhere():
     """The canonical graph alone (no fusion), against the original, on a mask with a row masked everywhere."""
     import onnx_graphsurgeon as gs

@@ -28,6 +28,7 @@ def out(request, tmp_path_factory):
     return d, request.param
 
 
+@pytest.mark.fast
 def test_every_expected_file_exists(out):
     d, _ = out
     pkg = d / "op_package"
@@ -43,6 +44,7 @@ def test_every_expected_file_exists(out):
         assert f"KERNEL_FILE {s}.cpp" in (pkg / "op_kernel/CMakeLists.txt").read_text()
 
 
+@pytest.mark.fast
 def test_every_atc_node_has_a_plugin_key(out):
     d, mode = out
     atc = onnx.load(d / "model.atc.onnx")
@@ -58,6 +60,7 @@ def test_every_atc_node_has_a_plugin_key(out):
     assert len(atc.opset_import) == (1 if mode == "compat" else 2)
 
 
+@pytest.mark.fast
 def test_kernel_entry_is_the_snake_case_of_its_opdef(out):
     d, _ = out
     pkg = d / "op_package"
@@ -70,6 +73,7 @@ def test_kernel_entry_is_the_snake_case_of_its_opdef(out):
             assert inc in ("kernel_operator.h", "lib/matmul_intf.h") or (pkg / "op_kernel" / inc).is_file(), inc
 
 
+@pytest.mark.fast
 def test_compute_unit_and_atc_command(out):
     d, _ = out
     presets = json.loads((d / "op_package/CMakePresets.json").read_text())

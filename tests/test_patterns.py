@@ -22,7 +22,9 @@ NODE = helper.make_node
 
 
 def fuse(m, **kw):
-    return asc_onnx.fuse(m, options=FuseOptions(judge=False, **kw))
+    """Match, rewrite and the graph rung (onnxruntime): what a pattern decides needs no kernel run (the kernels of
+    every rule are proven by the class tests)."""
+    return asc_onnx.fuse(m, options=FuseOptions(judge=False, emulate=False, **kw))
 
 
 def only(m, name):
@@ -137,7 +139,8 @@ def test_swiglu_split_unequal_parts_refuses():
         if init.name == "sp":
             init.CopyFrom(const("sp", [6, 10], np.int64))
     m.graph.output[0].type.tensor_type.shape.dim[-1].dim_param = "n"
-    res = asc_onnx.fuse(m, options=FuseOptions(judge=False, only=frozenset({"SwiGLUSplit"})), validate=False)
+    res = asc_onnx.fuse(m, options=FuseOptions(judge=False, emulate=False, only=frozenset({"SwiGLUSplit"})),
+                        validate=False)
     assert rules_of(res) == {}
     assert any("equal halves" in n.reason for n in res.near_misses)
 
@@ -191,7 +194,7 @@ def test_gelu_wrong_constant_is_a_near_miss_not_a_gelu():
 def test_bias_gelu_with_gelu_op():
     m = model([NODE("Add", ["x", "b"], ["h"]), NODE("Gelu", ["h"], ["y"])], [X], [Y],
               [const("b", np.ones(D))], opset=20)
-    res = asc_onnx.fuse(m, validate=False)  # the converter is not needed to fuse
+    res = asc_onnx.fuse(m, options=FuseOptions(judge=False, emulate=False), validate=False)  # (no converter needed)
     assert rules_of(res) == {"BiasGELU": 1}
 
 

@@ -117,6 +117,7 @@ def test_pow_with_odd_exponent_keeps_the_sign():
     assert not any(s.api in ("Ln", "Exp") for s in res.kernels[0].ir.steps)
 
 
+@pytest.mark.fast
 def test_equal_infinities_compare_equal():
     from asc_onnx.validate import compare_arrays
     a = np.array([np.inf, -np.inf, 1.0], np.float32)
@@ -171,6 +172,7 @@ def test_input_shape_binding_does_not_make_a_broadcast_input_full(tmp_path):
     assert rep.ok and rep.emulated_nodes == 1
 
 
+@pytest.mark.fast
 def test_inner_axis_broadcast_is_refused_not_computed_wrongly(tmp_path):
     # A user pattern with no shape check matches tanh(x * s) with a per-channel s [1,C,1,1] of an NCHW x:
     # the kernel (which repeats inputs along leading axes only) must refuse it, with the reason.

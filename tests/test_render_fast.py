@@ -19,6 +19,8 @@ from onnx import helper
 import asc_onnx
 from asc_onnx import FuseOptions
 
+pytestmark = pytest.mark.fast  # (no g++, no emulator run: tests/conftest.py)
+
 NODE = helper.make_node
 
 
@@ -204,3 +206,28 @@ def test_pointwise_sin_and_cos_reduce_by_pi_in_three_parts(op):
     assert apis[-3:] == ["Abs", "Compares", "Select"] and k.ir.steps[-2].scalar == 2.0**20
     checks(f["op_kernel/OP.cpp"], r"AscendC::RoundMode::CAST_RINT", r"AscendC::Sub\(", r"AscendC::Sub\(",
            r"AscendC::Sub\(", r"AscendC::RoundMode::CAST_FLOOR", r"AscendC::Select\(")
+
+
+# -- attention -----------------------------------------------------------------------------------------------
+
+
+def test_attention_is_two_cube_products_around_an_online_softmax_on_a_mixed_launch():
+    """Softmax(q @ k^T * c + mask) @ v: one Matmul object per product, both driven asynchronously from the vector
+    side (IterateAll with its signal, waited one step later), the row max and the rescale by Exp of the
+    difference (the online softmax), on a 1:2 cube:vector launch."""
+    from test_attention import attention_model
+
+    res = asc_onnx.fuse(attention_model(dt=F16), options=FuseOptions(judge=False, emulate=False), validate=False)
+    (k,) = [k for k in res.kernels if k.op.kernel == "attention"]
+    assert k.ir.trans_k and k.ir.has_mask and not k.ir.kv_repeat and len(k.ir.scale) == 1
+    src = k.files[f"op_kernel/{k.ir.snake}.cpp"]
+    checks(src, r"mmQk\.WaitIterateAll\(\);", r"mmPv\.WaitIterateAll\(\);",  # the step loop
+           r"mmQk\.SetTensorA\(qGm", r"mmQk\.SetTensorB\(kGm\[.*\], true\);",
+           r"mmQk\.template IterateAll<false>\(scoresGm", r"mmPv\.SetTensorA\(probsGm")
+    checks(src, r"AscendC::Max\(stat, stat", r"AscendC::Exp\(rescale, rescale, rows\);")
+    checks(src, r"AscendC::Matmul<QType, KType, FType, FType> mmQk;",
+           r"AscendC::Matmul<QType, VType, FType, FType> mmPv;",
+           r"KERNEL_TASK_TYPE_DEFAULT\(KERNEL_TYPE_MIX_AIC_1_2\);")
+    check_not(src, r"DataCopy\(\w*, kGm")  # k is read by the cube only, never staged through UB
+    host = k.files[f"op_host/{k.ir.snake}.cpp"]
+    checks(host, rf"{k.ir.op_type}ComputeTiling\(", r"SetBlockDim")

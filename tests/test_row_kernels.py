@@ -14,10 +14,9 @@ Tolerances are validate.TOLERANCES: fp32 rtol 1e-5/atol 1e-5, fp16 rtol 1e-3/ato
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
+from backend_cases import cases
 from onnx import TensorProto, helper
 
 import asc_onnx
@@ -32,16 +31,8 @@ FAMILIES = ("test_layer_normalization", "test_rms_normalization", "test_softmax"
 NOT_ROWS = ("axis_0", "axis_1")
 
 
-def _cases():
-    import onnx.backend.test.case.node as node_cases
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cases = node_cases.collect_testcases(None)
-    return sorted((c for c in cases if c.name.startswith(FAMILIES)), key=lambda c: c.name)
-
-
-CASES = _cases()
+CASES = cases(("layernormalization", "rmsnormalization", "softmax", "logsoftmax"),
+              lambda name: name.startswith(FAMILIES))
 ROW_CASES = [c for c in CASES if not (c.name.startswith(("test_softmax", "test_logsoftmax"))
                                       and any(a in c.name for a in NOT_ROWS))]
 
@@ -50,6 +41,7 @@ def _emulate(k, arrays, soc="Ascend910B"):
     return run(k.ir, k.files, f"{k.op.op_type}TilingData", arrays, SOCS[soc]).outputs
 
 
+@pytest.mark.fast
 def test_every_family_is_covered():
     assert {c.name.split("_")[1] for c in ROW_CASES} == {"layer", "rms", "softmax", "logsoftmax"}
     assert len(ROW_CASES) >= 120 and sum("expanded" in c.name for c in ROW_CASES) >= 60
@@ -82,6 +74,7 @@ def test_backend_case_is_one_row_op_reproducing_expected_outputs(case):
         assert c.ok, f"{case.name} fp16 {name}: max abs {c.max_abs}"
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("case", [c for c in CASES if c not in ROW_CASES], ids=lambda c: c.name)
 def test_softmax_over_a_leading_axis_is_not_a_row_op(case):
     res = asc_onnx.fuse(case.model, options=FuseOptions(judge=False, emulate=False), validate=False)

@@ -64,6 +64,7 @@ def _inputs(k, shapes, seed=0):
     return [np.asarray(rng.standard_normal(s), np.float32).astype(np_type(k.ir.dtypes[0])) for s in shapes]
 
 
+@pytest.mark.fast
 def test_an_ir_carries_its_schedule_and_the_renderer_prints_it():
     k = _kernel(_rmsnorm(F16))
     assert k.ir.schedule == RowSchedule()
@@ -78,6 +79,7 @@ def test_an_ir_carries_its_schedule_and_the_renderer_prints_it():
         VectorSchedule(buffer_num=3)
 
 
+@pytest.mark.fast
 def test_a_written_package_is_reloaded_with_the_schedule_it_was_rendered_with(tmp_path):
     out = tmp_path / "out"
     asc_onnx.fuse(_rmsnorm(F32), out, options=FuseOptions(judge=False, emulate=False), validate=False)

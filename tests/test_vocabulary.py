@@ -24,6 +24,7 @@ BINARY = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "PRelu"})
 UNARY = ELEMENTWISE - BINARY - COMPARE - {CLIP, WHERE}
 
 
+@pytest.mark.fast
 def test_the_chain_pass_admits_exactly_the_op_table():
     assert ELEMENTWISE == frozenset(EMITTERS) and BINARY <= ELEMENTWISE
 
@@ -52,6 +53,7 @@ def _chain(op: str):
     return model(nodes, [("x", F32, [4, 8])], [("y", F32, [4, 8])], inits, opset=opset)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("op", sorted(ELEMENTWISE))
 def test_every_admitted_op_fuses_and_lowers(op):
     res = asc_onnx.fuse(_chain(op), options=FuseOptions(judge=False, emulate=False), validate=False)
@@ -60,6 +62,7 @@ def test_every_admitted_op_fuses_and_lowers(op):
     assert not res.report["kernels"]["not_generated"] and len(res.kernels) == 1
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("op", ["Round", "Tan"])
 def test_ops_the_lowering_does_not_serve_are_not_fused(op):
     """Relu -> op -> Sigmoid: the op stays an ONNX node, and nothing without a kernel is fused."""
@@ -71,6 +74,7 @@ def test_ops_the_lowering_does_not_serve_are_not_fused(op):
     assert not res.report["kernels"]["not_generated"]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("op", sorted(ELEMENTWISE))
 def test_every_admitted_op_lowers_inside_a_row_region(op):
     """The same chain feeding a Softmax is one row region, lowered by the row class (whose body shapes once
