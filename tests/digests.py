@@ -76,6 +76,13 @@ def outputs(result: Any) -> dict[str, str]:
     return out
 
 
+def checks(result: Any) -> list[str]:
+    """What the emulator computed and counted in every kernel check of the run (error, GM bytes, blocks, the timing
+    model's estimate): where text moved into a header, these show that the kernels still compute and move the same."""
+    return [f"{c.op_type}|{c.inputs}|{list(c.shape)}|{c.dtype}|{c.max_abs!r}|{c.gm_bytes}|{c.block_dim}|"
+            f"{c.est_us!r}|{c.ok}" for c in result.kernel_checks]
+
+
 def install(folder: Path) -> None:
     """Wrap :func:`asc_onnx.fuse` (and ``asc_onnx.api.fuse``) to record every run's digests in ``folder``."""
     import asc_onnx
@@ -88,7 +95,7 @@ def install(folder: Path) -> None:
     def fuse(model, out_dir=None, options=FuseOptions(), validate=True, force=False):
         result = real(model, out_dir, options, validate, force)
         line = {"input": _model_digest(model), "options": _options(options), "validate": validate,
-                "written": out_dir is not None, "outputs": outputs(result)}
+                "written": out_dir is not None, "outputs": outputs(result), "checks": checks(result)}
         with open(folder / f"{os.getpid()}.jsonl", "a") as f:
             f.write(json.dumps(line, sort_keys=True) + "\n")
         return result
@@ -97,15 +104,17 @@ def install(folder: Path) -> None:
     asc_onnx.fuse = fuse
 
 
-def load(folder: Path) -> dict[str, dict[str, str]]:
-    """Run key (input, options, whether a folder was written) -> its outputs' digests; a key run twice must
-    agree with itself."""
-    runs: dict[str, dict[str, str]] = {}
+def load(folder: Path, what: str = "outputs") -> dict[str, Any]:
+    """Run key (input, options, whether a folder was written) -> its outputs' digests (``what="checks"``: its kernel
+    checks); a key run twice must agree with itself."""
+    runs: dict[str, Any] = {}
     for path in sorted(folder.glob("*.jsonl")):
         for text in path.read_text().splitlines():
             line = json.loads(text)
+            if what not in line:
+                continue
             key = _sha(line["input"] + line["options"] + str(line["validate"]) + str(line["written"]))
-            if runs.setdefault(key, line["outputs"]) != line["outputs"]:
+            if runs.setdefault(key, line[what]) != line[what]:
                 raise SystemExit(f"{path}: one run's outputs differ from an earlier identical run's: the outputs "
                                  "are not deterministic, and no comparison can prove anything")
     return runs
@@ -133,7 +142,13 @@ def main() -> int:
     for k in changed[:20]:
         diff = sorted(set(before[k].items()) ^ set(after[k].items()))
         print(f"  {k[:12]}: {', '.join(sorted({name for name, _ in diff}))}")
-    return 1 if changed else 0
+    cb, ca = load(a.before, "checks"), load(a.after, "checks")
+    both = sorted(set(cb) & set(ca))
+    moved = [k for k in both if cb[k] != ca[k]]
+    print(f"kernel checks of {len(both)} runs in both: {len(moved)} changed")
+    for k in moved[:20]:
+        print(f"  {k[:12]}: " + "; ".join(sorted(set(cb[k]) ^ set(ca[k])))[:400])
+    return 1 if changed or moved else 0
 
 
 if __name__ == "__main__":

@@ -12,12 +12,12 @@ import asc_onnx
 
 PKG = Path(asc_onnx.__file__).resolve().parent
 #: Stage order (modules or sub-packages); helpers may be imported by anyone.
-STAGES = ["load", "canonicalize_attention", "canonicalize", "match", "checks", "rewrite", "plan", "package", "validate", "emulator",
-          "verify_kernels", "atc_passes", "atc_cost", "estimate", "verify_deployed", "prove", "decide",
-          "report", "report_text", "report_charts", "report_html", "output", "api", "cli", "entry"]
+STAGES = ["load", "canonicalize_attention", "canonicalize", "match", "checks", "rewrite", "plan", "package",
+          "validate", "emulator", "verify_kernels", "atc_passes", "atc_cost", "estimate", "verify_deployed", "prove",
+          "decide", "report", "report_text", "report_charts", "report_html", "output", "api", "cli", "entry"]
 #: Helpers any stage may import. ``kernels`` is the kernel classes: a library under the stages, not a stage.
-HELPERS = {"cache", "config", "dtypes", "errors", "options", "graph", "graph_edit", "pattern", "fusion", "registry", "soc",
-           "progress", "dims", "shape_values", "kernels", "hardware", "model_text", "__init__"}
+HELPERS = {"cache", "config", "dtypes", "errors", "options", "graph", "graph_edit", "pattern", "fusion", "registry",
+           "soc", "progress", "dims", "shape_values", "kernels", "hardware", "model_text", "__init__"}
 #: The kernel classes' own packages, and the modules they share.
 KERNELS = PKG / "kernels"
 CLASS_PACKAGES = sorted(p.name for p in KERNELS.iterdir() if (p / "__init__.py").is_file())

@@ -84,7 +84,7 @@ def test_a_class_missing_a_member_is_refused_when_built():
 
     render = kernels.of("row").render
     half = types.SimpleNamespace(**{n: getattr(render, n) for n in ("REFUSALS", "kernel_source", "tiling_header")})
-    with pytest.raises(TypeError, match="its render lacks host_source, struct_name, tiling_calc, tiling_call"):
+    with pytest.raises(TypeError, match="its render lacks headers, host_source, struct_name, tiling_calc, tiling_call"):
         KernelClass("broken", object, lambda *a: None, half, kernels.of("row").driver)
 
 

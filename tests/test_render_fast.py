@@ -9,6 +9,7 @@ lowering or rendering is developed against second-scale tests.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -231,3 +232,29 @@ def test_attention_is_two_cube_products_around_an_online_softmax_on_a_mixed_laun
     check_not(src, r"DataCopy\(\w*, kGm")  # k is read by the cube only, never staged through UB
     host = k.files[f"op_host/{k.ir.snake}.cpp"]
     checks(host, rf"{k.ir.op_type}ComputeTiling\(", r"SetBlockDim")
+
+
+def test_the_shared_row_tiling_header_holds_the_schedules_constants():
+    """asc_onnx_row_tiling.h (the C++ every row op's host tiling runs) and kernels/row/schedule.py (the same
+    arithmetic in Python, for the traffic model) hold the same constants."""
+    from asc_onnx.kernels.row import render as row_render
+    from asc_onnx.kernels.row import schedule
+    from asc_onnx.kernels.row.rows import MAX_LEAD
+
+    text = (Path(row_render.__file__).with_name(row_render.TILING_HEADER)).read_text()
+
+    def const(name: str) -> int:
+        m = re.search(rf"constexpr uint\d+_t {name} = (\d+);", text)
+        assert m, name
+        return int(m[1])
+
+    assert const("kMaxLead") == MAX_LEAD and const("kStatSlot") == schedule.STAT_SLOT
+    assert const("kFoldMax") == schedule.FOLD_MAX and const("kWeightShare") == schedule.WEIGHT_SHARE
+    assert const("kMaxTileRows") == schedule.MAX_TILE_ROWS and const("kBufferings") == len(schedule.BUFFERINGS)
+    ins = re.search(r"kInOptions\[kBufferings\] = \{([^}]*)\}", text)[1]
+    outs = re.search(r"kOutOptions\[kBufferings\] = \{([^}]*)\}", text)[1]
+    assert list(zip(map(int, ins.split(",")), map(int, outs.split(",")))) == list(schedule.BUFFERINGS)
+    k, files = _kernel(_rmsnorm())
+    assert files["op_host/asc_onnx_row_tiling.h"] == text  # shipped as it is
+    checks(files["op_host/OP_tiling_calc.h"], r'#include "asc_onnx_row_tiling.h"', r"struct \w+RowShape \{",
+           r"return asc_onnx::RowTiling<\w+RowShape>\(")

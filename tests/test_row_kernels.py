@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from backend_cases import cases
+from conftest import MODELS
 from onnx import TensorProto, helper
 
 import asc_onnx
@@ -464,3 +465,20 @@ def test_fixture_row_kernels_on_310p():
         if k.op.kernel == "row":
             assert {c.inputs for c in res.kernel_checks if c.op_type == k.op.op_type and c.ok} >= {"random",
                                                                                                  "captured"}
+
+
+def test_a_models_vector_kernels_compile_as_one_batch_program(tmp_path):
+    """Every vector kernel of a model is one g++ run (a batch program, each kernel in a namespace of its own): a file
+    the kernels share (the row tiling header) must compile once per kernel there, or every kernel falls back to a
+    compile of its own, silently, several times slower."""
+    from asc_onnx import config
+    from asc_onnx.emulator.harness import prebuild
+    from asc_onnx.kernels import of
+
+    res = asc_onnx.fuse(MODELS / "llama_tiny_dynamo.onnx", options=FuseOptions(judge=False, emulate=False),
+                        validate=False)
+    items = [(k.ir, k.files, f"{k.op.op_type}TilingData", k.ir.dtypes[0], SOCS["Ascend910B"])
+             for k in res.kernels if not of(k).cube]
+    assert sum(of(it[0]).name == "row" for it in items) >= 3
+    with config.using(config.Config.of(tmp_path / "cache", config.current().cann_source)):
+        assert prebuild(items) == len(items)  # each one's program is an entry of the batch

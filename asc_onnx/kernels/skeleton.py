@@ -222,6 +222,7 @@ def render(emitters, k, rule: str, body_ops: list[str], sources: list[str], comp
     """Every file of one op, by path relative to the op package root: the same layout for every kernel
     class, the per-class parts from ``emitters`` (the class's render module)."""
     return {
+        **emitters.headers(k),
         f"op_kernel/{k.snake}.cpp": emitters.kernel_source(k, rule, body_ops, sources),
         f"op_kernel/{k.snake}_tiling.h": emitters.tiling_header(k),
         f"op_host/{k.snake}_tiling_calc.h": emitters.tiling_calc(k),

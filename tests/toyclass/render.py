@@ -75,3 +75,8 @@ def host_source(k: AbsKernel, compute_units: list[str]) -> str:
         "    *context->GetOutputShape(0) = *context->GetInputShape(0);", "    return GRAPH_SUCCESS;", "}", "")
     infer_dtype_and_opdef(out, k.op_type, ["x"], ["y"], ["ge::DT_FLOAT"], compute_units)
     return out.text()
+
+
+def headers(k) -> dict[str, str]:
+    """The shared headers this class's files include (none: its files are whole)."""
+    return {}

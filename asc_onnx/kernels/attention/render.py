@@ -1158,3 +1158,8 @@ def host_source(k: AttentionKernel, compute_units: list[str]) -> str:
 
 
 __all__ = ["REFUSALS", "tiling_header", "tiling_calc", "kernel_source", "host_source", "tiling_call"]
+
+
+def headers(k) -> dict[str, str]:
+    """The shared headers this class's files include (none: its files are whole)."""
+    return {}

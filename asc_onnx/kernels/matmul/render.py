@@ -649,3 +649,8 @@ def tiling_call(k: MatmulKernel, m: str, n: str, kk: str, dtype_size: str, is_fl
 
 def _if_nonzero(call: tuple[str, str]) -> tuple[str, str]:
     return f"if ({call[0]}", f"{call[1]} != 0) {{"
+
+
+def headers(k) -> dict[str, str]:
+    """The shared headers this class's files include (none: its files are whole)."""
+    return {}

@@ -597,3 +597,8 @@ def tiling_call(k: PointwiseKernel, total: str, periods: str, dtype_size: str, c
     """The call of ``<op>ComputeTiling`` with these argument expressions: its signature in one place, for the
     host's TilingFunc and the emulator's driver."""
     return f"{k.op_type}ComputeTiling({total}, {periods}, {dtype_size}, {core_num}, {ub}, {has_pad}, {out})"
+
+
+def headers(k) -> dict[str, str]:
+    """The shared headers this class's files include (none: its files are whole)."""
+    return {}
