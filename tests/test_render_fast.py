@@ -85,7 +85,8 @@ def test_pointwise_fp32_writes_outputs_in_place_and_fp16_casts_once():
     k32, f32 = _kernel(_silu(F32))
     k16, f16 = _kernel(_silu(F16))
     assert _steps(k32.ir) == _steps(k16.ir)  # one program; the I/O type is the template parameter
-    checks(f16["op_kernel/OP.cpp"], r"FromFloat\(", r"RoundMode::CAST_NONE")
+    checks(f16["op_kernel/OP.cpp"], r'#include "asc_onnx_helpers.h"', r"FromFloat\(")
+    checks(f16["op_kernel/asc_onnx_helpers.h"], r"void FromFloat\(", r"RoundMode::CAST_NONE")  # the shared helpers
     assert f32["op_kernel/OP.cpp"] == f16["op_kernel/OP.cpp"]  # one source per op, instantiated per dtype column
 
 

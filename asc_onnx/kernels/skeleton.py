@@ -5,6 +5,8 @@ alike to the engineer who reads it."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from .text import Lines, comment
 
 GE_TYPES = {"float": "ge::DT_FLOAT", "half": "ge::DT_FLOAT16", "bfloat16_t": "ge::DT_BF16"}
@@ -22,57 +24,16 @@ def cap(name: str) -> str:
 
 
 
-#: fp32 register helpers every kernel class uses: widen an input tile, narrow a result, copy a register.
-HELPERS = r"""// Compare works on whole 256-byte repeats: round the fp32 count up (registers are sized for it).
-__aicore__ inline uint32_t CompareCount(uint32_t count) { return (count + 63) / 64 * 64; }
+#: The fp32 register helpers the pointwise, row and matmul kernels share: a header shipped into op_kernel/.
+HELPERS_HEADER = "asc_onnx_helpers.h"
+HELPERS_INCLUDE = f'#include "{HELPERS_HEADER}"'
+_HELPERS_TEXT = Path(__file__).with_name(HELPERS_HEADER).read_text()
 
-template <typename T>
-__aicore__ inline AscendC::LocalTensor<float> ToFloat(const AscendC::LocalTensor<T>& src,
-                                                      const AscendC::LocalTensor<float>& work, uint32_t count)
-{
-    if constexpr (std::is_same_v<T, float>) {
-        return src.template ReinterpretCast<float>();
-    } else {
-        AscendC::Cast(work, src, AscendC::RoundMode::CAST_NONE, count);
-        return work;
-    }
-}
 
-// fp32 kernels compute their outputs straight into the output tile; others into a register, then Cast.
-template <typename T>
-__aicore__ inline AscendC::LocalTensor<float> OutReg(const AscendC::LocalTensor<T>& out,
-                                                     const AscendC::LocalTensor<float>& reg)
-{
-    if constexpr (std::is_same_v<T, float>) {
-        return out.template ReinterpretCast<float>();
-    } else {
-        return reg;
-    }
-}
+def helpers_header() -> dict[str, str]:
+    """The shared helpers header, by its path in the op package (a renderer's ``headers`` adds it)."""
+    return {f"op_kernel/{HELPERS_HEADER}": _HELPERS_TEXT}
 
-template <typename T>
-__aicore__ inline void FromFloat(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<float>& src,
-                                 uint32_t count)
-{
-    if constexpr (std::is_same_v<T, half>) {
-        AscendC::Cast(dst, src, AscendC::RoundMode::CAST_NONE, count);
-    } else if constexpr (!std::is_same_v<T, float>) {
-        AscendC::Cast(dst, src, AscendC::RoundMode::CAST_RINT, count);
-    }
-}
-
-// An output held in a register of its own (an input passed through, or one value as two outputs).
-template <typename T>
-__aicore__ inline void ToTile(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<float>& src,
-                              uint32_t count)
-{
-    if constexpr (std::is_same_v<T, float>) {
-        AscendC::Muls(dst, src, 1.0f, count);
-    } else {
-        FromFloat(dst, src, count);
-    }
-}
-"""
 
 
 def banner(k, rule: str, body_ops: list[str], sources: list[str], kind: str) -> tuple[str, str, str]:

@@ -29,11 +29,12 @@ from ..ir import IO_TYPES
 from ..skeleton import (
     CUBE_PLATFORM_LINES,
     GE_TYPES,
-    HELPERS,
+    HELPERS_INCLUDE,
     banner,
     cap,
     cube_host_head,
     cube_host_tail,
+    helpers_header,
     infer_dtype_and_opdef,
     kernel_entry,
     role,
@@ -263,6 +264,7 @@ def kernel_source(k: MatmulKernel, rule: str, body_ops: list[str], sources: list
         "// bias); the vector core applies the epilogue to the block in UB and writes y once.",
         '#include "kernel_operator.h"',
         '#include "lib/matmul_intf.h"',
+        HELPERS_INCLUDE,
         f'#include "{k.snake}_tiling.h"',
         "",
         "namespace {",
@@ -278,9 +280,7 @@ def kernel_source(k: MatmulKernel, rule: str, body_ops: list[str], sources: list
         "// The C blocks arrive in the I/O type (the cube's fixpipe rounds the fp32 sums once): widened into",
         "// registers of their own unless that type is fp32.",
         "template <typename T>",
-        "constexpr uint32_t C_REGS = std::is_same_v<T, float> ? 0 : NUM_C;",
-        "")
-    out(*HELPERS.splitlines())
+        "constexpr uint32_t C_REGS = std::is_same_v<T, float> ? 0 : NUM_C;")
     out("",
         "__aicore__ inline uint32_t CeilDiv(uint32_t a, uint32_t b) { return (a + b - 1) / b; }",
         "", "template <typename T>", f"class {cls} {{")
@@ -651,6 +651,6 @@ def _if_nonzero(call: tuple[str, str]) -> tuple[str, str]:
     return f"if ({call[0]}", f"{call[1]} != 0) {{"
 
 
-def headers(k) -> dict[str, str]:
-    """The shared headers this class's files include (none: its files are whole)."""
-    return {}
+def headers(k: MatmulKernel) -> dict[str, str]:
+    """The shared headers a matmul op's files include, by path in the op package."""
+    return helpers_header()

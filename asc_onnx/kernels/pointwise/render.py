@@ -29,10 +29,11 @@ from dataclasses import dataclass
 from ..ir import IO_TYPES
 from ..skeleton import (
     GE_TYPES,
-    HELPERS,
+    HELPERS_INCLUDE,
     LAUNCH_LINES,
     banner,
     cap,
+    helpers_header,
     infer_dtype_and_opdef,
     kernel_entry,
     param_lines,
@@ -334,13 +335,12 @@ def kernel_source(k: PointwiseKernel, rule: str, body_ops: list[str], sources: l
     out(*banner(k, rule, body_ops, sources, "pointwise"),
         "// Every tile is computed in fp32 registers and cast back to the I/O type.",
         '#include "kernel_operator.h"',
+        HELPERS_INCLUDE,
         f'#include "{k.snake}_tiling.h"',
         "")
     out("namespace {",
         f"constexpr int32_t BUFFER_NUM = {k.schedule.buffer_num};  // {k.schedule.buffering}",
-        f"constexpr uint32_t NUM_REGS = {k.num_regs};",
-        "")
-    out(*HELPERS.splitlines())
+        f"constexpr uint32_t NUM_REGS = {k.num_regs};")
     out("", "template <typename T>", f"class {cls} {{", "public:")
     with out.indent():
         _init(out, k, cls, ins, outs, bc, inq, outq)
@@ -599,6 +599,6 @@ def tiling_call(k: PointwiseKernel, total: str, periods: str, dtype_size: str, c
     return f"{k.op_type}ComputeTiling({total}, {periods}, {dtype_size}, {core_num}, {ub}, {has_pad}, {out})"
 
 
-def headers(k) -> dict[str, str]:
-    """The shared headers this class's files include (none: its files are whole)."""
-    return {}
+def headers(k: PointwiseKernel) -> dict[str, str]:
+    """The shared headers a pointwise op's files include, by path in the op package."""
+    return helpers_header()

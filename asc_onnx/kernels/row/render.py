@@ -24,10 +24,11 @@ from pathlib import Path
 from ..ir import IO_TYPES
 from ..skeleton import (
     GE_TYPES,
-    HELPERS,
+    HELPERS_INCLUDE,
     LAUNCH_LINES,
     banner,
     cap,
+    helpers_header,
     infer_dtype_and_opdef,
     kernel_entry,
     param_lines,
@@ -104,7 +105,7 @@ _TILING_TEXT = (Path(__file__).with_name(TILING_HEADER)).read_text()
 
 def headers(k: RowKernel) -> dict[str, str]:
     """The shared headers a row op's files include, by path in the op package."""
-    return {f"op_host/{TILING_HEADER}": _TILING_TEXT}
+    return {**helpers_header(), f"op_host/{TILING_HEADER}": _TILING_TEXT}
 
 
 def tiling_calc(k: RowKernel) -> str:
@@ -466,10 +467,9 @@ def kernel_source(k: RowKernel, rule: str, body_ops: list[str], sources: list[st
     out = Lines()
     out(*banner(k, rule, body_ops, sources, "row"),
         "// Rows are reduced and normalized in fp32 registers; statistics are fp32 whatever the I/O type.",
-        '#include "kernel_operator.h"', f'#include "{k.snake}_tiling.h"', "", "namespace {",
+        '#include "kernel_operator.h"', HELPERS_INCLUDE, f'#include "{k.snake}_tiling.h"', "", "namespace {",
         f"constexpr int32_t BUFFER_NUM = {k.schedule.buffer_num};  // {k.schedule.buffering}",
-        f"constexpr uint32_t STAT_SLOT = {STAT_SLOT};  // fp32 elements per row statistic (64 bytes)", "")
-    out(*HELPERS.splitlines())
+        f"constexpr uint32_t STAT_SLOT = {STAT_SLOT};  // fp32 elements per row statistic (64 bytes)")
     out("", "template <typename T>", f"class {cls} {{", "public:")
     with out.indent():
         out(f"__aicore__ inline {cls}() {{}}")
