@@ -30,8 +30,9 @@ HELPERS_INCLUDE = f'#include "{HELPERS_HEADER}"'
 _HELPERS_TEXT = Path(__file__).with_name(HELPERS_HEADER).read_text()
 
 
-def helpers_header() -> dict[str, str]:
-    """The shared helpers header, by its path in the op package (a renderer's ``headers`` adds it)."""
+def helpers_header(k: object = None) -> dict[str, str]:
+    """The shared helpers header, by its path in the op package: the ``headers`` of a class whose files include
+    only it (pointwise, matmul); ``k`` is unused."""
     return {f"op_kernel/{HELPERS_HEADER}": _HELPERS_TEXT}
 
 

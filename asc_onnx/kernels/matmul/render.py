@@ -651,6 +651,4 @@ def _if_nonzero(call: tuple[str, str]) -> tuple[str, str]:
     return f"if ({call[0]}", f"{call[1]} != 0) {{"
 
 
-def headers(k: MatmulKernel) -> dict[str, str]:
-    """The shared headers a matmul op's files include, by path in the op package."""
-    return helpers_header()
+headers = helpers_header  # the shared headers its files include, by path in the op package

@@ -599,6 +599,4 @@ def tiling_call(k: PointwiseKernel, total: str, periods: str, dtype_size: str, c
     return f"{k.op_type}ComputeTiling({total}, {periods}, {dtype_size}, {core_num}, {ub}, {has_pad}, {out})"
 
 
-def headers(k: PointwiseKernel) -> dict[str, str]:
-    """The shared headers a pointwise op's files include, by path in the op package."""
-    return helpers_header()
+headers = helpers_header  # the shared headers its files include, by path in the op package
