@@ -76,7 +76,7 @@ from .graph import (
     onnx_dtype,
     producer,
 )
-from .graph_edit import bypass, fresh_name, set_inputs
+from .graph_edit import bypass, fresh_name, replace_node, set_inputs
 
 #: Defaults made explicit: op type -> {attribute: default}. Softmax's default axis depends
 #: on the opset and is filled in by :func:`_fill_defaults`.
@@ -499,13 +499,7 @@ def _fold_constants(graph: gs.Graph, outputs: set[int]) -> int:
             continue
         out = node.outputs[0]
         # np.array, not ascontiguousarray: that one turns a rank-0 value into rank 1 (a scalar output would grow)
-        folded = gs.Constant(f"{out.name}__folded", np.array(value, order="C"))
-        for consumer in list(out.outputs):
-            for i, t in enumerate(consumer.inputs):
-                if t is out:
-                    consumer.inputs[i] = folded
-        node.inputs.clear()
-        node.outputs.clear()
+        replace_node(node, out, gs.Constant(f"{out.name}__folded", np.array(value, order="C")))
         count += 1
     return count
 

@@ -8,17 +8,22 @@ import onnx_graphsurgeon as gs
 from .graph import producer
 
 
+def replace_node(node: gs.Node, old: gs.Tensor, new: gs.Tensor) -> None:
+    """Every reader of ``old`` (``node``'s output) reads ``new`` instead, and ``node`` is detached."""
+    for consumer in list(old.outputs):
+        for i, t in enumerate(consumer.inputs):
+            if t is old:
+                consumer.inputs[i] = new
+    node.inputs.clear()
+    node.outputs.clear()
+
+
 def bypass(graph: gs.Graph, node: gs.Node, outputs: set[int]) -> bool:
     """Reroute the consumers of a single-input pass-through node to its input; False if kept."""
     src, dst = node.inputs[0], node.outputs[0]
     if id(dst) in outputs:
         return False
-    for consumer in list(dst.outputs):
-        for i, t in enumerate(consumer.inputs):
-            if t is dst:
-                consumer.inputs[i] = src
-    node.inputs.clear()
-    node.outputs.clear()
+    replace_node(node, dst, src)
     return True
 
 
