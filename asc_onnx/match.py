@@ -306,25 +306,39 @@ def _root_filter(pattern: Pattern) -> Counter[str]:
     return Counter(v.node.op_type for v in pattern.root.inputs if isinstance(v, POut))
 
 
-def _may_match(gn: gs.Node, needed: Counter[str], producers: dict[int, Counter[str]]) -> bool:
-    """The anchor's operand producers include every op type the root's operands need (``producers``: each anchor's
-    producer op types, computed once per match: a 120-layer model's anchors meet every variant of their op)."""
-    if not needed:
-        return True
-    have = producers.get(id(gn))
-    if have is None:
-        have = producers[id(gn)] = Counter(p.op for p in (producer(t) for t in data_inputs(gn)) if p is not None)
-    return all(have[op_type] >= n for op_type, n in needed.items())
+class _Anchors:
+    """Each op type's nodes, grouped by the op types that produce their operands, so a variant's root pre-check
+    (:func:`_root_filter`) is taken once per group, not once per node: a 120-layer model's anchors meet every variant
+    of their op, and most groups hold hundreds of nodes alike."""
+
+    def __init__(self, by_type: dict[str, list[gs.Node]]) -> None:
+        self.by_type = by_type
+        self.groups: dict[str, tuple[list[int], list[Counter[str]]]] = {}
+
+    def of(self, op_type: str, needed: Counter[str]) -> list[gs.Node]:
+        """The ``op_type`` nodes, in graph order, whose operand producers include every op type ``needed`` does."""
+        nodes = self.by_type.get(op_type, [])
+        if not needed:
+            return nodes
+        if op_type not in self.groups:
+            index: dict[frozenset, int] = {}
+            tags = []
+            for gn in nodes:
+                have = Counter(p.op for p in (producer(t) for t in data_inputs(gn)) if p is not None)
+                tags.append(index.setdefault(frozenset(have.items()), len(index)))
+            self.groups[op_type] = (tags, [Counter(dict(k)) for k in index])
+        tags, kinds = self.groups[op_type]
+        ok = {i for i, have in enumerate(kinds) if all(have[t] >= n for t, n in needed.items())}
+        return [gn for gn, tag in zip(nodes, tags) if tag in ok]
 
 
 def _match_rule_variant(rule: Rule, pattern: Pattern, anchors: list[gs.Node], claimed: set[int],
                         outputs: set[int], order: dict[int, int], fusions: list[Fusion], misses: list[NearMiss],
-                        declined: Mapping[tuple[str, str], str], producers: dict[int, Counter[str]]) -> None:
+                        declined: Mapping[tuple[str, str], str]) -> None:
     root_out = pattern.outputs[0]
     min_depth = max(3, pattern.size - 1)  # near misses must have got most of the way
-    needed = _root_filter(pattern)
     for gn in anchors:
-        if id(gn) in claimed or len(gn.outputs) <= root_out.index or not _may_match(gn, needed, producers):
+        if id(gn) in claimed or len(gn.outputs) <= root_out.index:
             continue
         key = (rule.name, gn.outputs[root_out.index].name)
         if key in declined:  # an op of this region was not shipped: its smaller fusions instead
@@ -376,12 +390,11 @@ def match(graph: gs.Graph, rules: Sequence[Rule], generic: Rule | Sequence[Rule]
     fusions: list[Fusion] = []
     misses: list[NearMiss] = []
     variants = sorted(((r, p) for r in rules for p in r.variants), key=lambda rp: -rp[1].size)
-    producers: dict[int, Counter[str]] = {}
+    grouped = _Anchors(by_type)
     for rule, pattern in variants:
-        anchors = by_type.get(pattern.root.op_type, [])
-        if anchors and all(pn.op_type in by_type for pn in pattern.nodes):  # else it cannot match anywhere
-            _match_rule_variant(rule, pattern, anchors, claimed, outputs, order, fusions, misses, declined or {},
-                                producers)
+        if all(pn.op_type in by_type for pn in pattern.nodes):  # else it cannot match anywhere
+            anchors = grouped.of(pattern.root.op_type, _root_filter(pattern))
+            _match_rule_variant(rule, pattern, anchors, claimed, outputs, order, fusions, misses, declined or {})
     near = _dedupe_misses(misses, claimed, graph)  # before the generic pass: its chains are no excuse
     passes = [generic] if isinstance(generic, Rule) else list(generic or ())
     for g in sorted(passes, key=lambda r: of(r.kernel).region_rank):
