@@ -143,8 +143,7 @@ def _decided(p: Planned, shared: Inputs, soc: Soc
     decision = decide(rewritten.ops, generated, proof.rejected(), p, soc, options, may_decline=True)
     if not decision.declined:
         return p, rewritten, generated, proof, decision
-    if rewritten.undo is not None:  # the graphs as the plan left them, for the re-match
-        rewritten.undo()
+    rewritten.undo()  # the graphs as the plan left them, for the re-match (the first pass is never exported)
     p = rematch(p, options, dict(decision.declined))
     first = generated
     rewritten, generated = _candidates(p, soc, options, first)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 import onnx
@@ -44,16 +43,34 @@ ATC_OPSETS = range(11, 19)
 MIN_IR = 10
 
 
-@dataclass(frozen=True)
 class RewriteResult:
-    """The two models and the fused op types; ``undo`` puts the graphs the rewrite changed back as they were
-    (a re-match with declined ops starts from the canonical graph, not from a new load)."""
+    """The fused op types and, exported when first asked for, the reference model; ``undo`` puts the graphs the
+    rewrite changed back as they were (a re-match with declined ops starts from the canonical graph, not from a
+    new load). A rewrite that is undone is never exported: the first pass of a run that declines ops is only
+    judged."""
 
-    asc_model: ModelProto
-    atc_model: ModelProto | None
-    ops: tuple[FusedOp, ...]
-    atc_notes: tuple[str, ...]
-    undo: Callable[[], None] | None = field(default=None, compare=False, repr=False)
+    def __init__(self, ops: tuple[FusedOp, ...], export: Callable[[], ModelProto],
+                 restore: Callable[[], None] | None = None) -> None:
+        self.ops = ops
+        self._export: Callable[[], ModelProto] | None = export
+        self._model: ModelProto | None = None
+        self._restore = restore
+
+    @property
+    def asc_model(self) -> ModelProto:
+        """The reference model: fused nodes with their functions (``model.asc.onnx``)."""
+        if self._model is None:
+            if self._export is None:
+                raise RuntimeError("the rewrite was undone: its graphs no longer hold the fused nodes")
+            self._model, self._export = self._export(), None
+        return self._model
+
+    def undo(self) -> None:
+        """Put the graphs back as the plan left them (the exported model, if any, stays as it was)."""
+        if self._restore is None:
+            raise RuntimeError("this rewrite cannot be undone")
+        self._restore()
+        self._restore = self._export = None
 
 
 class _Snapshot:
@@ -239,23 +256,27 @@ def rewrite(graph: gs.Graph, source: ModelProto, fusions: Sequence[Fusion], atc_
         fused_nodes[id(scope)].append((node, f))
     for scope in {id(g): g for g in scope_of}.values():
         _place(scope, fused_nodes[id(scope)], removed)
-    kept = [f for f in source.functions if f.domain == DOMAIN and f.name not in functions]
-    asc = _export(graph, source, opset, kept + [functions[t] for t in functions])
-    meta = {n.name: f for lst in fused_nodes.values() for n, f in lst}
-    for node in all_nodes(asc.graph):
-        f = meta.get(node.name)
-        if f is not None:
-            helper.set_metadata_props(node, {"asc_onnx.rule": f.rule, "asc_onnx.kernel": f.kernel,
-                                             "asc_onnx.source_nodes": ",".join(n.name for n in f.nodes)})
-            node.attribute.extend(helper.make_attribute(f"p{i}", v) for i, v in enumerate(node_params[node.name]))
     ops = tuple(FusedOp(t, first[t].rule, first[t].family, first[t].kernel,
                         next(sig for sig, tt in types.items() if tt == t), functions[t],
                         tuple(first[t].input_names), tuple(first[t].output_names), tuple(instances[t]),
                         tuple(functions[t].attribute), tuple(p.data_type for p in first_params[t]))
                 for t in functions)
-    atc, notes = build_atc_model(asc, {f.name for f in asc.functions}, atc_mode)
-    _record_fused_shapes(asc, ops)
-    return RewriteResult(asc, atc, ops, notes, snapshot.restore)
+    kept = [f for f in source.functions if f.domain == DOMAIN and f.name not in functions]
+
+    def export() -> ModelProto:
+        asc = _export(graph, source, opset, kept + [functions[t] for t in functions])
+        meta = {n.name: f for lst in fused_nodes.values() for n, f in lst}
+        for node in all_nodes(asc.graph):
+            f = meta.get(node.name)
+            if f is not None:
+                helper.set_metadata_props(node, {"asc_onnx.rule": f.rule, "asc_onnx.kernel": f.kernel,
+                                                 "asc_onnx.source_nodes": ",".join(n.name for n in f.nodes)})
+                node.attribute.extend(helper.make_attribute(f"p{i}", v)
+                                      for i, v in enumerate(node_params[node.name]))
+        _record_fused_shapes(asc, ops)
+        return asc
+
+    return RewriteResult(ops, export, snapshot.restore)
 
 
 def _record_fused_shapes(model: ModelProto, ops: Sequence[FusedOp]) -> None:
