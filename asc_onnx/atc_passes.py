@@ -22,6 +22,7 @@ to an exported softmax) and AutoFuse (off by default).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -93,8 +94,8 @@ class AtcKernel:
     broadcast: bool = False
     rows: int = 0
 
-    @property
-    def bytes(self) -> int:
+    @functools.cached_property
+    def bytes(self) -> int:  # (read per kernel by every cost pass: the lists are not changed once made)
         return sum(b for _, b in self.reads) + sum(b for _, b in self.writes)
 
 
@@ -163,7 +164,24 @@ def _classify(start: str, members: Sequence[int], nodes: Sequence[onnx.NodeProto
     return ""
 
 
-def kernels(nodes: Sequence[onnx.NodeProto], shapes: Mapping[str, Sequence[int]], types: Mapping[str, int],
+class NodeView:
+    """A node's fields as plain Python values: the passes read each several times a node, and a protobuf field
+    read costs several times a slot's (the whole-model estimate runs them on every node at every binding)."""
+
+    __slots__ = ("name", "op_type", "input", "output", "attribute")
+
+    def __init__(self, node: onnx.NodeProto) -> None:
+        self.name, self.op_type = node.name, node.op_type
+        self.input, self.output = tuple(node.input), tuple(node.output)
+        self.attribute = node.attribute
+
+
+def views(nodes: Sequence[onnx.NodeProto | NodeView]) -> list[NodeView]:
+    """``nodes`` as :class:`NodeView` (those that already are kept)."""
+    return [n if isinstance(n, NodeView) else NodeView(n) for n in nodes]
+
+
+def kernels(nodes: Sequence[onnx.NodeProto | NodeView], shapes: Mapping[str, Sequence[int]], types: Mapping[str, int],
             family: str, static: bool, small: set[str] | None = None) -> list[AtcKernel]:
     """The CANN kernels ATC runs for ``nodes`` (in graph order) on a chip of ``family`` in this shape mode.
 
@@ -174,6 +192,8 @@ def kernels(nodes: Sequence[onnx.NodeProto], shapes: Mapping[str, Sequence[int]]
         if not v or v not in shapes:
             return 0
         return math.prod(shapes[v]) * IO_TYPES.get(types.get(v, onnx.TensorProto.FLOAT), (None, 4))[1]
+
+    nodes = views(nodes)
 
     consumers: dict[str, list[int]] = {}
     for i, n in enumerate(nodes):
@@ -273,4 +293,4 @@ def kernels(nodes: Sequence[onnx.NodeProto], shapes: Mapping[str, Sequence[int]]
     return out
 
 
-__all__ = ["AtcKernel", "NOT_APPLIED", "PASSES", "applies", "flops", "kernels", "swaps_last_two"]
+__all__ = ["AtcKernel", "NOT_APPLIED", "NodeView", "PASSES", "applies", "flops", "kernels", "swaps_last_two", "views"]

@@ -17,7 +17,7 @@ import onnx
 import onnx.inliner
 
 from .errors import AscOnnxError
-from .estimate import Judgement, bindings, estimate_at, judge, label, model_time, record, static_shapes
+from .estimate import Judgement, bindings, estimate_at, judge, label, model_times, record, static_shapes
 from .graph import graph_work
 from .hardware import corner
 from .kernels import of
@@ -118,8 +118,8 @@ def estimates(decision: Decision, rewritten: RewriteResult, generated: Generated
     judged = [k for k in generated.kernels if k.op.op_type in judged_types]
     shipped = decision.shipped() & judged_types
     static = static_shapes(p.loaded.model, options.shape_map)
-    models = [model_time(rewritten.asc_model, decision.judgements, judged, shipped, b, options.shape_map, soc, static)
-              for b in bindings(p.loaded.model, options.shape_map, p.dims)]
+    models = model_times(rewritten.asc_model, decision.judgements, judged, shipped,
+                         bindings(p.loaded.model, options.shape_map, p.dims), options.shape_map, soc, static)
     return record(decision.judgements, shipped, options.keep_slower, models)
 
 

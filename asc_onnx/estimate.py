@@ -157,12 +157,18 @@ def l2_hits(chain: Sequence[AtcKernel], chip: str) -> list[int]:
 def atc_costs(chain: Sequence[AtcKernel], soc: Soc, overrides: Mapping[str, float] | None = None) -> list[NodeCost]:
     """Each CANN kernel of a chain costed from measurements, at the end of its spread ``overrides`` names
     (``UNFUSED_END``: -1 its fastest runs, 0 its medians, +1 its slowest)."""
-    end = int((overrides or {}).get(UNFUSED_END, 0))
-    out = []
+    return atc_costs_at(chain, soc, (int((overrides or {}).get(UNFUSED_END, 0)),))[0]
+
+
+def atc_costs_at(chain: Sequence[AtcKernel], soc: Soc, ends: Sequence[int]) -> list[list[NodeCost]]:
+    """:func:`atc_costs` at each of ``ends`` (-1, 0, +1), from one pass over the chain."""
+    out: list[list[NodeCost]] = [[] for _ in ends]
     for k, hit in zip(chain, l2_hits(chain, soc.chip)):
         c = kernel_cost(k, soc.chip, hit)
-        out.append(NodeCost(k.kernel, k.bytes, k.flops, (c.lo, c.us, c.hi)[end + 1], tuple(k.op_types), c.measured,
-                            tuple(k.passes), c.rule, hit))
+        spread = (c.lo, c.us, c.hi)
+        for costs, end in zip(out, ends):
+            costs.append(NodeCost(k.kernel, k.bytes, k.flops, spread[end + 1], tuple(k.op_types), c.measured,
+                                  tuple(k.passes), c.rule, hit))
     return out
 
 
@@ -322,69 +328,96 @@ def judge(kernels: Sequence[Kernel], model: ModelProto, shape_map: Mapping[str, 
     return out
 
 
-def _sized(model: ModelProto, binding: Mapping[str, int], shape_map: Mapping[str, Sequence[int]]
-           ) -> tuple[ModelProto, dict[str, tuple[int, ...]], dict[str, int]]:
-    """The model with its inputs at a binding and its large weights as inputs (shape inference needs their
-    shapes, not their bytes): every value's inferred shape and element type."""
-    m = ModelProto()
-    m.CopyFrom(model)
-    g = m.graph
-    big = [t for t in g.initializer if math.prod(t.dims) > 4096 or t.external_data]
-    for t in big:
-        g.input.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
-    keep = [t for t in g.initializer if not (math.prod(t.dims) > 4096 or t.external_data)]
-    del g.initializer[:]
-    g.initializer.extend(keep)
-    for vi in g.input:
-        given = shape_map.get(vi.name)
-        for j, d in enumerate(vi.type.tensor_type.shape.dim):
-            if given is not None and j < len(given):
-                d.dim_value = int(given[j])
-            elif d.dim_param:
-                d.dim_value = int(binding.get(d.dim_param, max(binding.values(), default=1)))
-    del g.value_info[:]
-    try:
-        m = onnx.shape_inference.infer_shapes(m, data_prop=True)
-    except Exception:  # noqa: BLE001 - a model onnx cannot size: every node unsized
-        return m, {}, {}
-    shapes, types = {}, {}
-    for v in list(m.graph.input) + list(m.graph.value_info) + list(m.graph.output):
-        tt = v.type.tensor_type
-        if tt.HasField("shape") and all(d.HasField("dim_value") for d in tt.shape.dim):
-            shapes[v.name] = tuple(d.dim_value for d in tt.shape.dim)
-            types[v.name] = tt.elem_type
-    for t in keep:
-        shapes[t.name] = tuple(t.dims)
-        types[t.name] = t.data_type
-    return m, shapes, types
+class _Sizer:
+    """A model made ready for onnx's shape inference at any binding: its large weights as inputs (inference needs
+    their shapes, not their bytes) and its value_info cleared; copied once, then inferred once per binding."""
+
+    def __init__(self, model: ModelProto, shape_map: Mapping[str, Sequence[int]]) -> None:
+        m = ModelProto()
+        m.CopyFrom(model)
+        g = m.graph
+        big = [t for t in g.initializer if math.prod(t.dims) > 4096 or t.external_data]
+        for t in big:
+            g.input.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+        self.keep = [t for t in g.initializer if not (math.prod(t.dims) > 4096 or t.external_data)]
+        del g.initializer[:]
+        g.initializer.extend(self.keep)
+        del g.value_info[:]
+        self.model = m
+        # each input dim: the number --input-shape gives, else its name (None: a fixed dim, left alone)
+        self.dims = []
+        for vi in g.input:
+            given = shape_map.get(vi.name)
+            for j, d in enumerate(vi.type.tensor_type.shape.dim):
+                if given is not None and j < len(given):
+                    self.dims.append((d, int(given[j]), ""))
+                elif d.dim_param:
+                    self.dims.append((d, None, d.dim_param))
+
+    def at(self, binding: Mapping[str, int]) -> tuple[dict[str, tuple[int, ...]], dict[str, int]]:
+        """Every value's inferred shape and element type with the inputs at ``binding`` (empty where onnx cannot
+        size the model)."""
+        top = max(binding.values(), default=1)
+        for d, given, param in self.dims:
+            d.dim_value = given if given is not None else int(binding.get(param, top))
+        try:
+            m = onnx.shape_inference.infer_shapes(self.model, data_prop=True)
+        except Exception:  # noqa: BLE001 - a model onnx cannot size: every node unsized
+            return {}, {}
+        shapes, types = {}, {}
+        for v in [*m.graph.input, *m.graph.value_info, *m.graph.output]:
+            tt = v.type.tensor_type
+            if not tt.HasField("shape"):
+                continue
+            dims = tuple(d.dim_value for d in tt.shape.dim if d.WhichOneof("value") == "dim_value")
+            if len(dims) == len(tt.shape.dim):
+                shapes[v.name] = dims
+                types[v.name] = tt.elem_type
+        for t in self.keep:
+            shapes[t.name] = tuple(t.dims)
+            types[t.name] = t.data_type
+        return shapes, types
 
 
-def model_time(asc_model: ModelProto, judgements: Sequence[Judgement], kernels: Sequence[Kernel],
-               shipped: set[str], binding: Mapping[str, int], shape_map: Mapping[str, Sequence[int]],
-               soc: Soc, static: bool = False) -> dict[str, Any]:
-    """The whole model at one binding, by CANN kernel and fused op: unfused (what ATC would run for every original
+def model_times(asc_model: ModelProto, judgements: Sequence[Judgement], kernels: Sequence[Kernel],
+                shipped: set[str], binds: Sequence[Mapping[str, int]], shape_map: Mapping[str, Sequence[int]],
+                soc: Soc, static: bool = False) -> list[dict[str, Any]]:
+    """The whole model at each binding, by CANN kernel and fused op: unfused (what ATC would run for every original
     node) and fused (each shipped fused node at its kernel's estimate, the rest as ATC would run them), at the
     table values and, under ``slow_corner``, with every assumption at its slow end (the judge's slow estimates of
     the fused nodes against the fastest measured runs of the kernels they replace; the kernels both sides run at
-    their slowest runs, which makes the ratio least). Nodes onnx cannot size are counted, not
-    costed."""
-    _, shapes, types = _sized(asc_model, binding, shape_map)
-    by_node = {inst.node: (k, inst) for k in kernels for inst in k.op.instances}
+    their slowest runs, which makes the ratio least). Nodes onnx cannot size are counted, not costed. The model is
+    read once for every binding."""
+    sizer = _Sizer(asc_model, shape_map)
+    by_node = {inst.node: inst for k in kernels for inst in k.op.instances}
     judged = {j.op_type: j for j in judgements}
-    unsized = 0
-    rest = []
-    mine = []
-    for node in asc_model.graph.node:
+    fused_nodes, others = [], []
+    for node in atc_passes.views(asc_model.graph.node):
         if node.name in by_node and node.op_type in judged:
-            inst = by_node[node.name][1]
-            mine.append((node.op_type, [list(bind(s, binding)) for s in inst.input_shapes]))
-            continue
-        names = [v for v in list(node.input) + list(node.output) if v]
-        if node.op_type not in VIEWS and (not node.output or any(v not in shapes for v in names)):
-            unsized += 1
-            continue
-        rest.append(node)
+            fused_nodes.append((node.op_type, by_node[node.name]))
+        else:
+            others.append((node, [v for v in (*node.input, *node.output) if v]))
+    out = []
+    for binding in binds:
+        shapes, types = sizer.at(binding)
+        mine = [(op_type, [list(bind(s, binding)) for s in inst.input_shapes]) for op_type, inst in fused_nodes]
+        rest = [node for node, names in others
+                if node.op_type in VIEWS or (node.output and all(v in shapes for v in names))]
+        unsized = len(others) - len(rest)
+        out.append(_model_time(mine, rest, unsized, judged, shipped, binding, shapes, types, soc, static))
+    return out
+
+
+def _model_time(mine: Sequence[tuple[str, list[list[int]]]], rest: Sequence[atc_passes.NodeView], unsized: int,
+                judged: Mapping[str, Judgement], shipped: set[str], binding: Mapping[str, int],
+                shapes: Mapping[str, tuple[int, ...]], types: Mapping[str, int], soc: Soc, static: bool
+                ) -> dict[str, Any]:
+    """:func:`model_times` at one binding: ``mine`` the judged fused nodes (op type, input shapes there), ``rest``
+    the sized nodes ATC runs as they are."""
     chain = atc_passes.kernels(rest, shapes, types, soc.name, static)
+    # The nodes both sides run alike are at their slowest runs in the slow corner: the larger the common
+    # part, the smaller the ratio of the two sides.
+    common = atc_costs_at(chain, soc, (0, 1))
     out: dict[str, Any] = {}
     for slow in (False, True):
         unfused: dict[str, float] = {}
@@ -403,9 +436,7 @@ def model_time(asc_model: ModelProto, judgements: Sequence[Judgement], kernels: 
             else:
                 for n in est.nodes:
                     fused[n.op_type] = fused.get(n.op_type, 0.0) + n.us
-        # The nodes both sides run alike are at their slowest runs in the slow corner: the larger the common
-        # part, the smaller the ratio of the two sides.
-        for c in atc_costs(chain, soc, {UNFUSED_END: 1.0} if slow else None):
+        for c in common[slow]:
             unfused[c.op_type] = unfused.get(c.op_type, 0.0) + c.us
             fused[c.op_type] = fused.get(c.op_type, 0.0) + c.us
         side = {"unfused_us": sum(unfused.values()), "fused_us": sum(fused.values()),
@@ -423,7 +454,7 @@ def model_nodes(model: ModelProto, binding: Mapping[str, int], shape_map: Mappin
     """Every node of the original model at one binding as ATC would run it: its name, op type, the CANN kernel it
     is costed as (after ATC's passes; the nodes a pass puts into one kernel name its first node), its input
     shapes, ``measured`` or not, and the kernel's estimate at the table values and both corners (us)."""
-    _, shapes, types = _sized(model, binding, shape_map)
+    shapes, types = _Sizer(model, shape_map).at(binding)
     nodes = list(model.graph.node)
     chain = atc_passes.kernels(nodes, shapes, types, soc.name, static)
     ends = [atc_costs(chain, soc, o) for o in (None, corner(soc.chip, slow=True), corner(soc.chip, slow=False))]
@@ -470,5 +501,5 @@ def record(judgements: Sequence[Judgement], shipped: set[str], keep_slower: bool
 
 
 __all__ = ["Judgement", "NodeCost", "OpEstimate", "bind", "bindings", "bound_us", "estimate",
-           "estimate_at", "judge", "label", "launch_us", "model_nodes", "model_time", "record",
+           "estimate_at", "judge", "label", "launch_us", "model_nodes", "model_times", "record",
            "static_shapes", "unfused_nodes"]
