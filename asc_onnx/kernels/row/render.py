@@ -105,7 +105,7 @@ _TILING_TEXT = (Path(__file__).with_name(TILING_HEADER)).read_text()
 
 def headers(k: RowKernel) -> dict[str, str]:
     """The shared headers a row op's files include, by path in the op package."""
-    return {**helpers_header(), f"op_host/{TILING_HEADER}": _TILING_TEXT}
+    return {**helpers_header(), f"op_kernel/{COPIES_HEADER}": _COPIES_TEXT, f"op_host/{TILING_HEADER}": _TILING_TEXT}
 
 
 def tiling_calc(k: RowKernel) -> str:
@@ -161,124 +161,39 @@ def _roles(k: RowKernel) -> tuple[list[str], list[str]]:
     return [role(x.name) for x in k.inputs], [role(o) for o in k.outputs]
 
 
-_COPIES = r"""// Rows of T between GM and UB, row r at r * pitch in UB (pitch: rowStride, 32 bytes of T).
-// 910B: DataCopyPad, each UB row padded to 32 bytes. 310P has no DataCopyPad and DataCopy moves whole 32-byte
-// blocks: rows that are whole blocks move as one run; other rows one at a time, rounded up to whole blocks
-// (the extra elements land in the row's UB padding) where that stays inside the tensor (`avail` elements from
-// src), else as the row's whole blocks plus a 32-byte window ending at the row's end, placed by the scalar unit.
+#: The row copies every row kernel shares (shipped into op_kernel/); the kernel class binds them to its buffers.
+COPIES_HEADER = "asc_onnx_row_copies.h"
+_COPIES_TEXT = (Path(__file__).with_name(COPIES_HEADER)).read_text()
+
+_COPIES = r"""// Rows between GM and UB, row r at r * pitch in UB (asc_onnx_row_copies.h); 310P ragged ends in edgeBuf.
 template <typename U>
 __aicore__ inline void LoadRows(const AscendC::LocalTensor<U>& dst, const AscendC::GlobalTensor<U>& src,
                                 uint32_t rows, uint32_t len, uint32_t pitch, uint64_t avail)
 {
-#if __NPU_ARCH__ == 2002
-    constexpr uint32_t block = 32 / sizeof(U);
-    if (len % block == 0) {
-        AscendC::DataCopy(dst, src, rows * len);  // pitch == len: one contiguous run
-        return;
-    }
-    const uint32_t up = (len + block - 1) / block * block;
-    const uint32_t tail = len % block;
-    for (uint32_t r = 0; r < rows; ++r) {
-        const uint64_t at = static_cast<uint64_t>(r) * len;
-        if (at + up <= avail) {
-            AscendC::DataCopy(dst[r * pitch], src[at], up);
-            continue;
-        }
-        const AscendC::LocalTensor<U> window = edgeBuf.Get<U>()[td.tileRows * block];
-        AscendC::DataCopy(dst[r * pitch], src[at], len - tail);  // the whole blocks
-        AscendC::DataCopy(window, src[at + len - block], block);
-        for (uint32_t i = 0; i < tail; ++i) {
-            dst.SetValue(r * pitch + len - tail + i, window.GetValue(block - tail + i));
-        }
-    }
-#else
-    (void)pitch;
-    (void)avail;
-    AscendC::DataCopyExtParams params{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(U)), 0, 0, 0};
-    AscendC::DataCopyPadExtParams<U> pad{false, 0, 0, static_cast<U>(0)};
-    AscendC::DataCopyPad(dst, src, params, pad);
-#endif
+    asc_onnx::LoadRows(dst, src, rows, len, pitch, avail, edgeBuf, static_cast<uint32_t>(td.tileRows));
 }
 
-// 310P rows that end inside a 32-byte block: each row's whole blocks, then its last 32 bytes as a window the
-// scalar unit gathers into edgeBuf (the windows overlap the blocks' stores: a barrier between).
 template <typename U>
 __aicore__ inline void StoreRows(const AscendC::GlobalTensor<U>& dst, const AscendC::LocalTensor<U>& src,
                                  uint32_t rows, uint32_t len, uint32_t pitch)
 {
-#if __NPU_ARCH__ == 2002
-    constexpr uint32_t block = 32 / sizeof(U);
-    if (len % block == 0) {
-        AscendC::DataCopy(dst, src, rows * len);
-        return;
-    }
-    const AscendC::LocalTensor<U> edge = edgeBuf.Get<U>();
-    const uint32_t head = len / block * block;
-    for (uint32_t r = 0; r < rows; ++r) {
-        AscendC::DataCopy(dst[static_cast<uint64_t>(r) * len], src[r * pitch], head);
-        for (uint32_t i = 0; i < block; ++i) edge.SetValue(r * block + i, src.GetValue(r * pitch + len - block + i));
-    }
-    AscendC::PipeBarrier<PIPE_MTE3>();
-    for (uint32_t r = 0; r < rows; ++r) {
-        AscendC::DataCopy(dst[static_cast<uint64_t>(r) * len + len - block], edge[r * block], block);
-    }
-#else
-    (void)pitch;
-    AscendC::DataCopyExtParams params{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(U)), 0, 0, 0};
-    AscendC::DataCopyPad(dst, src, params);
-#endif
+    asc_onnx::StoreRows(dst, src, rows, len, pitch, edgeBuf);
 }
 """
 
-_GATHER = r"""// One resident mask row (or weight chunk) into an fp32 register row.
-template <typename U>
-__aicore__ inline void RowToFloat(const AscendC::LocalTensor<float>& dst, const AscendC::LocalTensor<U>& src,
-                                  uint32_t len)
-{
-    if constexpr (std::is_same_v<U, float>) {
-        AscendC::Adds(dst, src, 0.0f, len);
-    } else {
-        AscendC::Cast(dst, src, AscendC::RoundMode::CAST_NONE, len);
-    }
-}
-"""
-
-_STATS = r"""// One statistic per row, from the first element of each 64-byte slot (910B only: the tiling refuses 310P).
+_STATS = r"""// One statistic per row, from the first element of each STAT_SLOT slot.
 __aicore__ inline void StoreStats(const AscendC::GlobalTensor<T>& dst, const AscendC::LocalTensor<T>& src,
                                   uint32_t rows)
 {
-#if __NPU_ARCH__ != 2002
-    // A UB row of one element is padded to 32 bytes; the slot is STAT_SLOT elements of T.
-    constexpr uint32_t gap = STAT_SLOT * sizeof(T) / 32 - 1;
-    AscendC::DataCopyExtParams params{static_cast<uint16_t>(rows), static_cast<uint32_t>(sizeof(T)), gap, 0, 0};
-    AscendC::DataCopyPad(dst, src, params);
-#else
-    (void)dst;
-    (void)src;
-    (void)rows;
-#endif
+    asc_onnx::StoreStats<STAT_SLOT>(dst, src, rows);
 }
 """
 
-_WEIGHTS = r"""// A weight row (or a chunk of it) into an fp32 register. The vector unit may still read the previous
-// chunk, and must not read this one before the copy lands: a flag each way.
+_WEIGHTS = r"""// A weight row (or a chunk of it) into an fp32 register, with a flag each way around the copy.
 __aicore__ inline void LoadWeight(const AscendC::GlobalTensor<T>& src, const AscendC::LocalTensor<float>& dst,
                                   const AscendC::LocalTensor<T>& stage, uint32_t len, uint64_t avail)
 {
-    const auto freeId = pipe.FetchEventID(AscendC::HardEvent::V_MTE2);
-    AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(freeId);
-    AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(freeId);
-    if constexpr (std::is_same_v<T, float>) {
-        LoadRows(dst, src, 1, len, len, avail);
-    } else {
-        LoadRows(stage, src, 1, len, len, avail);
-    }
-    const auto readyId = pipe.FetchEventID(AscendC::HardEvent::MTE2_V);
-    AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(readyId);
-    AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(readyId);
-    if constexpr (!std::is_same_v<T, float>) {
-        AscendC::Cast(dst, stage, AscendC::RoundMode::CAST_NONE, len);
-    }
+    asc_onnx::LoadWeight(pipe, src, dst, stage, len, avail, edgeBuf, static_cast<uint32_t>(td.tileRows));
 }
 """
 
@@ -467,9 +382,11 @@ def kernel_source(k: RowKernel, rule: str, body_ops: list[str], sources: list[st
     out = Lines()
     out(*banner(k, rule, body_ops, sources, "row"),
         "// Rows are reduced and normalized in fp32 registers; statistics are fp32 whatever the I/O type.",
-        '#include "kernel_operator.h"', HELPERS_INCLUDE, f'#include "{k.snake}_tiling.h"', "", "namespace {",
+        '#include "kernel_operator.h"', HELPERS_INCLUDE, f'#include "{COPIES_HEADER}"',
+        f'#include "{k.snake}_tiling.h"', "", "namespace {",
         f"constexpr int32_t BUFFER_NUM = {k.schedule.buffer_num};  // {k.schedule.buffering}",
-        f"constexpr uint32_t STAT_SLOT = {STAT_SLOT};  // fp32 elements per row statistic (64 bytes)")
+        f"constexpr uint32_t STAT_SLOT = {STAT_SLOT};  // fp32 elements per row statistic (64 bytes)",
+        "using asc_onnx::RowToFloat;")
     out("", "template <typename T>", f"class {cls} {{", "public:")
     with out.indent():
         out(f"__aicore__ inline {cls}() {{}}")
@@ -606,9 +523,6 @@ def kernel_source(k: RowKernel, rule: str, body_ops: list[str], sources: list[st
         out("")
         if stat_out:
             out(*_STATS.splitlines())
-            out("")
-        if bc or vec_in:
-            out(*_GATHER.splitlines())
             out("")
         if vec_in:
             out(*_WEIGHTS.splitlines())
