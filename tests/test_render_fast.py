@@ -222,15 +222,24 @@ def test_attention_is_two_cube_products_around_an_online_softmax_on_a_mixed_laun
     res = asc_onnx.fuse(attention_model(dt=F16), options=FuseOptions(judge=False, emulate=False), validate=False)
     (k,) = [k for k in res.kernels if k.op.kernel == "attention"]
     assert k.ir.trans_k and k.ir.has_mask and not k.ir.kv_repeat and len(k.ir.scale) == 1
+    # The op's kernel file: its traits over the shared template, and the entry on a mixed launch.
     src = k.files[f"op_kernel/{k.ir.snake}.cpp"]
-    checks(src, r"mmQk\.WaitIterateAll\(\);", r"mmPv\.WaitIterateAll\(\);",  # the step loop
-           r"mmQk\.SetTensorA\(qGm", r"mmQk\.SetTensorB\(kGm\[.*\], true\);",
-           r"mmQk\.template IterateAll<false>\(scoresGm", r"mmPv\.SetTensorA\(probsGm")
-    checks(src, r"AscendC::Max\(stat, stat", r"AscendC::Exp\(rescale, rescale, rows\);")
-    checks(src, r"AscendC::Matmul<QType, KType, FType, FType> mmQk;",
-           r"AscendC::Matmul<QType, VType, FType, FType> mmPv;",
+    checks(src, r'#include "asc_onnx_flash_attention.h"', r"static constexpr bool hasMask = true;",
+           r"static constexpr bool hasKeep = false;", r"static constexpr bool transK = true;",
+           r"return td\.param\[0\];",  # the scale, from the node's parameter
+           rf"asc_onnx::FlashAttention<DTYPE_Y, {k.ir.op_type}TilingData, {k.ir.op_type}Traits> op;",
+           r"op\.Init\(q, k, v, nullptr, mask, y, workspace, tilingData\);",
            r"KERNEL_TASK_TYPE_DEFAULT\(KERNEL_TYPE_MIX_AIC_1_2\);")
-    check_not(src, r"DataCopy\(\w*, kGm")  # k is read by the cube only, never staged through UB
+    # The template: the step loop, the online softmax, the two Matmul objects.
+    tpl = k.files["op_kernel/asc_onnx_flash_attention.h"]
+    checks(tpl, r"mmQk\.WaitIterateAll\(\);", r"mmPv\.WaitIterateAll\(\);",
+           r"mmQk\.SetTensorA\(qGm", r"mmQk\.SetTensorB\(kGm\[kAt\], Traits::transK\);",
+           r"mmQk\.template IterateAll<false>\(scoresGm", r"mmPv\.SetTensorA\(probsGm")
+    checks(tpl, r"AscendC::Max\(stat, stat", r"AscendC::Exp\(rescale, rescale, rows\);")
+    checks(tpl, r"AscendC::Matmul<QType, KType, FType, FType> mmQk;",
+           r"AscendC::Matmul<QType, VType, FType, FType> mmPv;")
+    check_not(tpl, r"DataCopy\(\w*, kGm")  # k is read by the cube only, never staged through UB
+    check_not(src, r"DataCopy")  # nothing of the schedule is in the op's own file
     host = k.files[f"op_host/{k.ir.snake}.cpp"]
     checks(host, rf"{k.ir.op_type}ComputeTiling\(", r"SetBlockDim")
 
