@@ -227,9 +227,9 @@ def test_attention_is_two_cube_products_around_an_online_softmax_on_a_mixed_laun
     checks(src, r'#include "asc_onnx_flash_attention.h"', r"static constexpr bool hasMask = true;",
            r"static constexpr bool hasKeep = false;", r"static constexpr bool transK = true;",
            r"return td\.param\[0\];",  # the scale, from the node's parameter
+           r"KERNEL_TASK_TYPE_DEFAULT\(KERNEL_TYPE_MIX_AIC_1_2\);",
            rf"asc_onnx::FlashAttention<DTYPE_Y, {k.ir.op_type}TilingData, {k.ir.op_type}Traits> op;",
-           r"op\.Init\(q, k, v, nullptr, mask, y, workspace, tilingData\);",
-           r"KERNEL_TASK_TYPE_DEFAULT\(KERNEL_TYPE_MIX_AIC_1_2\);")
+           r"op\.Init\(q, k, v, nullptr, mask, y, workspace, tilingData\);")
     # The template: the step loop, the online softmax, the two Matmul objects.
     tpl = k.files["op_kernel/asc_onnx_flash_attention.h"]
     checks(tpl, r"mmQk\.WaitIterateAll\(\);", r"mmPv\.WaitIterateAll\(\);",
