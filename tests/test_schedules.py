@@ -179,3 +179,46 @@ def test_matmul_traffic_model_is_the_emulated_kernels(soc):
             assert of(v).schedule.traffic(v.ir, shapes, 2, SOCS[soc], c.block_dim, c.cube) == c.gm_bytes
             blocks.add(-(-c.cube["singleCoreN"] // c.cube["baseN"]) * -(-c.cube["singleCoreM"] // c.cube["baseM"]))
     assert len(blocks) > 1 and 1 in blocks, blocks
+
+
+def _attention_inputs(k, shapes, rng):
+    """q, k, v (unit variance) and the additive mask (0, with large negatives past three quarters of the keys)."""
+    out = [rng.standard_normal(s).astype(np.float16) for s in shapes[:3]]
+    if k.ir.has_mask:
+        mask = np.zeros(shapes[3], np.float16)
+        mask[..., (3 * shapes[3][-1]) // 4:] = -1e4
+        out.append(mask)
+    return out
+
+
+@pytest.mark.parametrize("b, h, sq, sk, mask_rows", [
+    (1, 2, 64, 64, "per row"),      # one KV block, one base block of each product
+    (1, 2, 16, 2048, "per row"),    # the keys in parts, KV blocks of 1024 (512 under the variant) in chunks of 8
+    (2, 2, 1, 4096, "broadcast"),   # decode: eight parts a head, combined after the barrier
+    (1, 1, 256, 640, "broadcast"),  # a KV block of 640 (or 512 and 128), products of several base blocks
+])
+def test_attention_traffic_model_is_the_emulated_kernels(b, h, sq, sk, mask_rows):
+    """The flash loop's bytes under the tiling each run used, exactly, under both schedules: the cube's loads
+    of q, k, P and v, the fp32 scores and products through the workspace, the mask's rows chunk by chunk, y once
+    (or the parts, their statistics and the combine)."""
+    from test_attention import attention_model
+
+    mask = (1, 1, 1 if mask_rows == "broadcast" else sq, sk)
+    g = attention_model(dt=F16, b=b, h=h, sq=sq, sk=sk, mask=mask)
+    res = asc_onnx.fuse(g, options=FuseOptions(judge=False, emulate=False), validate=False)
+    (k,) = [k for k in res.kernels if k.op.kernel == "attention"]
+    shapes = [(b, h, sq, 32), (b, h, sk, 32), (b, h, sk, 32), mask]
+    rng = np.random.default_rng(0)
+    seen = set()
+    for s in of(k).schedule.VARIANTS.values():
+        v = render(k.op, dataclasses.replace(k.ir, schedule=s), B910)
+        inputs = _attention_inputs(v, shapes, rng)
+        c = check(v, inputs, B910, f"{b}x{h}x{sq}x{sk}")
+        assert c.ok, c
+        assert c.cube["mask_broadcast"] == (mask_rows == "broadcast")
+        assert of(v).schedule.traffic(v.ir, shapes, 2, B910, c.block_dim, c.cube) == c.gm_bytes, (s, c.cube)
+        seen.add((c.cube["kv_block"], c.cube["splits"] > 1, c.cube["chunk_rows"] < c.cube["mBlock"]))
+    if sk == 2048:  # the variant's blocks are its own
+        assert {kv for kv, _, _ in seen} == {1024, 512}, seen
+    if sq == 1:
+        assert all(split for _, split, _ in seen), seen

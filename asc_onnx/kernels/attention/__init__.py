@@ -7,7 +7,7 @@ from typing import Any
 
 from ...soc import Soc
 from ..base import KernelClass
-from . import driver, render
+from . import driver, render, schedule
 from .lower import AttentionKernel, lower_attention
 
 
@@ -20,5 +20,5 @@ class _AttentionClass(KernelClass):
         return super().unsupported(ir, soc)
 
 
-CLASS = _AttentionClass("attention", AttentionKernel, lower_attention, render, driver, cube=True,
+CLASS = _AttentionClass("attention", AttentionKernel, lower_attention, render, driver, schedule=schedule, cube=True,
                         tiling_main="attention_tiling_main.cpp", fallback=True, scalar_params=True)

@@ -22,6 +22,7 @@ from ..drive import (
 )
 from .lower import AttentionKernel
 from .render import tiling_call
+from .schedule import PRODUCT_FIELDS, WALK_FIELDS
 
 
 def main_source(k: AttentionKernel, struct: str, prefix: str = "") -> str:
@@ -88,11 +89,20 @@ int Drive(int argc, char** argv) {{
               << ", \\"splits\\": " << tiling.splits << ", \\"units\\": " << tiling.units
               << ", \\"kv_block\\": " << tiling.kvBlock << ", \\"kv_blocks\\": " << tiling.kvBlocks
               << ", \\"workspace\\": " << tiling.userWorkspace << ", \\"workspace_hbm\\": " << st.gm.back().hbm
+              {_tiling_record()}
               << "}}, \\"vec\\": {{";
     PrintVecAndClose();
     return 0;
 }}
 """
+
+
+def _tiling_record() -> str:
+    """The driver's output lines (after the cube counters) of the tiling the run used."""
+    parts = [f'", \\"{key}\\": " << tiling.{field}' for key, field in WALK_FIELDS.items()]
+    parts.append('", \\"mask_broadcast\\": " << (tiling.maskRowStride == 0 ? 1 : 0)')
+    parts += [f'", \\"{p}_{f}\\": " << tiling.{p}Tiling.{f}' for p in ("qk", "pv") for f in PRODUCT_FIELDS]
+    return "\n              ".join(f"<< {x}" for x in parts)
 
 
 def tiling_case(k: AttentionKernel, shapes: Sequence[Sequence[int]]) -> list[int]:

@@ -17,6 +17,7 @@ from onnx import helper, numpy_helper
 from ...fusion import FusedOp
 from ..ir import IO_TYPES, IRBase, LoweringError, snake_case
 from ..vector import scalar
+from .schedule import AttentionSchedule
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,7 @@ class AttentionKernel(IRBase):
     kv_repeat: bool = False
     kv_tiled: bool = False
     has_keep: bool = False
+    schedule: AttentionSchedule = AttentionSchedule()  # the policies the host tiling sizes the blocks by
 
     @property
     def input_names(self) -> tuple[str, ...]:
