@@ -1,13 +1,15 @@
 """Two schedules of one op, side by side: each kernel class's named schedules (``VARIANTS`` in its schedule
-module: double or single buffering for the vector classes, the matmul epilogue's C staging) rendered from one IR,
-emulated on the same inputs, and compared with the class's traffic model and the compulsory bytes.
+module: double or single buffering for the vector classes, the matmul epilogue's C staging, attention's KV block)
+rendered from one IR, emulated on the same inputs, and compared with the class's traffic model and the compulsory
+bytes.
 
     python bench/bench_schedules.py [--soc Ascend910B|Ascend310P|all] [--smoke]
 
-Columns: the schedule; rows per tile (0: split mode, the row walked in chunks; pointwise: elements per tile); the
-unified buffer used; GM bytes emulated, the class's model of them, and both over the compulsory minimum (every
-input read once, every output written once); the timing model's estimates (bench_kernels.timed); whether the
-kernel matched onnxruntime. ``--smoke`` (what the tests run): small shapes, one SoC.
+Columns: the schedule; rows per tile (0: split mode, the row walked in chunks; pointwise: elements per tile;
+matmul: baseM; attention: keys per KV block); the unified buffer used; GM bytes emulated, the class's model of
+them, and both over the compulsory minimum (every input read once, every output written once); the timing model's
+estimates (bench_kernels.timed); whether the kernel matched onnxruntime. ``--smoke`` (what the tests run): small
+shapes, one SoC.
 """
 
 from __future__ import annotations
@@ -73,16 +75,31 @@ def swiglu(m: int, k: int, n: int):
     return _model(nodes, [("x", F16, [m, k])], ("y", F16, [m, n]), [w1, w3])
 
 
+def attention(b: int, h: int, s: int, d: int):
+    """softmax(q @ k^T / sqrt(d) + mask) @ v as exporters write it (k transposed in the graph, a mask per batch),
+    fp16."""
+    node = helper.make_node
+    c = helper.make_tensor("c", F16, [], [d ** -0.5])
+    nodes = [node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]), node("MatMul", ["q", "kt"], ["sc"]),
+             node("Mul", ["sc", "c"], ["ss"]), node("Add", ["ss", "mask"], ["sm"]),
+             node("Softmax", ["sm"], ["p"], axis=-1), node("MatMul", ["p", "v"], ["y"])]
+    qkv = [(n, F16, [b, h, s, d]) for n in ("q", "k", "v")]
+    return _model(nodes, [*qkv, ("mask", F16, [b, 1, s, s])], ("y", F16, [b, h, s, d]), [c])
+
+
 def cases(smoke: bool) -> list[tuple[str, object, tuple[int, ...]]]:
     if smoke:
         return [("RMSNorm fp16 4x8192", rmsnorm(4, 8192, F16), (4, 8192)),
                 ("SiLU+b fp32 5000", silu(5000, F32), (5000,)),
-                ("SwiGLU fp16 16x64x128", swiglu(16, 64, 128), (16, 128))]
+                ("SwiGLU fp16 16x64x128", swiglu(16, 64, 128), (16, 128)),
+                ("Attention fp16 1x2x128x32", attention(1, 2, 128, 32), (1, 2, 128, 32))]
     return [("RMSNorm fp16 512x8192", rmsnorm(512, 8192, F16), (512, 8192)),
             ("RMSNorm fp16 1024x4096", rmsnorm(1024, 4096, F16), (1024, 4096)),
             ("RMSNorm fp32 256x4096", rmsnorm(256, 4096, F32), (256, 4096)),
             ("SiLU+b fp16 4M", silu(1 << 22, F16), (1 << 22,)),
-            ("SwiGLU fp16 64x256x512", swiglu(64, 256, 512), (64, 512))]
+            ("SwiGLU fp16 64x256x512", swiglu(64, 256, 512), (64, 512)),
+            ("Attention fp16 1x8x1024x64", attention(1, 8, 1024, 64), (1, 8, 1024, 64)),
+            ("Attention fp16 2x4x2048x128", attention(2, 4, 2048, 128), (2, 4, 2048, 128))]
 
 
 def main() -> int:
@@ -114,7 +131,7 @@ def main() -> int:
                 m = data_movement(k, inputs, c.gm_bytes, c.vec_elems, c.cube)
                 model_b = cls.schedule.traffic(k.ir, [a.shape for a in inputs], inputs[0].itemsize, soc, c.block_dim,
                                                c.cube)
-                tile = (c.cube or {}).get("baseM", 0) if c.cube else c.tile_length
+                tile = (c.cube.get("baseM") or c.cube.get("kv_block", 0)) if c.cube else c.tile_length
                 print(f"{label:<24} {soc_name:<10} {name:<26} {tile:>6} {c.ub_peak:>7} {c.gm_bytes:>11} "
                       f"{model_b:>11} {c.gm_bytes / m.compulsory:>7.2f} {model_b / m.compulsory:>9.2f} "
                       f"{timed(k, inputs, soc_name)}  "

@@ -330,8 +330,8 @@ namespace {{
 struct {traits} {{
     static constexpr bool hasMask = {_cpp_bool(k.has_mask)};
     static constexpr bool hasKeep = {_cpp_bool(k.has_keep)};
-    static constexpr bool transK = {_cpp_bool(k.trans_k)};    // k [.., Sk, D]; else k^T [.., D, Sk]
-    static constexpr bool kvTiled = {_cpp_bool(k.kv_tiled)};  // query head h reads KV head h mod Hkv
+    static constexpr bool transK = {_cpp_bool(k.trans_k)};  // true: k is [.., Sk, D]; false: k^T [.., D, Sk]
+    static constexpr bool kvTiled = {_cpp_bool(k.kv_tiled)};  // true: head h reads KV head h mod Hkv; false: h / group
     static constexpr bool hasScale = {_cpp_bool(scale is not None)};
     __aicore__ static inline float Scale(const {s}& {td}) {{ return {scale or "1.0f"}; }}
 }};
