@@ -1,7 +1,7 @@
 // A __mix__(1, 2) launch and its cross-core flags: argv[1] names a scenario. On each of two AI Cores the AIC computes
 // C = A x B^T (32 x 32 x 32, half in, float out) into GM and sets flag 8 (mode 2) once its Fixpipe is done; each AIV
 // waits for it, reads its 16 rows of C, doubles them and writes them to Y. The obeying scenario checks Y; the others
-// break one rule (the emulator must print FAULT ...); fifteen_ahead obeys with flag 7's counters full. Built for 2201.
+// break one rule (the emulator must print FAULT ...). Built for 2201.
 #include <cmath>
 #include <iostream>
 #include <vector>
@@ -53,9 +53,6 @@ __global__ __mix__(1, 2) void mix_kernel(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADD
         if (Has("mode0")) CrossCoreSetFlag<0, PIPE_FIX>(8);
         if (Has("pipe_s")) CrossCoreSetFlag<2, PIPE_S>(8);
         if (!Has("no_set") && !Has("flag_before_write")) CrossCoreSetFlag<2, PIPE_FIX>(8);
-        // flag 7 set ahead of the AIVs' waits: 15 sets fill each AIV's counter, a 16th would pass it
-        const int ahead = Has("fifteen_ahead") ? 15 : Has("sixteen_ahead") ? 16 : 0;
-        for (int i = 0; i < ahead; ++i) CrossCoreSetFlag<2, PIPE_FIX>(7);
         if (Has("vector_on_aic")) {
             LocalTensor<float> u(TPosition::VECCALC, 0, 64);
             Muls(u, u, 2.0f, 64);
@@ -63,7 +60,6 @@ __global__ __mix__(1, 2) void mix_kernel(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADD
     }
     if ASCEND_IS_AIV {
         if (!Has("no_wait")) CrossCoreWaitFlag(Has("wrong_id") ? 9 : 8);
-        for (int i = 0; i < (Has("_ahead") ? 15 : 0); ++i) CrossCoreWaitFlag(7);
         const uint32_t rows = S / 2, first = static_cast<uint32_t>(GetSubBlockIdx()) * rows;
         LocalTensor<float> x(TPosition::VECCALC, 0, rows * S);
         DataCopyExtParams in{static_cast<uint16_t>(rows), S * 4, 0, 0, 0};

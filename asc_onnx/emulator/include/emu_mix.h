@@ -9,9 +9,7 @@
 // only by a flag that core set after the write (CrossCore in emu_runtime.h).
 // Modes (CrossCoreSetFlag(ISASI).md): 1, the two AIVs of an AI Core; 2, its AIC and both AIVs (the AIC's set
 // counts for each AIV, the AIVs' sets count for the AIC once both have set). Mode 0 (every AIC or every AIV of the
-// launch) is not emulated. A counter counts 0-15 and the chip raises an exception past that (CrossCoreSetFlag(ISASI).md):
-// here a core runs until it waits, so a setter with no flag holding it back runs as far ahead as the chip's would when
-// its waiter is slow, and a notification that would make a counter 16 is a fault.
+// launch) is not emulated. Not modelled: a counter past 15 (the cores run in turn here, not at once).
 #pragma once
 #include <ucontext.h>
 
@@ -164,17 +162,6 @@ inline MixGroup& InGroup(const char* api, const Loc& loc) {
     return *Group();
 }
 
-// A notification into core `to`'s counter for flag `id`: past 15 not yet waited for, the chip raises an exception.
-inline void Notify(MixGroup& g, int to, uint32_t id, const CrossFlag& f, const Loc& loc) {
-    auto& counter = g.core[to].counter[id];
-    if (counter.size() >= 15)
-        Fail("CrossCoreSetFlag at " + loc.Str() + ": flag " + std::to_string(id) + "'s counter on " +
-             (to == 0 ? std::string("the AIC") : "AIV " + std::to_string(to - 1)) + " would pass 15 (15 notifications "
-             "not yet waited for): the chip raises an exception (CrossCoreSetFlag(ISASI).md, a counter counts 0-15); "
-             "hold the setter back with a flag the other way within 15 sets");
-    counter.push_back(f);
-}
-
 }  // namespace asc_emu
 
 namespace AscendC {
@@ -213,8 +200,8 @@ __aicore__ inline void CrossCoreSetFlag(uint16_t flagId, asc_emu::Loc loc = ASC_
     asc_emu::SetsIssued() += 1;
     asc_emu::CrossFlag f{t.lastDone[p], {{asc_emu::CoreBit(), asc_emu::SetsIssued()}}};
     if (modeId == 2 && me == 0) {  // the AIC: one for each AIV
-        asc_emu::Notify(g, 1, id, f, loc);
-        asc_emu::Notify(g, 2, id, f, loc);
+        g.core[1].counter[id].push_back(f);
+        g.core[2].counter[id].push_back(f);
         return;
     }
     // an AIV: the notification is complete once the other AIV has set too
@@ -226,10 +213,10 @@ __aicore__ inline void CrossCoreSetFlag(uint16_t flagId, asc_emu::Loc loc = ASC_
         both.from.push_back(b.front().from.front());
         a.pop_front(), b.pop_front();
         if (modeId == 2) {
-            asc_emu::Notify(g, 0, id, both, loc);
+            g.core[0].counter[id].push_back(both);
         } else {
-            asc_emu::Notify(g, 1, id, both, loc);
-            asc_emu::Notify(g, 2, id, both, loc);
+            g.core[1].counter[id].push_back(both);
+            g.core[2].counter[id].push_back(both);
         }
     }
 #endif
