@@ -128,7 +128,7 @@ def _candidates(p: Planned, soc: Soc, options: FuseOptions, earlier: Generated |
     """The plan's fusions rewritten into the graph and every fused op's kernel rendered (those of ``earlier``
     kept)."""
     with graph_work():
-        rewritten = rewrite(p.graph, p.loaded.model, p.matched.fusions, options.atc_domain_mode, p.scopes)
+        rewritten = rewrite(p.graph, p.loaded.model, p.matched.fusions, p.scopes)
         return rewritten, generate(rewritten, soc, options.atc_domain_mode, options.shape_map, p.loaded.symbolic,
                                    earlier)
 

@@ -158,7 +158,7 @@ def smaller_kernels(k: Kernel, shapes: Any, soc: Soc) -> list[tuple[Kernel, list
     try:  # matched and packaged, not a whole fuse: nothing of the body is proven, judged or written
         p = plan(body, options)
         with graph_work():
-            rewritten = rewrite(p.graph, p.loaded.model, p.matched.fusions, options.atc_domain_mode, p.scopes)
+            rewritten = rewrite(p.graph, p.loaded.model, p.matched.fusions, p.scopes)
             kernels = generate(rewritten, soc, options.atc_domain_mode, options.shape_map, p.loaded.symbolic).kernels
     except AscOnnxError:
         return None

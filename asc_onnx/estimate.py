@@ -344,7 +344,7 @@ class _Sizer:
         g.initializer.extend(self.keep)
         del g.value_info[:]
         self.model = m
-        # each input dim: the number --input-shape gives, else its name (None: a fixed dim, left alone)
+        # each dim an input's binding sets: (dim, the number --input-shape gives or None, else its name)
         self.dims = []
         for vi in g.input:
             given = shape_map.get(vi.name)

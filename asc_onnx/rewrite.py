@@ -215,10 +215,11 @@ def _op_types(fusions: Sequence[Fusion], sigs: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def rewrite(graph: gs.Graph, source: ModelProto, fusions: Sequence[Fusion], atc_mode: str = "compat",
+def rewrite(graph: gs.Graph, source: ModelProto, fusions: Sequence[Fusion],
             scopes: Sequence[tuple[gs.Graph, MatchResult]] = ()) -> RewriteResult:
     """Replace ``fusions`` in ``graph`` and each control-flow body's fusions in that body (in place) and return
-    both output models. Op types are shared across scopes: a SiLU inside an If branch is the same op."""
+    the fused op types with the reference model (the ATC model is :func:`asc_onnx.package.assemble`'s, of what
+    ships). Op types are shared across scopes: a SiLU inside an If branch is the same op."""
     opset = main_opset(source)
     scope_of = [graph] * len(fusions)
     fusions = list(fusions)

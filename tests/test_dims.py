@@ -171,7 +171,7 @@ def test_kernel_support_is_decided_at_the_given_dims():
     m = model(nodes, [("x", F32, ["N", 8])], [("y", F32, ["N", 8])])
     given = FuseOptions(judge=False, input_shapes=(("x", (4, 8)),))
     p = plan(m, given)
-    r = rewrite(p.graph, p.loaded.model, p.matched.fusions, "compat", p.scopes)
+    r = rewrite(p.graph, p.loaded.model, p.matched.fusions, p.scopes)
     inst = r.ops[0].instances[0]
     # at the model's dynamic shapes the input's rows may differ from the output's (N against an expression of N
     # the kernel cannot prove equal): refused there; at the given dims both are 4
