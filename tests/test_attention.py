@@ -125,6 +125,16 @@ def test_kv_cache_decode_step():
     res = fuse(m)
     assert rules_of(res) == {"Attention": 1}
     assert res.validation.ok and res.deployed.ok and all(c.ok for c in res.kernel_checks)
+    # The random checks of a decode step run over many keys (with one, the softmax is 1 and y is that key's v).
+    from asc_onnx.soc import SOCS
+    from asc_onnx.verify_kernels import check, random_inputs
+
+    k = res.kernels[0]
+    for dim in (4, 7):
+        q, kk, v = random_inputs(k, F16, (1, 4, 1, 32), dim=dim)
+        assert kk.shape == (1, 4, 16 * dim + 3, 32) and v.shape == kk.shape
+        c = check(k, [q, kk, v], SOCS["Ascend910B"], f"dims={dim}")
+        assert c.ok, (c.error, c.max_abs)
 
 
 def _repeat_and_attend() -> list:
@@ -390,8 +400,10 @@ def test_rows_of_whole_repeats_keep_their_statistics_in_vector_registers(dt):
 @pytest.mark.parametrize("dt,sk", [(F32, 8), (F16, 64)])
 def test_fully_masked_rows_are_what_onnxruntime_computes(dt, sk):
     """A row masked with -inf everywhere is NaN in onnxruntime's Softmax, and in the kernel (the count forms and
-    the whole-repeat form); a row at the dtype's lowest finite value is the plain average of v, as HF's masks
-    give. Both compared element by element, NaN positions included."""
+    the whole-repeat form). A row at the dtype's lowest finite value (HF's masks): in fp32 the mask absorbs the
+    scores and onnxruntime gives the plain average of v; in fp16 it keeps them (-65504 plus a score is still
+    ordered), and the row is the unmasked softmax's. The kernel matches either, element by element, NaN positions
+    included."""
     from asc_onnx.soc import SOCS
     from asc_onnx.verify_kernels import check, reference
 
@@ -405,6 +417,12 @@ def test_fully_masked_rows_are_what_onnxruntime_computes(dt, sk):
         mask[0, 0, 1, :] = fill
         ref = reference(k.op, [q, kk, v, mask])[0]
         assert bool(np.isnan(ref[0, :, 1]).all()) == nan
+        if not nan:  # what onnxruntime computes there, as the docstring says
+            s = q.astype(np.float64) @ np.swapaxes(kk.astype(np.float64), -1, -2) * 16 ** -0.5
+            p = np.exp(s - s.max(-1, keepdims=True))
+            soft = (p / p.sum(-1, keepdims=True) @ v.astype(np.float64))[0, :, 1]
+            want = v.astype(np.float64).mean(axis=2)[0] if dt == F32 else soft
+            np.testing.assert_allclose(ref[0, :, 1], want, atol=1e-5 if dt == F32 else 2e-3)
         c = check(k, [q, kk, v, mask], SOCS["Ascend910B"], "masked row")
         assert c.ok, (fill, c.error, c.max_abs)
 

@@ -64,6 +64,31 @@ def test_planted_soc_rules(planted, bad, soc):
     assert planted(soc, good) == "OK"
 
 
+#: A kernel that waits for an asynchronous IterateAll. On 310P the Matmul is ``MatmulImpl``, whose WaitIterateAll
+#: exists for ``__NPU_ARCH__`` 5102 only (``impl/adv_api/detail/matmul/matmul_impl.h``): the device build fails.
+WAITS = """#include "kernel_operator.h"
+#include "lib/matmul_intf.h"
+using namespace AscendC;
+using AT = MatmulType<TPosition::GM, CubeFormat::ND, half>;
+using CT = MatmulType<TPosition::GM, CubeFormat::ND, float>;
+void Wait(Matmul<AT, AT, CT, CT>& mm) { mm.WaitIterateAll(); }
+int main() { return 0; }
+"""
+
+
+def test_wait_iterate_all_is_no_member_of_the_310p_matmul(tmp_path):
+    """The planted kernel compiles for 910B (the KFC client's member) and not for 310P, as on the device."""
+    src = tmp_path / "waits.cpp"
+    src.write_text(WAITS)
+    for soc, arch in ARCH.items():
+        proc = subprocess.run(["g++", "-std=c++17", "-fsyntax-only", "-w", f"-D__NPU_ARCH__={arch}",
+                               "-I", str(INCLUDE_DIR), str(src)], capture_output=True, text=True)
+        if soc == "Ascend310P":
+            assert proc.returncode != 0 and "has no such member" in proc.stderr, proc.stderr[-2000:]
+        else:
+            assert proc.returncode == 0, proc.stderr[-2000:]
+
+
 # -- generated kernels at real sizes on 310P, under CANN's tiling ----------------------------------------
 
 SHAPES = [(64, 512, 256), (16, 2000, 32), (128, 4864, 896), (512, 11008, 4096), (256, 3072, 768)]  # (M, N, K)

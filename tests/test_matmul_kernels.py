@@ -283,6 +283,8 @@ def test_matmul_api_matches_numpy(matmul_exe):
     ("org_short", "row pitch"),
     ("org_mid_round", "its message clears them"),
     ("org_pitch_16bit", "16 bits"),
+    ("async_input_written", "the cube core takes the product when it reaches the message"),
+    ("launch_syncall_outstanding", "SyncAll<true> orders the vector cores only"),
 ])
 def test_planted_matmul_misuse_faults(matmul_exe, scenario, message):
     out = matmul_exe(scenario)
@@ -297,6 +299,8 @@ def test_waited_async_and_flagged_slot_pass(matmul_exe):
     assert matmul_exe("ring").startswith("OK")  # two blocks in flight, each stage released before reuse
     assert matmul_exe("stage").startswith("OK")  # the message itself orders this core's MTE3 writes before it
     assert matmul_exe("org_wide").startswith("OK")  # C's rows 48 apart (SetOrgShape's orgKc): room for 40 columns
+    assert matmul_exe("async_input_after_wait").startswith("OK")  # the stage written again once the product is in
+    assert matmul_exe("launch_syncall_waited").startswith("OK")  # the product waited for, then the barrier
 
 
 @pytest.mark.parametrize("case", ["silu_bias", "swiglu", "gelu_erf"])

@@ -171,6 +171,32 @@ static void Run(const std::string& s) {
             mm.SetTail(16, 32);
             mm.IterateAll<false>(wsGm[(i % 2) * 512], 0, true, true);
         }
+    } else if (s == "async_input_written" || s == "async_input_after_wait") {
+        // The vector core writes A into a stage, has the cube read it asynchronously, then writes the stage again:
+        // before WaitIterateAll the cube may not have taken the product yet.
+        GlobalTensor<half> stageGm;
+        stageGm.SetGlobalBuffer(stage.data(), stage.size());
+        LocalTensor<half> l = buf.Get<half>();
+        DataCopy(l, aGm, 480);
+        SetFlag<HardEvent::MTE2_MTE3>(0);
+        WaitFlag<HardEvent::MTE2_MTE3>(0);
+        DataCopy(stageGm, l, 480);
+        mm.SetTensorA(stageGm);
+        mm.SetTensorB(bGm);
+        mm.SetBias(biasGm);
+        mm.IterateAll<false>(cGm, 0, false, true);
+        if (s == "async_input_after_wait") mm.WaitIterateAll();
+        PipeBarrier<PIPE_MTE3>();
+        DataCopy(stageGm[240], l, 240);  // the next stage's operand, over the second half of this one
+        if (s == "async_input_written") mm.WaitIterateAll();
+        mm.End();
+    } else if (s == "launch_syncall_outstanding" || s == "launch_syncall_waited") {
+        // (run as a launch of one block) SyncAll<true> orders the vector cores, not the cube core's product
+        mm.IterateAll<false>(cGm, 0, false, true);
+        if (s == "launch_syncall_waited") mm.WaitIterateAll();
+        SyncAll();
+        if (s == "launch_syncall_outstanding") mm.WaitIterateAll();
+        mm.End();
     } else if (s == "slot_race" || s == "slot_flagged") {
         LocalTensor<float> l = buf.Get<float>();
         for (uint32_t i = 0; mm.Iterate(); ++i) {
@@ -199,14 +225,24 @@ int main(int argc, char** argv) {
     st.gm.back().cubeShared = true;
     st.gm.push_back({"stage", reinterpret_cast<uint8_t*>(stage.data()), stage.size() * 2, true,
                      std::vector<int32_t>(stage.size() * 2, -1)});
-    try {
-        Run(argc > 1 ? argv[1] : "ok");
-    } catch (const asc_emu::Fault& e) {
-        std::cout << "FAULT " << e.what() << std::endl;
-        return 0;
+    const std::string scenario = argc > 1 ? argv[1] : "ok";
+    if (scenario.rfind("launch_", 0) == 0) {  // inside a launch of one block (SyncAll needs one)
+        st.blockNum = 1;
+        std::string fault;
+        if (asc_emu::RunFibers({0}, [&] { Run(scenario); }, fault) >= 0) {
+            std::cout << "FAULT " << fault << std::endl;
+            return 0;
+        }
+    } else {
+        try {
+            Run(scenario);
+        } catch (const asc_emu::Fault& e) {
+            std::cout << "FAULT " << e.what() << std::endl;
+            return 0;
+        }
     }
     std::cout << "OK";
-    if (std::string(argc > 1 ? argv[1] : "ok") == "ok" || std::string(argc > 1 ? argv[1] : "ok") == "aic")
+    if (scenario == "ok" || scenario == "aic")
         for (float v : c) std::cout << " " << v;
     std::cout << std::endl;
     return 0;

@@ -223,6 +223,13 @@ __aicore__ inline void SyncAll(asc_emu::Loc loc = ASC_EMU_HERE) {
         asc_emu::Fail(std::string("SyncAll<false>() at ") + loc.Str() + ": the cube cores take part, but a mixed "
                       "kernel's cube core serves the Matmul messages and returns (REGIST_MATMUL_OBJ), and a pure "
                       "vector kernel has none: the vector cores wait forever (use SyncAll<true>)");
+    // The barrier orders the vector cores' own writes. A product an IterateAll<false> of this core left to the
+    // cube core is not among them: another core reading it after the barrier may see it half written.
+    for (const auto& pc : asc_emu::St().pipes.pending)
+        if (pc.mte3Seq == 0)
+            asc_emu::Fail(std::string("SyncAll() at ") + loc.Str() + " while " + pc.what + " is outstanding: "
+                          "SyncAll<true> orders the vector cores only, the cube core may still be writing its "
+                          "product; WaitIterateAll before the barrier");
     PipeBarrier<PIPE_ALL>(loc);
     asc_emu::Barrier("SyncAll");
 #endif

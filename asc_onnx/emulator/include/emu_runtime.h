@@ -267,6 +267,16 @@ struct PendingC {
     uint64_t mte3Seq = 0;  // > 0: written by this core's MTE3 (310P Matmul C), ordered once MTE2 knows MTE3 this far
 };
 
+// What an asynchronous Matmul::IterateAll reads (A, B, the bias: the bounds of each) until its WaitIterateAll: the
+// cube core takes the product when it gets to the message, not when the vector core posts it, so a write there
+// before the wait may or may not reach the product.
+struct CubeRead {
+    const uint8_t* base;
+    size_t bytes;
+    std::string what;
+    uint64_t id;  // the IterateAll's
+};
+
 // Cube-side counters of Matmul objects (lib/matmul_intf.h), summed over blocks.
 struct CubeCounters {
     uint64_t macs = 0;        // multiply-accumulates, whole 16x16 fractals (8-wide K for float)
@@ -310,6 +320,8 @@ struct PipeState {
     uint64_t l1Reserved = 0;               // L1 the block's Matmul objects reserve
     void* activeMatmul = nullptr;          // the Matmul object whose iteration is open (End() closes it)
     std::vector<PendingC> pending;         // cube output not yet waited for
+    std::vector<CubeRead> cubeReads;       // cube inputs not yet waited for
+    uint64_t asyncIds = 0;                 // IterateAll<false> calls so far
     std::deque<std::pair<uint64_t, bool>> l2Lines;  // this core's share of L2 in allocation order: (bytes, dirty)
     uint64_t l2Resident = 0;                        // bytes of those lines
     uint64_t l2Alloc = 0;                           // bytes this block has brought into L2
@@ -944,6 +956,16 @@ inline void NotPending(const void* p, size_t bytes, const char* what) {
     }
 }
 
+// A write into what an IterateAll<false> of this core reads, before its WaitIterateAll.
+inline void NotCubeRead(const void* p, size_t bytes, const char* what) {
+    auto* a = static_cast<const uint8_t*>(p);
+    for (const CubeRead& r : St().pipes.cubeReads)
+        if (a < r.base + r.bytes && r.base < a + bytes)
+            Fail(std::string(what) + " writes global memory that " + r.what + " reads: the cube core takes the "
+                 "product when it reaches the message, so it may read the old bytes or the new; write only after "
+                 "WaitIterateAll");
+}
+
 // Global memory one block writes and another reads or writes over (either first in emulation order) with no
 // SyncAll between: on the chip nothing orders the two cores, so the reader may see the bytes before or after the
 // write. Kept per 32-byte block of the buffers whose writes are tracked (outputs and the workspace), as the sets
@@ -1035,6 +1057,7 @@ inline void GmWrite(const void* p, size_t bytes, const char* what, int32_t op = 
     if (bytes == 0) return;
     GmBuffer& b = FindGm(p, bytes, what);
     if (!b.output) Fail(std::string(what) + ": write into input tensor '" + b.name + "'");
+    if (!St().pipes.cubeReads.empty()) NotCubeRead(p, bytes, what);
     size_t off = static_cast<const uint8_t*>(p) - b.base;
     int32_t me = static_cast<int32_t>(St().blockIdx);
     for (size_t i = off; i < (b.writer.empty() ? off : off + bytes); ++i) {  // (timing only: no byte map)

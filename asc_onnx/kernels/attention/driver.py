@@ -124,13 +124,13 @@ write_inputs = cube_write_inputs
 def inputs_at(k: AttentionKernel, inst: Any, np_dtype: type, lead: Sequence[int], rng: np.random.Generator,
               k_dim: int | None = None, n_dim: int | None = None) -> list[np.ndarray]:
     """q, k, v and the mask for output leading dims ``lead`` (``[.., heads, Sq]``): unit-variance q, k and v with
-    Sk = Sq (a self-attention step), and a mask of its instance shape with HF's large negative in its last
+    ``k_dim`` keys (default: :func:`keys`), and a mask of its instance shape with HF's large negative in its last
     quarter of keys (rows never fully masked), after the keep mask where the op has one (1 where the mask is 0)."""
     lead = tuple(lead)
     d = concrete(inst.input_shapes[0], 1)[-1]
     dv = concrete(inst.input_shapes[2], 1)[-1]
     sq = lead[-1]
-    sk = sq
+    sk = k_dim if k_dim is not None else keys(k, inst, sq)
     kv = lead[:-1]
     if k.kv_repeat:  # k and v of their own heads (grouped-query attention)
         kv = kv[:-1] + (concrete(inst.input_shapes[1], 1)[-3],)
@@ -152,11 +152,22 @@ def inputs_at(k: AttentionKernel, inst: Any, np_dtype: type, lead: Sequence[int]
     return [a.astype(np.float32).astype(np_dtype) for a in out]
 
 
+def keys(k: AttentionKernel, inst: Any, sq: int, dim: int = 4) -> int:
+    """The key count of a check with ``sq`` query rows: the instance's where the model fixes it; else Sq (a
+    self-attention step), or for a decode step (one query row against a cache) ``16 * dim + 3``: keys over
+    several 32-byte blocks with a ragged tail, so the softmax is taken over many (with one key it is 1)."""
+    shape = inst.input_shapes[1] or ()
+    fixed = shape[-2 if k.trans_k else -1] if len(shape) >= 2 else None
+    if isinstance(fixed, int) and fixed > 0:
+        return fixed
+    return 16 * dim + 3 if sq == 1 else sq
+
+
 def random_inputs(k: AttentionKernel, inst: Any, np_dtype: type, out_shape: tuple[int, ...],
                   rng: np.random.Generator, broadcast_shapes: Sequence[tuple[int, ...]] | None = None,
                   dim: int = 4) -> list[np.ndarray]:
-    """Seeded inputs for a check: q, k, v (and the mask) for y's leading dims."""
-    return inputs_at(k, inst, np_dtype, out_shape[:-1], rng)
+    """Seeded inputs for a check: q, k, v (and the mask) for y's leading dims (:func:`keys` of them)."""
+    return inputs_at(k, inst, np_dtype, out_shape[:-1], rng, keys(k, inst, out_shape[-2], dim))
 
 
 def data_shape(k: AttentionKernel, inputs: Sequence[np.ndarray]) -> tuple[int, ...]:

@@ -23,7 +23,9 @@
 //   until a new round;
 // * the AIC/AIV hand-over (910B): a C block exists only after Iterate and is fetched once with GetTensorC;
 //   an asynchronous IterateAll leaves its output unreadable until its WaitIterateAll, and a vector-core
-//   read of it before then is a fault (the missing cross-core wait). Several may be outstanding: the cube
+//   read of it before then is a fault (the missing cross-core wait), and so is a vector-core write into what
+//   it reads (the bounds of its A, B and bias) before then: the cube takes the product when it reaches the
+//   message, not when it is posted (the emulator computes it at the post). Several may be outstanding: the cube
 //   core serves the messages in order and each WaitIterateAll takes the oldest one's notification (one
 //   CrossCoreWaitFlag on the object's flag, a counter of 0-15: a 16th outstanding notification is a fault,
 //   CrossCoreSetFlag(ISASI).md); a cube write into bytes a vector-core MTE2 read may still be reading is a
@@ -454,6 +456,7 @@ public:
 #endif
         const uint8_t* lo = nullptr;
         const uint8_t* hi = nullptr;
+        for (int r = 0; r < 3; ++r) readLo_[r] = readHi_[r] = nullptr;
         const double at = Request();
         double cubeDone = at;
         for (const auto& blk : order_) {
@@ -478,15 +481,26 @@ public:
                 asc_emu::Fail("Matmul::IterateAll<false> at " + loc.Str() + ": " + std::to_string(kMaxNotify) +
                               " notifications are already outstanding; the cube's flag counter holds 0-15 and would "
                               "overflow (CrossCoreSetFlag(ISASI).md): WaitIterateAll before issuing more");
-            async_.push_back({cubeDone, waitIterateAll, lo, bytes});
+            const uint64_t id = ++asc_emu::St().pipes.asyncIds;
+            static const char* const kOperand[3] = {"A", "B", "bias"};
+            for (int r = 0; r < 3; ++r)
+                if (readLo_[r] != nullptr)
+                    asc_emu::St().pipes.cubeReads.push_back(
+                        {readLo_[r], static_cast<size_t>(readHi_[r] - readLo_[r]),
+                         std::string(kOperand[r]) + " of Matmul::IterateAll<false> at " + loc.Str(), id});
+            async_.push_back({cubeDone, waitIterateAll, lo, bytes, id});
         } else {
             AwaitCube(cubeDone);
         }
     }
     __aicore__ inline void WaitIterateAll(asc_emu::Loc loc = ASC_EMU_HERE) {
 #if __NPU_ARCH__ == 2002
+        // 310P's Matmul is MatmulImpl, whose WaitIterateAll exists for __NPU_ARCH__ 5102 only (matmul_impl.h):
+        // the device build fails, so the emulator's does too (only where it is called: the member is a template's)
+        static_assert(sizeof(A_TYPE) == 0, "Matmul::WaitIterateAll: 310P's Matmul (MatmulImpl) has no such member; "
+                                           "its IterateAll returns with C written");
         (void)loc;
-        return;  // v200: IterateAll returned with C written
+        return;
 #endif
         if (async_.empty()) asc_emu::Fail("Matmul::WaitIterateAll at " + loc.Str() + " without an IterateAll<false>");
         const Async a = async_.front();
@@ -494,6 +508,9 @@ public:
             asc_emu::Fail("Matmul::WaitIterateAll at " + loc.Str() + " after an IterateAll<false> without waitIterateAll "
                           "= true: the cube core never signals, the vector core would wait forever");
         async_.pop_front();
+        auto& reads = asc_emu::St().pipes.cubeReads;  // its inputs may be written again
+        reads.erase(std::remove_if(reads.begin(), reads.end(), [&](const asc_emu::CubeRead& r) { return r.id == a.id; }),
+                    reads.end());
         auto& pending = asc_emu::St().pipes.pending;  // the oldest one's output is readable now
         for (auto it = pending.begin(); it != pending.end(); ++it) {
             if (it->base == a.base && it->bytes == a.bytes && it->mte3Seq == 0) {
@@ -702,6 +719,8 @@ private:
         const uint64_t aSpan = (blockH_ - 1) * static_cast<uint64_t>(c.Ka) + K;
         asc_emu::FindGm(a, aSpan * sizeof(AT), "Matmul A");
         asc_emu::FindGm(b, bSpan * sizeof(BT), "Matmul B");
+        Reads(0, a, aSpan * sizeof(AT));
+        Reads(1, b, bSpan * sizeof(BT));
         c_.assign(static_cast<size_t>(blockH_) * blockW_, 0.0f);
         for (int32_t i = 0; i < (asc_emu::Values() ? blockH_ : 0); ++i) {
             for (int32_t j = 0; j < blockW_; ++j) {
@@ -722,6 +741,7 @@ private:
         }
         if (hasBias_) {  // the bias row of the block, into the bias table
             asc_emu::GmRead(bias_.GetPhyAddr() + blk.n * c.baseN, blockW_ * sizeof(BiasT), "Matmul bias");
+            Reads(2, bias_.GetPhyAddr() + blk.n * c.baseN, blockW_ * sizeof(BiasT));
             asc_emu::St().cube.bReadBytes += blockW_ * sizeof(BiasT);
         }
         asc_emu::St().cube.macs += static_cast<uint64_t>(up(blockH_, 16) * up(blockW_, 16) * up(K, frac));
@@ -796,8 +816,17 @@ private:
         bool notify;
         const uint8_t* base;
         size_t bytes;
+        uint64_t id;  // its entries in the core's cubeReads
     };
     std::deque<Async> async_;
+    // The bounds of what the IterateAll in progress reads of A, B and the bias.
+    const uint8_t* readLo_[3] = {};
+    const uint8_t* readHi_[3] = {};
+    void Reads(int operand, const void* p, size_t bytes) {
+        auto* lo = static_cast<const uint8_t*>(p);
+        if (readLo_[operand] == nullptr || lo < readLo_[operand]) readLo_[operand] = lo;
+        if (readHi_[operand] == nullptr || lo + bytes > readHi_[operand]) readHi_[operand] = lo + bytes;
+    }
     static constexpr size_t kMaxNotify = 15;
     size_t Notifying() const {
         return static_cast<size_t>(std::count_if(async_.begin(), async_.end(), [](const Async& a) { return a.notify; }));
