@@ -600,3 +600,40 @@ def test_a_where_fill_wider_than_its_mask_falls_back_cleanly():
               [const("fill", np.full((1, 1, 1, 1), np.finfo(np.float16).min), np.float16)])
     res = fuse(m)
     assert "Attention" not in rules_of(res) and res.validation.ok
+
+
+def test_the_host_tiling_asks_for_each_product_shape_once():
+    """TilingFunc's two Matmul tilings (q @ k^T, P @ v) depend on the blocks only: a launch at a key count seen
+    before, or at another past one KV block, makes no GetTiling call (counted by the emulator's tiling, which the
+    tiling program runs against here); a new block shape asks again."""
+    from asc_onnx.emulator import cann_tiling
+    from asc_onnx.soc import SOCS
+
+    k = fuse(attention_model(dt=F16, b=1, h=8, d=64, mask=None), emulate=False).kernels[0]
+    decode = [[(1, 8, 1, 64), (1, 8, sk, 64), (1, 8, sk, 64)] for sk in (3000, 3000, 5000, 9000)]
+    prefill = [[(1, 8, 256, 64), (1, 8, 256, 64), (1, 8, 256, 64)]]  # a KV block of 256 keys: new products
+    got = cann_tiling.tilings_for(k.ir, k.files, SOCS["Ascend910B"], F16, decode + prefill, own=True)
+    assert all(isinstance(g, dict) for g in got), got
+    assert [g["getTilingCalls"] for g in got] == [2, 2, 2, 2, 4], got
+    assert got[3]["qk.baseN"] == got[0]["qk.baseN"] and got[4]["qk.N"] == 256
+
+
+@pytest.mark.parametrize("dt,sq,sk,dv", [(F16, 5, 67, 40), (F32, 33, 1100, 24), (F16, 1, 6000, 64)],
+                         ids=["ragged fp16", "fp32 two KV blocks", "decode, split keys"])
+def test_the_workspace_ring_is_512_byte_aligned(dt, sq, sk, dv):
+    """Every stage of scores, of P and of P @ v, and every vector core's ring, start on a 512-byte boundary, at
+    block shapes whose plain products are not multiples of it; the kernel still matches onnxruntime there."""
+    from asc_onnx.soc import SOCS
+    from asc_onnx.verify_kernels import check
+
+    npd = NP[dt]
+    k = fuse(attention_model(dt=dt, b=1, h=2, sq="seq", sk="keys", d=32, dv=dv, mask=None), emulate=False).kernels[0]
+    rng = np.random.default_rng(3)
+    q = rng.standard_normal((1, 2, sq, 32)).astype(npd)
+    kk = rng.standard_normal((1, 2, sk, 32)).astype(npd)
+    v = rng.standard_normal((1, 2, sk, dv)).astype(npd)
+    c = check(k, [q, kk, v], SOCS["Ascend910B"], "aligned ring")
+    assert c.ok, (c.error, c.max_abs)
+    size = np.dtype(npd).itemsize
+    assert c.cube["score_stage"] * 4 % 512 == 0 and c.cube["score_stage"] * size % 512 == 0, c.cube
+    assert c.cube["out_stage"] * 4 % 512 == 0 and c.cube["ws_core_bytes"] % 512 == 0, c.cube

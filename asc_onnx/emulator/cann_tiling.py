@@ -129,9 +129,11 @@ def _program(root: Path | None, k: KernelIR, files: Mapping[str, str]) -> Path:
     from . import INCLUDE_DIR
 
     calc, head = f"op_host/{k.snake}_tiling_calc.h", f"op_kernel/{k.snake}_tiling.h"
+    # the calc, the tiling struct and the shared host headers the calc includes
+    written = [head, *sorted(rel for rel in files if rel.startswith("op_host/") and rel.endswith(".h"))]
     objs = _objects(root) if root is not None else []
     flags = _flags(root) if root is not None else ["-std=c++17", "-w", "-I", str(HERE), "-I", str(INCLUDE_DIR)]
-    key = _digest(files[calc].encode(), files[head].encode(), main.read_bytes(), (HERE / "platform_in.h").read_bytes(),
+    key = _digest(*(files[rel].encode() for rel in written), main.read_bytes(), (HERE / "platform_in.h").read_bytes(),
                   (objs[0].parent.name if objs else "own:" + _headers_digest()).encode())
     d = cache_dir().parent / "cann-tiling" / "calc" / key
     exe = d / "tiling"
@@ -141,7 +143,7 @@ def _program(root: Path | None, k: KernelIR, files: Mapping[str, str]) -> Path:
         if exe.exists():
             return exe
         with tempfile.TemporaryDirectory(dir=d) as tmp:
-            for rel in (calc, head):
+            for rel in written:
                 (Path(tmp) / rel).parent.mkdir(parents=True, exist_ok=True)
                 (Path(tmp) / rel).write_text(files[rel])
             out = os.path.join(tmp, "tiling")

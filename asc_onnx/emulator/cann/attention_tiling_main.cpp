@@ -3,7 +3,8 @@
 // (q @ k^T, then P @ v). Our code.
 // stdin, one case per line: qRank qDims.. sk kvHeads dv maskRank maskDims.. dtypeSize isFloat isBf16 coreNum coupled
 //   l1 l0a l0b l0c ub
-// stdout, one line per case: "rc <code>" then each tiling's fields as "qk.name value" / "pv.name value" pairs.
+// stdout, one line per case: "rc <code>" then each tiling's fields as "qk.name value" / "pv.name value" pairs
+// (against the emulator's own tiling, then the GetTiling calls so far: "getTilingCalls n").
 #include <iostream>
 #include <string>
 
@@ -41,6 +42,9 @@ int main() {
         if (rc == 0) {
             Print("qk", t.qkTiling);
             Print("pv", t.pvTiling);
+#ifdef ASC_EMU_TILING_CALLS
+            std::cout << " getTilingCalls " << matmul_tiling::GetTilingCalls();  // so far (the emulator's tiling)
+#endif
         }
         std::cout << "\n";
     }

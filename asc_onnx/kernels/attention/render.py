@@ -6,8 +6,10 @@ them, adds the mask, keeps each row's running max and sum in fp32 (the online so
 probabilities P in the I/O type beside them; the cube computes ``P @ V_blk`` in fp32 into a third stage; the vector
 core rescales its fp32 accumulator of the rows' outputs by how far the running max moved and adds the block's; after
 the last block it divides by the sums and writes y once. Two stages of each: the cube computes the next block's
-scores and the last block's ``P @ V`` while the vector core works on this one. The workspace is a ring of a few
-hundred KB per core, whatever the sequence length.
+scores and the last block's ``P @ V`` while the vector core works on this one. The workspace is a ring per vector
+core of ``2 x mBlock x (kvBlock x (4 + the I/O size) + dv x 4)`` bytes, every stage and core 512-byte aligned:
+0.85 MB at fp16, head dim 128, 64-row Q blocks of 1024 keys (41 MB over 48 vector cores), whatever the sequence
+length.
 """
 
 from __future__ import annotations
@@ -67,8 +69,8 @@ def tiling_header(k: AttentionKernel) -> str:
         "uint32_t rowPitch;       // kvBlock rounded up to 16: 32-byte rows in UB in half and in float",
         "uint32_t partials;       // per row: one max or sum per 64 keys, rounded up to a block of 8",
         "uint32_t outRows;        // output rows the vector core takes into UB at a time",
-        "uint32_t scoreStage;     // mBlock x kvBlock: elements of one stage of scores or P",
-        "uint32_t outStage;       // mBlock x dv: elements of one stage of P @ v",
+        "uint32_t scoreStage;     // mBlock x kvBlock, to 256: elements of one stage of scores or P",
+        "uint32_t outStage;       // mBlock x dv, to 128: elements of one stage of P @ v",
         "uint64_t maskBatchStride;  // mask elements from one batch to the next (0: broadcast)",
         "uint64_t maskHeadStride;   // ... from one head to the next",
         "uint64_t maskRowStride;    // ... from one query row to the next",
@@ -105,29 +107,35 @@ def tiling_calc(k: AttentionKernel) -> str:
 #pragma once
 #include <cstdint>
 #include "tiling/tiling_api.h"
+#include "{CUBE_TILING_HEADER}"
 #include "../op_kernel/{k.snake}_tiling.h"
 
 // One product's tiling for a single core: the kernel walks its own items, so the whole product is one core's.
+// Asked of CANN once per shape and platform in a process ({CUBE_TILING_HEADER}).
 inline bool {k.op_type}CubeTiling(uint32_t m, uint32_t n, uint32_t k, bool transB, matmul_tiling::DataType in,
         matmul_tiling::DataType out, const matmul_tiling::PlatformInfo& platform,
         AscendC::tiling::TCubeTiling& tiling)
 {{
-    using matmul_tiling::TPosition;
-    using matmul_tiling::CubeFormat;
-    matmul_tiling::MultiCoreMatmulTiling mm(platform);
-    mm.SetDim(1);
-    mm.SetAType(TPosition::GM, CubeFormat::ND, in);
-    mm.SetBType(TPosition::GM, CubeFormat::ND, in, transB);
-    mm.SetCType(TPosition::GM, CubeFormat::ND, out);
-    mm.SetBiasType(TPosition::GM, CubeFormat::ND, out);
-    mm.SetOrgShape(static_cast<int32_t>(m), static_cast<int32_t>(n), static_cast<int32_t>(k));
-    mm.SetShape(static_cast<int32_t>(m), static_cast<int32_t>(n), static_cast<int32_t>(k));
-    mm.EnableBias(false);
-    mm.SetMatmulConfigParams(0);  // NORM, as the kernel's Matmul objects
-    // The two objects start at one shared L1 address (InitShareBufStart): each may use all of L1.
-    mm.SetBufferSpace(static_cast<int32_t>(platform.l1Size), static_cast<int32_t>(platform.l0CSize), -1);
-    if (mm.GetTiling(tiling) == -1) return false;
-    return tiling.baseM > 0 && tiling.baseN > 0 && tiling.baseK > 0;
+    const asc_onnx::CubeKey key{{m, n, k, static_cast<uint32_t>(platform.l1Size),
+        static_cast<uint32_t>(platform.l0ASize), static_cast<uint32_t>(platform.l0BSize),
+        static_cast<uint32_t>(platform.l0CSize), transB, static_cast<int32_t>(in), static_cast<int32_t>(out)}};
+    return asc_onnx::CachedCubeTiling(key, tiling, [&](AscendC::tiling::TCubeTiling& t) {{
+        using matmul_tiling::TPosition;
+        using matmul_tiling::CubeFormat;
+        matmul_tiling::MultiCoreMatmulTiling mm(platform);
+        mm.SetDim(1);
+        mm.SetAType(TPosition::GM, CubeFormat::ND, in);
+        mm.SetBType(TPosition::GM, CubeFormat::ND, in, transB);
+        mm.SetCType(TPosition::GM, CubeFormat::ND, out);
+        mm.SetBiasType(TPosition::GM, CubeFormat::ND, out);
+        mm.SetOrgShape(static_cast<int32_t>(m), static_cast<int32_t>(n), static_cast<int32_t>(k));
+        mm.SetShape(static_cast<int32_t>(m), static_cast<int32_t>(n), static_cast<int32_t>(k));
+        mm.EnableBias(false);
+        mm.SetMatmulConfigParams(0);  // NORM, as the kernel's Matmul objects
+        // The two objects start at one shared L1 address (InitShareBufStart): each may use all of L1.
+        mm.SetBufferSpace(static_cast<int32_t>(platform.l1Size), static_cast<int32_t>(platform.l0CSize), -1);
+        return mm.GetTiling(t) != -1 && t.baseM > 0 && t.baseN > 0 && t.baseK > 0;
+    }});
 }}
 
 // UB bytes of a vector core with Q blocks of m rows and chunks of `rows` score rows of `pitch` keys (split: the
@@ -281,10 +289,12 @@ inline int {k.op_type}ComputeTiling(const uint64_t* qDims, uint32_t qRank, uint3
     const uint32_t cores = t->units < coreNum ? t->units : coreNum;
     t->blockDim = (cores + 1u) / 2u;  // a cube core serves two vector cores
     t->cores = 2u * t->blockDim;
-    t->scoreStage = mBlock * t->kvBlock;
-    t->outStage = mBlock * dv;
+    // Every stage and every core's ring starts on a 512-byte boundary (the fixpipe and MTE write whole bursts):
+    // a stage of scores or P in whole 256 elements (512 bytes of fp16 P), of P @ v in whole 128 floats.
+    t->scoreStage = (mBlock * t->kvBlock + 255u) / 256u * 256u;
+    t->outStage = (mBlock * dv + 127u) / 128u * 128u;
     t->wsCoreBytes = (2u * static_cast<uint64_t>(t->scoreStage) * (4u + dtypeSize) +
-                      2u * static_cast<uint64_t>(t->outStage) * 4u + 31u) / 32u * 32u;
+                      2u * static_cast<uint64_t>(t->outStage) * 4u + 511u) / 512u * 512u;
     t->partBytes = t->splits > 1u ? units * mBlock * (dv + 2u) * 4u : 0u;
     t->userWorkspace = t->cores * t->wsCoreBytes + t->partBytes;
     return 0;
@@ -424,6 +434,11 @@ def host_source(k: AttentionKernel, compute_units: list[str]) -> str:
 __all__ = ["REFUSALS", "tiling_header", "tiling_calc", "kernel_source", "host_source", "tiling_call"]
 
 
+#: CANN's Matmul tilings asked once per process, shipped into op_host/ beside each op's calc header.
+CUBE_TILING_HEADER = "asc_onnx_cube_tiling.h"
+_CUBE_TILING_TEXT = Path(__file__).with_name(CUBE_TILING_HEADER).read_text()
+
+
 def headers(k: AttentionKernel) -> dict[str, str]:
     """The shared headers an attention op's files include, by path in the op package."""
-    return {f"op_kernel/{FLASH_HEADER}": _FLASH_TEXT}
+    return {f"op_kernel/{FLASH_HEADER}": _FLASH_TEXT, f"op_host/{CUBE_TILING_HEADER}": _CUBE_TILING_TEXT}

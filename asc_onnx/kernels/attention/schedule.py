@@ -56,7 +56,8 @@ VARIANTS = {"KV blocks of 1024": AttentionSchedule(), "KV blocks of 512": Attent
 #: (record key -> tiling field), and of each product's Matmul tiling (``qk_<field>``, ``pv_<field>``) what decides
 #: its loads.
 WALK_FIELDS = {"chunk_rows": "chunkRows", "out_rows": "outRows", "q_blocks": "qBlocks", "head_rows": "headRows",
-               "part_keys": "partKeys", "sk": "sk"}
+               "part_keys": "partKeys", "sk": "sk", "score_stage": "scoreStage", "out_stage": "outStage",
+               "ws_core_bytes": "wsCoreBytes"}
 PRODUCT_FIELDS = ("baseM", "baseN", "baseK", "depthA1", "depthB1", "stepM", "stepN", "iterateOrder")
 
 

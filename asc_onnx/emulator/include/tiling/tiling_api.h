@@ -38,6 +38,13 @@ struct PlatformInfo {
     uint64_t l0BSize = 0;
 };
 
+// GetTiling calls in this process (the emulator's own count; CANN's tiling has none).
+#define ASC_EMU_TILING_CALLS 1
+inline uint64_t& GetTilingCalls() {
+    static uint64_t calls = 0;
+    return calls;
+}
+
 class MultiCoreMatmulTiling {
 public:
     MultiCoreMatmulTiling() = default;
@@ -89,7 +96,9 @@ public:
     }
 
     // The tiling: CANN's own algorithm where the program is linked with it (ASC_EMU_CANN_TILING), else ours.
+    // Every call is counted (GetTilingCalls): a host tiling that caches its choices shows it makes none again.
     int64_t GetTiling(AscendC::tiling::TCubeTiling& t) {
+        ++GetTilingCalls();
 #ifdef ASC_EMU_CANN_TILING
         return CannTiling(t);
 #else
