@@ -637,3 +637,21 @@ def test_the_workspace_ring_is_512_byte_aligned(dt, sq, sk, dv):
     size = np.dtype(npd).itemsize
     assert c.cube["score_stage"] * 4 % 512 == 0 and c.cube["score_stage"] * size % 512 == 0, c.cube
     assert c.cube["out_stage"] * 4 % 512 == 0 and c.cube["ws_core_bytes"] % 512 == 0, c.cube
+
+
+@pytest.mark.parametrize("dt,d,sq,sk", [(F16, 15, 37, 37), (F32, 15, 37, 37), (F16, 20, 5, 1100), (F16, 15, 1, 6000)],
+                         ids=["fp16 15", "fp32 15", "fp16 20, two KV blocks", "fp16 15, decode split keys"])
+def test_head_dims_of_no_multiple_of_8_are_padded_not_refused(dt, d, sq, sk):
+    """A head dim like PP-OCR's 15: P @ v's rows are padded to 16 in the workspace and UB (the cube writes d columns
+    of each, y gets d), emulated against onnxruntime under CANN's tilings; the combine of split keys too."""
+    from asc_onnx.soc import SOCS
+    from asc_onnx.verify_kernels import check
+
+    npd = NP[dt]
+    k = fuse(attention_model(dt=dt, b=1, h=2, sq="seq", sk="keys", d=d, mask=None), emulate=False).kernels[0]
+    rng = np.random.default_rng(4)
+    q = rng.standard_normal((1, 2, sq, d)).astype(npd)
+    kk, v = (rng.standard_normal((1, 2, sk, d)).astype(npd) for _ in range(2))
+    c = check(k, [q, kk, v], SOCS["Ascend910B"], f"head dim {d}")
+    assert c.ok and not c.refused, (c.error, c.max_abs)
+    assert c.cube["dv_rows"] == (d + 15) // 16 * 16 and (sq > 1 or c.cube["splits"] > 1), c.cube

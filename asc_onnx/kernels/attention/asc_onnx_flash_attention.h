@@ -189,6 +189,11 @@ public:
                 mmQk.SetOrgShape(static_cast<int>(td.mBlock), static_cast<int>(td.sk), static_cast<int>(td.d),
                                  static_cast<int>(td.d), static_cast<int>(td.kvBlock));
             }
+            if (td.dv != td.dvOut) {
+                // P @ v's rows dv apart in the workspace (v's head dim padded): dvOut columns each
+                mmPv.SetOrgShape(static_cast<int>(td.mBlock), static_cast<int>(td.dvOut), static_cast<int>(td.kvBlock),
+                                 static_cast<int>(td.kvBlock), static_cast<int>(td.dv));
+            }
             QueueScores(cur);
         }
         while (cur.j < count) {
@@ -308,8 +313,8 @@ private:
         uint32_t c0 = 0;
         const uint32_t cols = KeysAt(it, t.b, c0);
         mmPv.SetTensorA(probsGm[(t.s % 2) * td.scoreStage]);
-        mmPv.SetTensorB(vGm[(it.kvHead0 * td.sk + c0) * td.dv], false);
-        mmPv.SetTail(static_cast<int>(it.rows), static_cast<int>(td.dv), static_cast<int>(cols));
+        mmPv.SetTensorB(vGm[(it.kvHead0 * td.sk + c0) * td.dvOut], false);
+        mmPv.SetTail(static_cast<int>(it.rows), static_cast<int>(td.dvOut), static_cast<int>(cols));
         mmPv.template IterateAll<false>(outGm[(t.s % 2) * td.outStage], 0, false, true);
     }
 
@@ -741,9 +746,12 @@ private:
         ToOutput(yLocal, out, count);
         outQueueY.EnQue(yLocal);
         yLocal = outQueueY.DeQue<T>();
-        const uint32_t bytes = count * static_cast<uint32_t>(sizeof(T));
-        AscendC::DataCopyExtParams params{1, bytes, 0, 0, 0};
-        AscendC::DataCopyPad(yGm[(it.qOffset + r0) * td.dv], yLocal, params);
+        // y's rows are dvOut apart, the tile's dv (whole 32-byte blocks past dvOut where the head dim is padded)
+        const uint32_t rowBytes = td.dvOut * static_cast<uint32_t>(sizeof(T));
+        const uint32_t bytes = td.dv == td.dvOut ? count * static_cast<uint32_t>(sizeof(T)) : rowBytes;
+        const uint32_t gap = td.dv == td.dvOut ? 0u : (td.dv * static_cast<uint32_t>(sizeof(T)) - (rowBytes + 31u) / 32u * 32u) / 32u;
+        AscendC::DataCopyExtParams params{static_cast<uint16_t>(td.dv == td.dvOut ? 1u : rows), bytes, gap, 0, 0};
+        AscendC::DataCopyPad(yGm[(it.qOffset + r0) * td.dvOut], yLocal, params);
         if (bytes % 32u != 0) {
             // The next rows' first bytes may share this write's last 32-byte block in global memory.
             AscendC::PipeBarrier<PIPE_MTE3>();

@@ -38,7 +38,6 @@ REFUSALS = {
     4: "the buffers of one KV block's score rows do not fit in UB",
     5: "the mask's leading dims neither match q's nor broadcast",
     6: "the mask broadcasts along the keys (its last dim is 1)",
-    7: "v's head dim is not a multiple of 8 (the fp32 output rows are whole 32-byte blocks)",
     8: "k given transposed has more than 65535 keys (the cube's ND row pitch is 16 bits)",
     9: "the keep mask's shape is not the additive mask's",
 }
@@ -55,7 +54,9 @@ def tiling_header(k: AttentionKernel) -> str:
         "uint32_t headRows;       // query rows per such head (sq, or group when folded)",
         "uint32_t sk;             // key rows per head",
         "uint32_t d;              // head dim of q and k",
-        "uint32_t dv;             // head dim of v and y",
+        "uint32_t dv;             // width of the rows of P @ v in the workspace and UB: v's head dim, to 16 if",
+        "                         // that is no multiple of 8 (fp32 rows of whole 32-byte blocks)",
+        "uint32_t dvOut;          // head dim of v and y",
         "uint32_t mBlock;         // Q rows per work item",
         "uint32_t qBlocks;        // Q blocks per head",
         "uint32_t items;          // work items: heads of every batch x qBlocks",
@@ -168,7 +169,6 @@ inline int {k.op_type}ComputeTiling(const uint64_t* qDims, uint32_t qRank, uint3
         return 1;
     }}
     if (coupled) return 3;
-    if (dv % 8u != 0) return 7;
     if ({'false' if k.trans_k else 'true'} && sk > 65535u) return 8;  // k^T's rows are Sk apart
     // The mask, its dims aligned to the scores' [.., heads, sq, sk]: a dim of 1 broadcasts (stride 0).
     t->maskBatchStride = 0;
@@ -193,15 +193,19 @@ inline int {k.op_type}ComputeTiling(const uint64_t* qDims, uint32_t qRank, uint3
     t->group = static_cast<uint32_t>(heads / kvHeads);
     t->sk = sk;
     t->d = static_cast<uint32_t>(d);
-    t->dv = dv;
+    t->dvOut = dv;
+    // P @ v's rows in whole 32-byte blocks of fp32: a head dim of no multiple of 8 (15, 20 ...) is padded to 16 in
+    // the workspace and UB; the cube writes dv columns of each, y gets dv.
+    const uint32_t dvRows = dv % 8u == 0 ? dv : (dv + 15u) / 16u * 16u;
+    t->dv = dvRows;
     // Output rows a chunk: 16 (8 past a head dim of 128), a multiple of 8 (the state's lines from 8-row bounds).
     auto outRows = [&](uint32_t m) {{
-        const uint32_t rows = dv > 128u ? 8u : 16u;
+        const uint32_t rows = dvRows > 128u ? 8u : 16u;
         return rows < m ? rows : m;
     }};
     uint32_t pitch = 0;
     auto fits = [&](uint32_t m, uint32_t rows, bool split = false) {{
-        return {k.op_type}UbBytes(m, rows, pitch, t->partials, dv, outRows(m), dtypeSize, split) <= platform.ubSize;
+        return {k.op_type}UbBytes(m, rows, pitch, t->partials, dvRows, outRows(m), dtypeSize, split) <= platform.ubSize;
     }};
     // KV blocks of {sched.kv_block} keys, or halved until chunks of 8 rows fit UB (fp32 scores of fp32 I/O take more).
     uint32_t kv = {kv_block};
@@ -292,10 +296,10 @@ inline int {k.op_type}ComputeTiling(const uint64_t* qDims, uint32_t qRank, uint3
     // Every stage and every core's ring starts on a 512-byte boundary (the fixpipe and MTE write whole bursts):
     // a stage of scores or P in whole 256 elements (512 bytes of fp16 P), of P @ v in whole 128 floats.
     t->scoreStage = (mBlock * t->kvBlock + 255u) / 256u * 256u;
-    t->outStage = (mBlock * dv + 127u) / 128u * 128u;
+    t->outStage = (mBlock * dvRows + 127u) / 128u * 128u;
     t->wsCoreBytes = (2u * static_cast<uint64_t>(t->scoreStage) * (4u + dtypeSize) +
                       2u * static_cast<uint64_t>(t->outStage) * 4u + 511u) / 512u * 512u;
-    t->partBytes = t->splits > 1u ? units * mBlock * (dv + 2u) * 4u : 0u;
+    t->partBytes = t->splits > 1u ? units * mBlock * (dvRows + 2u) * 4u : 0u;
     t->userWorkspace = t->cores * t->wsCoreBytes + t->partBytes;
     return 0;
 }}

@@ -57,7 +57,7 @@ VARIANTS = {"KV blocks of 1024": AttentionSchedule(), "KV blocks of 512": Attent
 #: its loads.
 WALK_FIELDS = {"chunk_rows": "chunkRows", "out_rows": "outRows", "q_blocks": "qBlocks", "head_rows": "headRows",
                "part_keys": "partKeys", "sk": "sk", "score_stage": "scoreStage", "out_stage": "outStage",
-               "ws_core_bytes": "wsCoreBytes"}
+               "ws_core_bytes": "wsCoreBytes", "dv_rows": "dv"}
 PRODUCT_FIELDS = ("baseM", "baseN", "baseK", "depthA1", "depthB1", "stepM", "stepN", "iterateOrder")
 
 
