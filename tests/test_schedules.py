@@ -222,3 +222,17 @@ def test_attention_traffic_model_is_the_emulated_kernels(b, h, sq, sk, mask_rows
         assert {kv for kv, _, _ in seen} == {1024, 512}, seen
     if sq == 1:
         assert all(split for _, split, _ in seen), seen
+
+
+@pytest.mark.parametrize("sq, sk", [(64, 300), (1, 4096)], ids=["prefill", "decode, split keys"])
+def test_attention_traffic_model_with_a_padded_head_dim(sq, sk):
+    """Head dim 20: the cube writes 20 columns of each P @ v row, the vector core reads and combines rows of 32."""
+    from test_attention import attention_model
+
+    g = attention_model(dt=F16, b=1, h=2, sq=sq, sk=sk, d=20, mask=None)
+    res = asc_onnx.fuse(g, options=FuseOptions(judge=False, emulate=False), validate=False)
+    (k,) = [k for k in res.kernels if k.op.kernel == "attention"]
+    shapes = [(1, 2, sq, 20), (1, 2, sk, 20), (1, 2, sk, 20)]
+    c = check(k, _attention_inputs(k, shapes, np.random.default_rng(0)), B910, f"head dim 20, {sq}x{sk}")
+    assert c.ok and c.cube["dv_rows"] == 32 and (sq > 1 or c.cube["splits"] > 1), c
+    assert of(k).schedule.traffic(k.ir, shapes, 2, B910, c.block_dim, c.cube) == c.gm_bytes, c.cube

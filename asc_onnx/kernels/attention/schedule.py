@@ -129,6 +129,7 @@ def traffic(k: AttentionKernel, shapes: Sequence[Sequence[int]], dtype_size: int
     t = {**cube, **{p: {f: int(cube[f"{p}_{f}"]) for f in PRODUCT_FIELDS} for p in ("qk", "pv")}}
     size = dtype_size
     d, dv = int(shapes[0][-1]), int(shapes[2][-1])
+    wide = int(t.get("dv_rows", dv))  # the rows of P @ v in the workspace and UB (dv padded to 16 where no multiple of 8)
     mask_inputs = (2 if k.has_keep else 1) if k.has_mask else 0
     total = 0
     for rows, keys in _units(t):
@@ -141,13 +142,13 @@ def traffic(k: AttentionKernel, shapes: Sequence[Sequence[int]], dtype_size: int
                 total += mask_inputs * (1 if t["mask_broadcast"] else chunk) * cols * size
                 total += chunk * cols * size  # P out
             total += product_reads(rows, dv, cols, t["pv"], size, size) + rows * dv * 4  # P @ v -> o
-            total += rows * dv * 4  # o in
-        total += 2 * rows * 4 + rows * dv * 4 if t["splits"] > 1 else rows * dv * size
+            total += rows * wide * 4  # o in
+        total += 2 * rows * 4 + rows * wide * 4 if t["splits"] > 1 else rows * dv * size
     if t["splits"] > 1:  # the combine: every part's statistics and rows in, y out
         for rows, _ in _units(t, first_parts=True):
             for r0 in range(0, rows, t["out_rows"]):
                 chunk = min(t["out_rows"], rows - r0)
-                total += t["splits"] * (2 * chunk * 4 + chunk * dv * 4) + chunk * dv * size
+                total += t["splits"] * (2 * chunk * 4 + chunk * wide * 4) + chunk * dv * size
     return total
 
 
