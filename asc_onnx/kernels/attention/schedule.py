@@ -129,7 +129,7 @@ def traffic(k: AttentionKernel, shapes: Sequence[Sequence[int]], dtype_size: int
     t = {**cube, **{p: {f: int(cube[f"{p}_{f}"]) for f in PRODUCT_FIELDS} for p in ("qk", "pv")}}
     size = dtype_size
     d, dv = int(shapes[0][-1]), int(shapes[2][-1])
-    wide = int(t.get("dv_rows", dv))  # the rows of P @ v in the workspace and UB (dv padded to 16 where no multiple of 8)
+    wide = int(t.get("dv_rows", dv))  # P @ v's rows in the workspace and UB (dv, to 16 if no multiple of 8)
     mask_inputs = (2 if k.has_keep else 1) if k.has_mask else 0
     total = 0
     for rows, keys in _units(t):
