@@ -19,12 +19,16 @@ timing model's timing-only path (every figure an estimate; asc_onnx.estimate say
 
     python bench/bench_attention.py [--smoke] [--match TEXT] [--fixtures]
 
-``--smoke`` (what the tests run): one small shape, emulated with values against onnxruntime as well, and the first
-fixture of ``--fixtures``.
+``--smoke`` (what the tests run): one small shape, emulated with values against onnxruntime as well, the first
+fixture of ``--fixtures`` and ``--tiling`` with five calls each way.
 ``--pto [--check] [--up-to S]``: one-sided against the best published kernels: our fused attention at pto-isa's own
 shapes (b1 h1 S x S d128 fp16, no mask, S = 1K to 32K) on Ascend910B2, beside its hand kernel's and torch_npu's
 measured times; an estimate more than 15% faster than the hand kernel is flagged (``--check``: exit 1), a bug in
 the model until shown otherwise.
+``--tiling [--calls N]``: the host's TilingFunc arithmetic (``<op>ComputeTiling``, linked with CANN's own Matmul
+tiling where ``../shared/ascend`` is configured, else the emulator's) at a decode step of b1 h32 GQA 4:1 d128, timed
+on this host: at key counts below one KV block (new products: CANN's tiling asked twice a call) against key counts
+past it (the products' tilings cached, ``asc_onnx_cube_tiling.h``; target: at most a tenth of the uncached call).
 ``--fixtures``: the LLaMA, Qwen2, BERT, ViT and GPT-2 fixtures fused with the guard on: Attention ops per model,
 whether they ship, and the whole model's estimate fused against unfused at each judged binding; then again with
 every layer's attention fused (``--keep-slower``), the same estimates.
@@ -128,6 +132,38 @@ def kernel_of(m, rule: str, skip: frozenset[str] = frozenset()):
     return next(k for k in res.kernels if k.op.rule == rule)
 
 
+def tiling(calls: int) -> int:
+    """Host time of the tiling arithmetic, uncached against cached (this host's clock: not an NPU figure)."""
+    import subprocess
+
+    from asc_onnx.emulator import cann_tiling
+
+    k = kernel_of(model(Case(1, 32, 1, 4096, 128, "padding", group=4)), "Attention")
+    exe = cann_tiling.tiling_program(k.ir, k.files, ROOT / "bench" / "attention_tiling_time.cpp")
+    case = of_kernel_case(k, [(1, 32, 1, 128), (1, 8, 4096, 128), (1, 8, 4096, 128), (1, 1, 1, 4096)])
+    proc = subprocess.run([str(exe)], input=f"{calls} {case}\n", capture_output=True, text=True, check=True)
+    words = proc.stdout.split()
+    got = {words[i]: float(words[i + 1]) for i in range(0, len(words), 2)}
+    whose = "CANN's" if cann_tiling.source_root() is not None else "the emulator's own"
+    ratio = got["cached_us"] / got["uncached_us"]
+    print(f"TilingFunc arithmetic, {whose} Matmul tiling, decode b1 h32 gqa4:1 d128, {calls} calls each (host time):")
+    print(f"  new product shapes (keys below one KV block): {got['uncached_us']:8.2f} us a call")
+    print(f"  cached (keys past one KV block):              {got['cached_us']:8.2f} us a call   "
+          f"{ratio:.3f} of uncached (target: at most 0.1)")
+    return 1 if got["refused"] else 0
+
+
+def of_kernel_case(k, shapes) -> str:
+    """The words the tiling programs read for inputs of ``shapes`` at this SoC: the class's case, the I/O size, float
+    and bf16 flags, the vector cores and the platform."""
+    from asc_onnx.emulator import cann_tiling
+    from asc_onnx.kernels import of
+
+    soc = SOCS[SOC]
+    case = of(k).driver.tiling_case(k.ir, shapes)
+    return " ".join(map(str, [*case, 2, 0, 0, soc.vector_cores])) + " " + cann_tiling.platform_line(soc)
+
+
 def targets() -> list[Case]:
     """The issue's shapes: fp16, batch 1 and 4, S = 512, 2048 and 4096, head dims 64 and 128, 8 to 32 heads,
     causal and padding masks, GQA 4:1, and a decode step (Sq = 1 against Sk = 4096)."""
@@ -189,7 +225,7 @@ def smoke() -> int:
     line, _ = row(c)
     print(line)
     fixtures(FIXTURES[:1])
-    return 0 if chk.ok else 1
+    return tiling(5) if chk.ok else 1
 
 
 FIXTURES = ("llama_tiny_legacy", "llama_sdpa_legacy", "qwen2_tiny_legacy", "bert_tiny_legacy", "vit_tiny_legacy",
@@ -259,7 +295,11 @@ def main() -> int:
     ap.add_argument("--smoke", action="store_true", help="one small shape, emulated and estimated")
     ap.add_argument("--match", default="", help="only cases whose label contains this text")
     ap.add_argument("--fixtures", action="store_true", help="the transformer fixtures' attention and model estimates")
+    ap.add_argument("--tiling", action="store_true", help="the host tiling's time, uncached against cached")
+    ap.add_argument("--calls", type=int, default=200, help="with --tiling: calls timed each way")
     args = ap.parse_args()
+    if args.tiling:
+        return tiling(args.calls)
     if args.pto:
         return pto(args.check, args.up_to)
     if args.fixtures:

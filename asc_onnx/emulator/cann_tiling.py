@@ -121,11 +121,18 @@ def bridge_objects(root: Path) -> list[Path]:
     return [*objs, obj]
 
 
-def _program(root: Path | None, k: KernelIR, files: Mapping[str, str]) -> Path:
+def tiling_program(k: KernelIR, files: Mapping[str, str], main: Path | None = None, own: bool = False) -> Path:
+    """A program of one generated calc: its main the class's (``KernelClass.tiling_main``) or ``main`` (a bench's,
+    with the same macros), linked with CANN's tiling from the configured sources, or with ``own`` (or none
+    configured) against the emulator's own ``tiling/tiling_api.h``."""
+    return _program(None if own else source_root(), k, files, main)
+
+
+def _program(root: Path | None, k: KernelIR, files: Mapping[str, str], main: Path | None = None) -> Path:
     """The tiling program for one generated calc (cached by the calc's text), its main the class's
-    (``KernelClass.tiling_main``): linked with CANN's tiling from ``root``, or, with ``root`` None, compiled against
-    the emulator's own ``tiling/tiling_api.h``."""
-    main = HERE / of(k).tiling_main
+    (``KernelClass.tiling_main``) unless given: linked with CANN's tiling from ``root``, or, with ``root`` None,
+    compiled against the emulator's own ``tiling/tiling_api.h``."""
+    main = main or HERE / of(k).tiling_main
     from . import INCLUDE_DIR
 
     calc, head = f"op_host/{k.snake}_tiling_calc.h", f"op_kernel/{k.snake}_tiling.h"

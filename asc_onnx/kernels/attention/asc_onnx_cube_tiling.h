@@ -24,12 +24,15 @@ struct CubeKey {
     }
 };
 
+constexpr size_t kCubeTilings = 64;  // kept at most
+
 // The tiling `ask` fills for `key` (true if CANN gave one), from the process's cache once it has.
 template <typename Tiling, typename Ask>
 inline bool CachedCubeTiling(const CubeKey& key, Tiling& tiling, Ask ask)
 {
     static std::mutex lock;
     static std::vector<std::pair<CubeKey, Tiling>> seen;
+    static size_t oldest = 0;
     {
         std::lock_guard<std::mutex> guard(lock);
         for (const auto& entry : seen) {
@@ -41,7 +44,12 @@ inline bool CachedCubeTiling(const CubeKey& key, Tiling& tiling, Ask ask)
     }
     if (!ask(tiling)) return false;
     std::lock_guard<std::mutex> guard(lock);
-    if (seen.size() < 64u) seen.emplace_back(key, tiling);  // (a bound: the shapes are few)
+    if (seen.size() < kCubeTilings) {
+        seen.emplace_back(key, tiling);
+    } else {  // (the shapes are few: a bound all the same, the oldest giving way)
+        seen[oldest] = {key, tiling};
+        oldest = (oldest + 1u) % kCubeTilings;
+    }
     return true;
 }
 
