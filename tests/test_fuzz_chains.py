@@ -13,6 +13,7 @@ from onnx import helper
 
 import asc_onnx
 from asc_onnx import FuseOptions
+from asc_onnx.emulator.harness import prebuild
 from asc_onnx.soc import SOCS
 from asc_onnx.verify_kernels import check, random_inputs
 
@@ -46,11 +47,30 @@ def _graph(seed: int, dtype: int):
                  [const("bias", np.linspace(-1, 1, 96), np_t)])
 
 
-@pytest.mark.parametrize("dtype", [F32, F16], ids=["fp32", "fp16"])
-@pytest.mark.parametrize("seed", range(8))
-def test_random_where_chain_matches_onnxruntime(seed, dtype):
-    soc = sorted(SOCS)[seed % 2]  # alternate the SoCs: every draw is a fresh kernel compile
-    res = asc_onnx.fuse(_graph(seed, dtype), options=FuseOptions(judge=False, emulate=False, soc=soc), validate=False)
+SEEDS = range(8)
+DTYPES = {"fp32": F32, "fp16": F16}
+
+
+def _soc(seed: int) -> str:
+    return sorted(SOCS)[seed % 2]  # alternate the SoCs: every draw is a fresh kernel
+
+
+@pytest.fixture(scope="module")
+def chains():
+    """Every draw fused once, its kernels compiled in batches the suite's workers split (``prebuild(shared=True)``)."""
+    out = {(seed, dtype): asc_onnx.fuse(_graph(seed, dtype), options=FuseOptions(judge=False, emulate=False,
+                                                                                 soc=_soc(seed)), validate=False)
+           for seed in SEEDS for dtype in DTYPES.values()}
+    prebuild([(k.ir, k.files, f"{k.op.op_type}TilingData", dtype, SOCS[_soc(seed)])
+              for (seed, dtype), res in out.items() for k in res.kernels], shared=True)
+    return out
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES.values()), ids=list(DTYPES))
+@pytest.mark.parametrize("seed", SEEDS)
+def test_random_where_chain_matches_onnxruntime(seed, dtype, chains):
+    soc = _soc(seed)
+    res = chains[seed, dtype]
     if not res.kernels:
         pytest.skip("this draw fused nothing a kernel serves")
     for k in res.kernels:

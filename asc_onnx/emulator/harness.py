@@ -9,6 +9,7 @@ text (names replaced, comments blanked), and a program's error line names the op
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import hashlib
 import json
@@ -197,20 +198,25 @@ def build(k: KernelIR, sources: Mapping[str, str], struct: str, dtype: int, soc:
 BATCH = 12
 
 
-def prebuild(items: Sequence[tuple[KernelIR, Mapping[str, str], str, int, Soc]]) -> int:
+def prebuild(items: Sequence[tuple[KernelIR, Mapping[str, str], str, int, Soc]], shared: bool = False) -> int:
     """Compile the programs of many (kernel, sources, struct, dtype, SoC) items in batches, before their runs.
 
     Each batch is one translation unit: every item's files in a folder of their own, its driver in a namespace
     of its own with its DTYPE macros defined around it; the item's cache entry becomes a two-line script that
     runs the batch program with the item's index. One op appears once per batch (its ``extern "C"`` entry is
     one symbol). Items already cached, matmul kernels and duplicates are skipped; a batch g++ refuses is left
-    to :func:`build`, which then names the kernel. Returns how many programs the batches made."""
+    to :func:`build`, which then names the kernel. Returns how many programs the batches made.
+
+    ``shared``: processes that prebuild the same list at once (the test suite's workers) split the work: the
+    batches are made of every item, cached or not (so each process makes the same ones), a batch whose programs
+    are all cached is skipped, and each of the others is compiled by whichever process takes its lock first; a
+    process finds the batches another holds done on a second pass."""
     todo: dict[Path, tuple[_Program, Soc]] = {}
     for k, sources, struct, dtype, soc in items:
         if of(k).cube:
             continue
         pr = _program(k, sources, struct, dtype, soc)
-        if not _usable(pr.prog):
+        if shared or not _usable(pr.prog):
             todo.setdefault(pr.target, (pr, soc))
     made = 0
     by_soc: dict[int, list[_Program]] = {}
@@ -223,21 +229,47 @@ def prebuild(items: Sequence[tuple[KernelIR, Mapping[str, str], str, int, Soc]])
             if group is None:
                 groups.append(group := [])
             group.append(pr)
+        busy = []
         for group in groups:
-            if len(group) == 1:
+            if len(group) == 1 or all(_usable(pr.prog) for pr in group):
                 continue  # build() compiles a lone program as it is
-            try:
-                made += _compile_batch(group)
-            except AscOnnxError:
-                pass
+            got = _batch_locked(group, wait=not shared)
+            if got is None:
+                busy.append(group)  # another process is compiling it: looked at again below
+            else:
+                made += got
+        for group in busy:
+            made += _batch_locked(group, wait=True) or 0
     return made
 
 
-def _compile_batch(group: Sequence[_Program]) -> int:
+def _batch_locked(group: Sequence[_Program], wait: bool) -> int | None:
+    """:func:`_compile_batch` under the batch's lock (None: another process holds it and ``wait`` is False); 0 where
+    g++ refuses the batch or another process made it meanwhile."""
+    lock = cache_dir() / f"batch-{_batch_key(group)}.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "w") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            return None
+        if all(_usable(pr.prog) for pr in group):
+            return 0
+        try:
+            return _compile_batch(group)
+        except AscOnnxError:
+            return 0
+
+
+def _batch_key(group: Sequence[_Program]) -> str:
     h = hashlib.sha256()
     for pr in group:
         h.update(pr.target.name.encode())
-    dest = cache_dir() / f"batch-{h.hexdigest()[:24]}" / "prog"
+    return h.hexdigest()[:24]
+
+
+def _compile_batch(group: Sequence[_Program]) -> int:
+    dest = cache_dir() / f"batch-{_batch_key(group)}" / "prog"
     sources: dict[str, str] = {}
     hoisted: dict[str, None] = {'#include "kernel_operator.h"': None}
     parts: list[str] = []
