@@ -501,3 +501,41 @@ def test_a_models_vector_kernels_compile_as_one_batch_program(tmp_path):
     assert sum(of(it[0]).name == "row" for it in items) >= 3
     with config.using(config.Config.of(tmp_path / "cache", config.current().cann_source)):
         assert prebuild(items) == len(items)  # each one's program is an entry of the batch
+
+
+def test_processes_prebuilding_the_same_kernels_split_the_batches(tmp_path):
+    """Two prebuilds of one list at once with ``shared=True`` (the suite's workers, here two threads: each takes a
+    batch's file lock as a process would) make every batch once between them, and both find every program built;
+    a prebuild after them makes nothing."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from asc_onnx import config
+    from asc_onnx.emulator.harness import prebuild
+
+    items, seen = [], set()
+    for case in ROW_CASES:  # 30 kernels and dtypes (some one program): batches of 12, one op several times in each
+        for k in asc_onnx.fuse(case.model, options=FuseOptions(judge=False, emulate=False), validate=False).kernels:
+            for d in (TensorProto.FLOAT, TensorProto.FLOAT16):
+                if (tuple(sorted(k.files.items())), d) not in seen:
+                    seen.add((tuple(sorted(k.files.items())), d))
+                    items.append((k.ir, k.files, f"{k.op.op_type}TilingData", d, SOCS["Ascend910B"]))
+        if len(items) >= 30:
+            break
+    assert len({it[0].snake for it in items}) < len(items) // 2
+    cfg = config.Config.of(tmp_path / "cache", config.current().cann_source)
+
+    def one(_):
+        with config.using(cfg):
+            return prebuild(items, shared=True)
+
+    with ThreadPoolExecutor(2) as pool:
+        made = list(pool.map(one, range(2)))
+    with config.using(cfg):
+        emu = tmp_path / "cache" / "emu"
+        batches = list(emu.glob("batch-*/prog"))
+        entries = [p for p in emu.glob("*/prog") if p.read_bytes()[:2] == b"#!"]  # an item's run of its batch
+        # each batch made once: the programs the two made are the batch entries, no more
+        assert len(batches) >= 2 and sum(made) == len(entries) > 12, (made, len(entries))
+        assert prebuild(items, shared=True) == 0
+        again = prebuild(items)  # nothing left to build
+    assert again == 0

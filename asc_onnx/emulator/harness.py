@@ -203,8 +203,8 @@ def prebuild(items: Sequence[tuple[KernelIR, Mapping[str, str], str, int, Soc]],
 
     Each batch is one translation unit: every item's files in a folder of their own, its driver in a namespace
     of its own with its DTYPE macros defined around it; the item's cache entry becomes a two-line script that
-    runs the batch program with the item's index. One op appears once per batch (its ``extern "C"`` entry is
-    one symbol). Items already cached, matmul kernels and duplicates are skipped; a batch g++ refuses is left
+    runs the batch program with the item's index, and its ``extern "C"`` entry is renamed for the batch (one op
+    may be several items). Items already cached, matmul kernels and duplicates are skipped; a batch g++ refuses is left
     to :func:`build`, which then names the kernel. Returns how many programs the batches made.
 
     ``shared``: processes that prebuild the same list at once (the test suite's workers) split the work: the
@@ -225,7 +225,7 @@ def prebuild(items: Sequence[tuple[KernelIR, Mapping[str, str], str, int, Soc]],
     for progs in by_soc.values():
         groups: list[list[_Program]] = []
         for pr in progs:
-            group = next((g for g in groups if len(g) < BATCH and all(q.k.snake != pr.k.snake for q in g)), None)
+            group = next((g for g in groups if len(g) < BATCH), None)
             if group is None:
                 groups.append(group := [])
             group.append(pr)
@@ -275,14 +275,18 @@ def _compile_batch(group: Sequence[_Program]) -> int:
     parts: list[str] = []
     for j, pr in enumerate(group):
         for rel, text in pr.sources.items():
-            sources[f"k{j}/{rel}"] = text
+            # (marked: g++ takes two files of one text and time for one under #pragma once, and two items may
+            # be one kernel at two dtypes)
+            sources[f"k{j}/{rel}"] = f"{text}\n// (batch item {j})\n"
         driver = pr.driver(f"k{j}/")
         # The system headers of the driver and the files it compiles go before every namespace.
         for text in [driver, *pr.sources.values()]:
             for line in text.split("\n"):
                 if line.startswith("#include <"):
                     hoisted.setdefault(line)
-        macros = [d[2:].split("=", 1) for d in pr.defines]
+        # its DTYPE macros, and its entry renamed: an extern "C" symbol ignores the namespace, and two items may
+        # be one op (the same op type at other dtypes, or other ops of one generic name)
+        macros = [d[2:].split("=", 1) for d in pr.defines] + [[pr.k.snake, f"{pr.k.snake}_k{j}"]]
         parts += [*(f"#define {n} {v}" for n, v in macros), f"namespace emu_k{j} {{", driver,
                   f"}}  // namespace emu_k{j}", *(f"#undef {n}" for n, _ in macros),
                   f"#undef {tiling_guard(pr.k.snake)}"]
