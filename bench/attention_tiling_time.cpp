@@ -7,34 +7,23 @@
 #include <chrono>
 #include <iostream>
 
-#include "platform_in.h"
 #include "tiling/tiling_api.h"
 #include ASC_CALC_HEADER
+#include "attention_case_in.h"
 
 int main() {
-    uint32_t n = 0, qRank = 0;
-    std::cin >> n >> qRank;
-    uint64_t qDims[8] = {}, maskDims[8] = {};
-    for (uint32_t i = 0; i < qRank && i < 8; ++i) std::cin >> qDims[i];
-    uint64_t sk, kvHeads, dv, size, isFloat, isBf16, cores;
-    uint32_t maskRank = 0;
-    std::cin >> sk >> kvHeads >> dv >> maskRank;
-    for (uint32_t i = 0; i < maskRank && i < 8; ++i) std::cin >> maskDims[i];
-    std::cin >> size >> isFloat >> isBf16 >> cores;
-    matmul_tiling::PlatformInfo p;
-    bool coupled = false;
-    if (!ReadPlatform(std::cin, p, coupled)) return 2;
+    uint32_t n = 0;
+    AttentionCase c;
+    if (!(std::cin >> n) || n == 0 || !ReadAttentionCase(std::cin, c)) return 2;
     int refused = 0;
     auto mean = [&](uint64_t first, uint64_t step) {
         double total = 0;
         for (uint32_t i = 0; i < n; ++i) {
             ASC_TILING_DATA t{};
             const uint32_t keys = static_cast<uint32_t>(first + i * step);
-            if (maskRank > 0) maskDims[maskRank - 1] = keys;
+            if (c.maskRank > 0) c.maskDims[c.maskRank - 1] = keys;
             const auto t0 = std::chrono::steady_clock::now();
-            refused += ASC_COMPUTE_TILING(qDims, qRank, keys, static_cast<uint32_t>(kvHeads), static_cast<uint32_t>(dv),
-                                          maskDims, maskRank, static_cast<uint32_t>(size), isFloat != 0, isBf16 != 0,
-                                          static_cast<uint32_t>(cores), p, coupled, &t) != 0;
+            refused += ComputeAttentionTiling(c, keys, &t) != 0;
             total += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
         }
         return total / n;

@@ -137,10 +137,13 @@ def tiling(calls: int) -> int:
     import subprocess
 
     from asc_onnx.emulator import cann_tiling
+    from asc_onnx.kernels import of
 
     k = kernel_of(model(Case(1, 32, 1, 4096, 128, "padding", group=4)), "Attention")
     exe = cann_tiling.tiling_program(k.ir, k.files, ROOT / "bench" / "attention_tiling_time.cpp")
-    case = of_kernel_case(k, [(1, 32, 1, 128), (1, 8, 4096, 128), (1, 8, 4096, 128), (1, 1, 1, 4096)])
+    shapes = [(1, 32, 1, 128), (1, 8, 4096, 128), (1, 8, 4096, 128), (1, 1, 1, 4096)]
+    case = " ".join(map(str, of(k).driver.tiling_case(k.ir, shapes))) + " " + cann_tiling.case_tail(SOCS[SOC],
+                                                                                                     TensorProto.FLOAT16)
     proc = subprocess.run([str(exe)], input=f"{calls} {case}\n", capture_output=True, text=True, check=True)
     words = proc.stdout.split()
     got = {words[i]: float(words[i + 1]) for i in range(0, len(words), 2)}
@@ -151,17 +154,6 @@ def tiling(calls: int) -> int:
     print(f"  cached (keys past one KV block):              {got['cached_us']:8.2f} us a call   "
           f"{ratio:.3f} of uncached (target: at most 0.1)")
     return 1 if got["refused"] else 0
-
-
-def of_kernel_case(k, shapes) -> str:
-    """The words the tiling programs read for inputs of ``shapes`` at this SoC: the class's case, the I/O size, float
-    and bf16 flags, the vector cores and the platform."""
-    from asc_onnx.emulator import cann_tiling
-    from asc_onnx.kernels import of
-
-    soc = SOCS[SOC]
-    case = of(k).driver.tiling_case(k.ir, shapes)
-    return " ".join(map(str, [*case, 2, 0, 0, soc.vector_cores])) + " " + cann_tiling.platform_line(soc)
 
 
 def targets() -> list[Case]:

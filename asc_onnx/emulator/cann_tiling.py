@@ -140,7 +140,8 @@ def _program(root: Path | None, k: KernelIR, files: Mapping[str, str], main: Pat
     written = [head, *sorted(rel for rel in files if rel.startswith("op_host/") and rel.endswith(".h"))]
     objs = _objects(root) if root is not None else []
     flags = _flags(root) if root is not None else ["-std=c++17", "-w", "-I", str(HERE), "-I", str(INCLUDE_DIR)]
-    key = _digest(*(files[rel].encode() for rel in written), main.read_bytes(), (HERE / "platform_in.h").read_bytes(),
+    key = _digest(*(files[rel].encode() for rel in written), main.read_bytes(),
+                  *(h.read_bytes() for h in sorted(HERE.glob("*.h"))),  # the mains' own headers (platform_in.h ...)
                   (objs[0].parent.name if objs else "own:" + _headers_digest()).encode())
     d = cache_dir().parent / "cann-tiling" / "calc" / key
     exe = d / "tiling"
@@ -167,6 +168,14 @@ def platform_line(soc: Soc) -> str:
     return f"{coupled} {soc.l1_bytes} {soc.l0ab_bytes} {soc.l0ab_bytes} {soc.l0c_bytes} {soc.ub_bytes}"
 
 
+def case_tail(soc: Soc, dtype: int, core_num: int | None = None) -> str:
+    """The words a tiling program reads after a class's case (``tiling_case``): the I/O size, the float and bf16
+    flags, the core count (default: the SoC's vector cores) and the platform."""
+    name, size = IO_TYPES[dtype][0], IO_TYPES[dtype][1]
+    cores = core_num or soc.vector_cores
+    return f"{size} {int(name == 'float')} {int(name == 'bfloat16_t')} {cores} {platform_line(soc)}"
+
+
 def _tilings(k: KernelIR, files: Mapping[str, str], soc: Soc, dtype: int, cases: Sequence[Sequence[int]],
              core_num: int | None, own: bool) -> list[dict[str, int] | int]:
     """Run the class's tiling program on ``cases`` (each the words its main reads before the dtype, the core count
@@ -176,9 +185,7 @@ def _tilings(k: KernelIR, files: Mapping[str, str], soc: Soc, dtype: int, cases:
         raise AscOnnxError("no CANN sources configured (ASC_ONNX_CANN_SOURCE on the command line, cann_source in the "
                            "options): CANN's Matmul tiling needs the open CANN sources")
     exe = _program(root, k, files)
-    name, size = IO_TYPES[dtype][0], IO_TYPES[dtype][1]
-    cores = core_num or soc.vector_cores
-    tail = f"{size} {int(name == 'float')} {int(name == 'bfloat16_t')} {cores} {platform_line(soc)}"
+    tail = case_tail(soc, dtype, core_num)
     lines = "".join(" ".join(map(str, case)) + f" {tail}\n" for case in cases)
     proc = subprocess.run([str(exe)], input=lines, capture_output=True, text=True)
     if proc.returncode != 0:

@@ -8,9 +8,9 @@
 #include <iostream>
 #include <string>
 
-#include "platform_in.h"
 #include "tiling/tiling_api.h"
 #include ASC_CALC_HEADER
+#include "attention_case_in.h"
 
 static void Print(const char* p, const AscendC::tiling::TCubeTiling& c) {
     const std::string s(p);
@@ -22,22 +22,10 @@ static void Print(const char* p, const AscendC::tiling::TCubeTiling& c) {
 }
 
 int main() {
-    uint32_t qRank = 0;
-    while (std::cin >> qRank) {
-        uint64_t qDims[8] = {}, maskDims[8] = {};
-        for (uint32_t i = 0; i < qRank && i < 8; ++i) std::cin >> qDims[i];
-        uint64_t sk, kvHeads, dv, size, isFloat, isBf16, cores;
-        uint32_t maskRank = 0;
-        std::cin >> sk >> kvHeads >> dv >> maskRank;
-        for (uint32_t i = 0; i < maskRank && i < 8; ++i) std::cin >> maskDims[i];
-        std::cin >> size >> isFloat >> isBf16 >> cores;
-        matmul_tiling::PlatformInfo p;
-        bool coupled = false;
-        if (!ReadPlatform(std::cin, p, coupled)) break;
+    AttentionCase c;
+    while (ReadAttentionCase(std::cin, c)) {
         ASC_TILING_DATA t{};
-        const int rc = ASC_COMPUTE_TILING(qDims, qRank, static_cast<uint32_t>(sk), static_cast<uint32_t>(kvHeads),
-                                          static_cast<uint32_t>(dv), maskDims, maskRank, static_cast<uint32_t>(size),
-                                          isFloat != 0, isBf16 != 0, static_cast<uint32_t>(cores), p, coupled, &t);
+        const int rc = ComputeAttentionTiling(c, static_cast<uint32_t>(c.sk), &t);
         std::cout << "rc " << rc;
         if (rc == 0) {
             Print("qk", t.qkTiling);
