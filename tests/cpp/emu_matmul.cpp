@@ -26,6 +26,18 @@ static tiling::TCubeTiling Tiling() {
     return t;
 }
 
+// The vector core copies A into the stage through UB (l, returned), as attention writes P for the cube.
+static LocalTensor<half> StageA(TBuf<TPosition::VECCALC>& buf, const GlobalTensor<half>& aGm,
+                                GlobalTensor<half>& stageGm) {
+    stageGm.SetGlobalBuffer(stage.data(), stage.size());
+    LocalTensor<half> l = buf.Get<half>();
+    DataCopy(l, aGm, 480);
+    SetFlag<HardEvent::MTE2_MTE3>(0);
+    WaitFlag<HardEvent::MTE2_MTE3>(0);
+    DataCopy(stageGm, l, 480);
+    return l;
+}
+
 // REGIST_MATMUL_OBJ in a helper: its KFC client dies when the helper returns.
 template <class MM>
 static void RegisterIn(TPipe& pipe, MM& mm, tiling::TCubeTiling* t) {
@@ -126,12 +138,7 @@ static void Run(const std::string& s) {
         // The vector core writes A into a stage of global memory, then has the cube read it: the client's
         // message waits for the MTE3 write itself (PostMessage: PipeBarrier<PIPE_MTE3>), no flag needed.
         GlobalTensor<half> stageGm;
-        stageGm.SetGlobalBuffer(stage.data(), stage.size());
-        LocalTensor<half> l = buf.Get<half>();
-        DataCopy(l, aGm, 480);
-        SetFlag<HardEvent::MTE2_MTE3>(0);
-        WaitFlag<HardEvent::MTE2_MTE3>(0);
-        DataCopy(stageGm, l, 480);
+        StageA(buf, aGm, stageGm);
         mm.SetTensorA(stageGm);
         mm.SetTensorB(bGm);
         mm.SetBias(biasGm);
@@ -175,12 +182,7 @@ static void Run(const std::string& s) {
         // The vector core writes A into a stage, has the cube read it asynchronously, then writes the stage again:
         // before WaitIterateAll the cube may not have taken the product yet.
         GlobalTensor<half> stageGm;
-        stageGm.SetGlobalBuffer(stage.data(), stage.size());
-        LocalTensor<half> l = buf.Get<half>();
-        DataCopy(l, aGm, 480);
-        SetFlag<HardEvent::MTE2_MTE3>(0);
-        WaitFlag<HardEvent::MTE2_MTE3>(0);
-        DataCopy(stageGm, l, 480);
+        LocalTensor<half> l = StageA(buf, aGm, stageGm);
         mm.SetTensorA(stageGm);
         mm.SetTensorB(bGm);
         mm.SetBias(biasGm);
