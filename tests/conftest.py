@@ -30,6 +30,34 @@ if os.environ.get("ASC_ONNX_DIGESTS"):  # record what every fuse generates (test
 F32, F16 = TensorProto.FLOAT, TensorProto.FLOAT16
 
 
+def fuse_and_prebuild(models, runs) -> dict:
+    """Each of ``models`` (key -> (model, FuseOptions)) fused once, and the programs ``runs(key, kernel)`` names
+    ((dtype, SoC name) pairs) compiled in batches the suite's workers split between them (``prebuild(shared=True)``):
+    a module's tests then run cached programs. A model that does not fuse keeps its error, which :func:`fused`
+    raises again in its own test."""
+    import asc_onnx
+    from asc_onnx.emulator.harness import prebuild
+    from asc_onnx.soc import SOCS
+
+    out = {}
+    for key, (m, options) in models.items():
+        try:
+            out[key] = asc_onnx.fuse(m, options=options, validate=False)
+        except Exception as exc:  # noqa: BLE001 - raised again by the model's test
+            out[key] = exc
+    prebuild([(k.ir, k.files, f"{k.op.op_type}TilingData", dtype, SOCS[soc]) for key, res in out.items()
+              if not isinstance(res, Exception) for k in res.kernels for dtype, soc in runs(key, k)], shared=True)
+    return out
+
+
+def fused(results: dict, key):
+    """A result of :func:`fuse_and_prebuild`, or its model's error raised."""
+    res = results[key]
+    if isinstance(res, Exception):
+        raise res
+    return res
+
+
 def const(name: str, value, dtype=np.float32) -> onnx.TensorProto:
     """An initializer."""
     return numpy_helper.from_array(np.asarray(value, dtype=dtype), name)

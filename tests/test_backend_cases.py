@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from backend_cases import cases
+from conftest import fuse_and_prebuild, fused
 from onnx import TensorProto
 
-import asc_onnx
 from asc_onnx import FuseOptions
-from asc_onnx.emulator.harness import prebuild, run
+from asc_onnx.emulator.harness import run
 from asc_onnx.soc import SOCS
 from asc_onnx.validate import compare_arrays
 
@@ -31,36 +31,16 @@ def test_every_family_has_cases():
     assert len(CASES) >= 45
 
 
-def _fused(case):
-    return asc_onnx.fuse(case.model, options=FuseOptions(judge=False, emulate=False), validate=False)
-
-
 @pytest.fixture(scope="module")
 def fused_cases():
     """Every case fused once, and the programs its tests run (910B in its dtype and fp16, 310P in its dtype, bf16
-    aside) compiled in batches the suite's workers split between them (``prebuild(shared=True)``). A case that does
-    not fuse keeps its error for its own tests."""
-    out = {}
-    for case in CASES:
-        try:
-            out[case.name] = _fused(case)
-        except Exception as exc:  # noqa: BLE001 - raised again by the case's tests
-            out[case.name] = exc
-    items = []
-    for res in out.values():
-        for k in () if isinstance(res, Exception) else res.kernels:
-            runs = [(d, "Ascend910B") for d in sorted({*k.ir.dtypes, TensorProto.FLOAT16})]
-            runs += [(d, "Ascend310P") for d in k.ir.dtypes if d != TensorProto.BFLOAT16]
-            items += [(k.ir, k.files, f"{k.op.op_type}TilingData", d, SOCS[soc]) for d, soc in runs]
-    prebuild(items, shared=True)
-    return out
+    aside) compiled in shared batches (conftest.fuse_and_prebuild)."""
+    def runs(_, k):
+        return [*((d, "Ascend910B") for d in sorted({*k.ir.dtypes, TensorProto.FLOAT16})),
+                *((d, "Ascend310P") for d in k.ir.dtypes if d != TensorProto.BFLOAT16)]
 
-
-def _fused_of(fused_cases, case):
-    res = fused_cases[case.name]
-    if isinstance(res, Exception):
-        raise res
-    return res
+    options = FuseOptions(judge=False, emulate=False)
+    return fuse_and_prebuild({c.name: (c.model, options) for c in CASES}, runs)
 
 
 def _feed(case, kernel, cast=None):
@@ -80,7 +60,7 @@ def _compare(case, got, dtype):
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_expanded_body_is_one_fused_op_reproducing_expected_outputs(case, fused_cases):
-    res = _fused_of(fused_cases, case)
+    res = fused(fused_cases, case.name)
     if case.name in NOT_FLOAT_WORK:
         assert res.kernels == ()
         return
@@ -100,7 +80,7 @@ def test_expanded_body_is_one_fused_op_reproducing_expected_outputs(case, fused_
 @pytest.mark.parametrize("case", [c for c in CASES if c.name not in NOT_FLOAT_WORK and "bfloat16" not in c.name],
                          ids=lambda c: c.name)
 def test_expanded_cases_on_310p(case, fused_cases):
-    k = _fused_of(fused_cases, case).kernels[0]
+    k = fused(fused_cases, case.name).kernels[0]
     feed = _feed(case, k)
     # 310P has no DataCopyPad: ragged tails and broadcasts take the window path, nothing is refused.
     out = run(k.ir, k.files, f"{k.op.op_type}TilingData", feed, SOCS["Ascend310P"]).outputs[0]

@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import F16, F32, const, model
+from conftest import F16, F32, const, fuse_and_prebuild, fused, model
 from onnx import helper
 
-import asc_onnx
 from asc_onnx import FuseOptions
-from asc_onnx.emulator.harness import prebuild
 from asc_onnx.soc import SOCS
 from asc_onnx.verify_kernels import check, random_inputs
 
@@ -57,20 +55,17 @@ def _soc(seed: int) -> str:
 
 @pytest.fixture(scope="module")
 def chains():
-    """Every draw fused once, its kernels compiled in batches the suite's workers split (``prebuild(shared=True)``)."""
-    out = {(seed, dtype): asc_onnx.fuse(_graph(seed, dtype), options=FuseOptions(judge=False, emulate=False,
-                                                                                 soc=_soc(seed)), validate=False)
-           for seed in SEEDS for dtype in DTYPES.values()}
-    prebuild([(k.ir, k.files, f"{k.op.op_type}TilingData", dtype, SOCS[_soc(seed)])
-              for (seed, dtype), res in out.items() for k in res.kernels], shared=True)
-    return out
+    """Every draw fused once, its kernels compiled in shared batches (conftest.fuse_and_prebuild)."""
+    models = {(seed, dtype): (_graph(seed, dtype), FuseOptions(judge=False, emulate=False, soc=_soc(seed)))
+              for seed in SEEDS for dtype in DTYPES.values()}
+    return fuse_and_prebuild(models, lambda key, _: [(key[1], _soc(key[0]))])
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES.values()), ids=list(DTYPES))
 @pytest.mark.parametrize("seed", SEEDS)
 def test_random_where_chain_matches_onnxruntime(seed, dtype, chains):
     soc = _soc(seed)
-    res = chains[seed, dtype]
+    res = fused(chains, (seed, dtype))
     if not res.kernels:
         pytest.skip("this draw fused nothing a kernel serves")
     for k in res.kernels:

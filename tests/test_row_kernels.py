@@ -17,12 +17,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from backend_cases import cases
-from conftest import MODELS
+from conftest import MODELS, fuse_and_prebuild, fused
 from onnx import TensorProto, helper
 
 import asc_onnx
 from asc_onnx import FuseOptions
-from asc_onnx.emulator.harness import EmulatorFaultError, TilingRefusedError, prebuild, run
+from asc_onnx.emulator.harness import EmulatorFaultError, TilingRefusedError, run
 from asc_onnx.soc import SOCS
 from asc_onnx.validate import compare_arrays
 from asc_onnx.verify_kernels import capture, reference
@@ -50,28 +50,18 @@ def test_every_family_is_covered():
 
 @pytest.fixture(scope="module")
 def row_cases_fused():
-    """Every row case fused once, and its kernel's programs (fp32 and fp16, 910B) compiled in batches the suite's
-    workers split between them (``prebuild(shared=True)``): each test then runs a cached program. A case that
-    does not fuse keeps its error for its own test."""
-    out = {}
-    for case in ROW_CASES:
-        try:
-            out[case.name] = asc_onnx.fuse(case.model, options=FuseOptions(judge=False, emulate=False), validate=False)
-        except Exception as exc:  # noqa: BLE001 - raised again by the case's test
-            out[case.name] = exc
-    prebuild([(k.ir, k.files, f"{k.op.op_type}TilingData", d, SOCS["Ascend910B"]) for r in out.values()
-              if not isinstance(r, Exception) for k in r.kernels for d in (TensorProto.FLOAT, TensorProto.FLOAT16)],
-             shared=True)
-    return out
+    """Every row case fused once, its kernel's programs (fp32 and fp16, 910B) compiled in shared batches
+    (conftest.fuse_and_prebuild)."""
+    options = FuseOptions(judge=False, emulate=False)
+    return fuse_and_prebuild({c.name: (c.model, options) for c in ROW_CASES},
+                             lambda _, k: [(TensorProto.FLOAT, "Ascend910B"), (TensorProto.FLOAT16, "Ascend910B")])
 
 
 @pytest.mark.parametrize("case", ROW_CASES, ids=lambda c: c.name)
 def test_backend_case_is_one_row_op_reproducing_expected_outputs(case, row_cases_fused):
-    res = row_cases_fused[case.name]
-    if isinstance(res, Exception):
-        raise res
-    fused = [n for n in res.asc_model.graph.node if n.domain == "asc_onnx"]
-    assert len(fused) == 1 and len(res.ops) == 1 and res.ops[0].kernel == "row", \
+    res = fused(row_cases_fused, case.name)
+    fused_nodes = [n for n in res.asc_model.graph.node if n.domain == "asc_onnx"]
+    assert len(fused_nodes) == 1 and len(res.ops) == 1 and res.ops[0].kernel == "row", \
         [n.op_type for n in res.asc_model.graph.node]
     assert len(res.kernels) == 1, res.report["kernels"]["not_generated"]
     k = res.kernels[0]
