@@ -746,11 +746,13 @@ private:
         ToOutput(yLocal, out, count);
         outQueueY.EnQue(yLocal);
         yLocal = outQueueY.DeQue<T>();
-        // y's rows are dvOut apart, the tile's dv (whole 32-byte blocks past dvOut where the head dim is padded)
-        const uint32_t rowBytes = td.dvOut * static_cast<uint32_t>(sizeof(T));
-        const uint32_t bytes = td.dv == td.dvOut ? count * static_cast<uint32_t>(sizeof(T)) : rowBytes;
-        const uint32_t gap = td.dv == td.dvOut ? 0u : (td.dv * static_cast<uint32_t>(sizeof(T)) - (rowBytes + 31u) / 32u * 32u) / 32u;
-        AscendC::DataCopyExtParams params{static_cast<uint16_t>(td.dv == td.dvOut ? 1u : rows), bytes, gap, 0, 0};
+        // y's rows are dvOut apart. The tile's rows are dv apart: one copy where they are the same; where the head
+        // dim is padded, a row a block, the tile's gap past each row's 32-byte blocks skipped.
+        const uint32_t size = static_cast<uint32_t>(sizeof(T));
+        const bool padded = td.dv != td.dvOut;
+        const uint32_t bytes = padded ? td.dvOut * size : count * size;
+        const uint32_t gap = padded ? (td.dv * size - (bytes + 31u) / 32u * 32u) / 32u : 0u;
+        AscendC::DataCopyExtParams params{static_cast<uint16_t>(padded ? rows : 1u), bytes, gap, 0, 0};
         AscendC::DataCopyPad(yGm[(it.qOffset + r0) * td.dvOut], yLocal, params);
         if (bytes % 32u != 0) {
             // The next rows' first bytes may share this write's last 32-byte block in global memory.

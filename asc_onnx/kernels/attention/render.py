@@ -205,7 +205,8 @@ inline int {k.op_type}ComputeTiling(const uint64_t* qDims, uint32_t qRank, uint3
     }};
     uint32_t pitch = 0;
     auto fits = [&](uint32_t m, uint32_t rows, bool split = false) {{
-        return {k.op_type}UbBytes(m, rows, pitch, t->partials, dvRows, outRows(m), dtypeSize, split) <= platform.ubSize;
+        const uint64_t bytes = {k.op_type}UbBytes(m, rows, pitch, t->partials, dvRows, outRows(m), dtypeSize, split);
+        return bytes <= platform.ubSize;
     }};
     // KV blocks of {sched.kv_block} keys, or halved until chunks of 8 rows fit UB (fp32 scores of fp32 I/O take more).
     uint32_t kv = {kv_block};
