@@ -21,7 +21,7 @@ from onnx import ModelProto
 
 from . import config, prove
 from .atc_passes import NOT_APPLIED
-from .decide import REJECTED, SLOWER, Decision, decide, estimates
+from .decide import REJECTED, SLOWER, Decision, Estimates, decide
 from .dims import DimRole
 from .errors import AscOnnxError, ValidationError
 from .estimate import bindings, model_nodes, static_shapes
@@ -105,8 +105,8 @@ def fuse(model: str | os.PathLike | ModelProto, out_dir: str | os.PathLike | Non
         if out is not None:
             check_target(out, force, [source] if source is not None else [])
         soc = get_soc(options.soc)
-        p = plan(model, options)
         with kept_alive(), contextlib.ExitStack() as stack:
+            p = plan(model, options)
             # The staging folder is taken before the long stages: it is the lock against a second run.
             tmp = None if out is None else stack.enter_context(staged(out, force, _protected(p.loaded)))
             name = p.loaded.source.name if p.loaded.source else (model.graph.name if isinstance(model, ModelProto)
@@ -160,17 +160,20 @@ def _write(p: Planned, rewritten: RewriteResult, generated: Generated, proof: Ke
     """Assemble the package of what ships, write it into ``tmp`` (when given), run the graph and deployed rungs
     on what was written, and write the reports."""
     options = shared.options
-    pkg = assemble(rewritten, generated, soc, options.atc_domain_mode, options.shape_map, decision.not_shipped())
-    est = estimates(decision, rewritten, generated, p, soc, options)
-    weights = None
-    if tmp is not None:
-        options.report("writing", 0, 0, str(out))
-        if p.loaded.external_files:
-            weights = place_external(p.loaded.external_files, p.loaded.base_dir, tmp, options.link_weights)
-        save_model(rewritten.asc_model, tmp / ASC_MODEL)
-        if pkg.atc_model is not None:
-            save_model(pkg.atc_model, tmp / ATC_MODEL)
-        write_files(tmp, pkg.files)
+    # The whole-model estimates (a second on a large model) are read by the report alone: they start here and,
+    # on a large model, half of them run on the other core while the package is assembled and written.
+    with Estimates(decision, rewritten, generated, p, soc, options) as pending:
+        pkg = assemble(rewritten, generated, soc, options.atc_domain_mode, options.shape_map, decision.not_shipped())
+        weights = None
+        if tmp is not None:
+            options.report("writing", 0, 0, str(out))
+            if p.loaded.external_files:
+                weights = place_external(p.loaded.external_files, p.loaded.base_dir, tmp, options.link_weights)
+            save_model(rewritten.asc_model, tmp / ASC_MODEL)
+            if pkg.atc_model is not None:
+                save_model(pkg.atc_model, tmp / ATC_MODEL)
+            write_files(tmp, pkg.files)
+        est = pending.result()
     validation, deployed = prove.prove_models(shared, tmp, rewritten.asc_model, pkg, soc)
     report = fuse_report(name, p, rewritten, pkg, options, decision, proof, validation, deployed, est,
                          {"weights": weights, "whole_model": shared.whole_model})

@@ -22,6 +22,7 @@ from .graph import graph_work
 from .hardware import corner
 from .kernels import of
 from .options import FuseOptions
+from .overlap import Forked
 from .package import Generated, Kernel, generate
 from .plan import Planned, plan
 from .rewrite import FusedOp, RewriteResult, rewrite
@@ -108,19 +109,54 @@ def decide(ops: Sequence[FusedOp], generated: Generated, rejected: Mapping[str, 
     return Decision(tuple(verdicts), declined, tuple(judgements))
 
 
-def estimates(decision: Decision, rewritten: RewriteResult, generated: Generated, p: Planned, soc: Soc,
-              options: FuseOptions) -> dict[str, Any] | None:
-    """The report's ``estimates``: each judged op, and the whole model at every judged binding with the shipped
-    ops fused (None when nothing was judged)."""
-    if not decision.judgements:
-        return None
-    judged_types = {j.op_type for j in decision.judgements}
-    judged = [k for k in generated.kernels if k.op.op_type in judged_types]
-    shipped = decision.shipped() & judged_types
-    static = static_shapes(p.loaded.model, options.shape_map)
-    models = model_times(rewritten.asc_model, decision.judgements, judged, shipped,
-                         bindings(p.loaded.model, options.shape_map, p.dims), options.shape_map, soc, static)
-    return record(decision.judgements, shipped, options.keep_slower, models)
+#: a rewritten model of at least this many nodes has half its whole-model estimates computed in a forked child
+FORK_NODES = 2000
+
+
+class Estimates:
+    """The report's ``estimates`` (:meth:`result`: each judged op, and the whole model at every judged binding with
+    the shipped ops fused; None when nothing was judged), started early: on a large model the first half of the
+    bindings is costed on the other core (:class:`asc_onnx.overlap.Forked`) while the caller assembles and writes
+    the package, and :meth:`result` costs the second half here. The report alone reads them."""
+
+    def __init__(self, decision: Decision, rewritten: RewriteResult, generated: Generated, p: Planned, soc: Soc,
+                 options: FuseOptions) -> None:
+        self.judgements = decision.judgements
+        self.keep_slower = options.keep_slower
+        self.pending: Forked[list[dict[str, Any]]] | None = None
+        if not self.judgements:
+            return
+        judged_types = {j.op_type for j in self.judgements}
+        judged = [k for k in generated.kernels if k.op.op_type in judged_types]
+        self.shipped = decision.shipped() & judged_types
+        static = static_shapes(p.loaded.model, options.shape_map)
+        binds = bindings(p.loaded.model, options.shape_map, p.dims)
+        half = len(binds) // 2
+        small = len(rewritten.asc_model.graph.node) < FORK_NODES
+        args = (rewritten.asc_model, self.judgements, judged, self.shipped)
+        rest = (options.shape_map, soc, static)
+        self.pending = Forked(model_times, *args, binds[:half], *rest, inline=small or not half)
+        self.here = (*args, binds[half:], *rest)
+
+    def result(self) -> dict[str, Any] | None:
+        if self.pending is None:
+            return None
+        with self.pending:
+            mine = model_times(*self.here)
+            models = self.pending.result() + mine
+        return record(self.judgements, self.shipped, self.keep_slower, models)
+
+    def cancel(self) -> None:
+        """Stop the child, if any (the caller is unwinding)."""
+        if self.pending is not None:
+            self.pending.cancel()
+
+    def __enter__(self) -> Estimates:
+        return self
+
+    def __exit__(self, kind: Any, *_: Any) -> None:
+        if kind is not None:
+            self.cancel()
 
 
 def _no_faster_than_smaller(judgements: Sequence[Judgement], kernels: Sequence[Kernel], soc: Soc) -> dict[str, str]:
