@@ -4,10 +4,11 @@ kernel classes (its function body and every node that uses it)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import onnx_graphsurgeon as gs
-from onnx import FunctionProto
+from onnx import FunctionProto, NodeProto
 
 
 @dataclass(frozen=True, eq=False)
@@ -22,6 +23,8 @@ class Fusion:
         operands: node -> its inputs in the rule's canonical operand order (commutative ops
             reordered as the pattern writes them, so equal subgraphs give equal bodies).
         consts: scalar constants the pattern captured by name (eps ...).
+        derived: values the body computes itself instead of taking them as inputs (the rule's ``derive``):
+            (formal name, the graph tensor it stands for, what writes its body nodes at an opset).
     """
 
     rule: str
@@ -35,6 +38,7 @@ class Fusion:
     output_names: tuple[str, ...]
     operands: dict[int, tuple[gs.Tensor, ...]] = field(repr=False)
     consts: tuple[tuple[str, float], ...] = ()
+    derived: tuple[tuple[str, gs.Tensor, Callable[[int], list[NodeProto]]], ...] = field(default=(), repr=False)
 
 
 @dataclass(frozen=True)

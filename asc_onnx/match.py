@@ -361,9 +361,12 @@ def _match_rule_variant(rule: Rule, pattern: Pattern, anchors: list[gs.Node], cl
             names = ("y",) + tuple(
                 f"y{k}" for k, o in enumerate(pattern.outputs[1:], 1)
                 if st.nodes[id(o.node)].outputs[o.index] in fused_outs)
+            made = rule.derive(MatchView(pattern, st)) if rule.derive is not None else {}
+            derived = tuple((v, st.vars[v], made[v]) for v in pattern.variables if v in made)
+            kept = [(v, t) for v, t in zip(pattern.variables, inputs) if v not in made]
             fusions.append(Fusion(rule.name, rule.op_name, rule.kernel, rule.family, tuple(nodes),
-                                  tuple(inputs), pattern.variables, tuple(fused_outs), names,
-                                  st.operands, tuple(sorted(st.consts.items()))))
+                                  tuple(t for _, t in kept), tuple(v for v, _ in kept), tuple(fused_outs), names,
+                                  st.operands, tuple(sorted(st.consts.items())), derived))
             claimed.update(id(n) for n in nodes)
             accepted = True
             break

@@ -239,6 +239,9 @@ class Rule:
         doc: one line for ``asc-onnx patterns``.
         check: optional ``check(match) -> reason | None``.
         family: the pattern module the rule came from.
+        derive: optional ``derive(match) -> {variable: nodes(opset)}``, after the check: variables the fused op's
+            body computes itself (a causal mask, from q's and v's shapes), so they are not its inputs; each maps
+            to what writes the body's nodes for that value at the model's opset.
     """
 
     name: str
@@ -248,6 +251,7 @@ class Rule:
     doc: str
     check: Callable[[Any], str | None] | None = None
     family: str = ""
+    derive: Callable[[Any], dict[str, Callable[[int], list[Any]]]] | None = None
 
     @property
     def size(self) -> int:
@@ -261,7 +265,8 @@ class Rule:
 
 
 def rule(name: str, *variants: Callable[..., Any], op_name: str, kernel: str, doc: str,
-         check: Callable[[Any], str | None] | None = None) -> Rule:
+         check: Callable[[Any], str | None] | None = None,
+         derive: Callable[[Any], dict[str, Callable[[int], list[Any]]]] | None = None) -> Rule:
     """Define a rule from pattern functions; validates names and variable lists early."""
     if not kernel or not isinstance(kernel, str):
         raise ValueError(f"rule {name}: kernel must name a kernel class, not {kernel!r}")
@@ -278,7 +283,7 @@ def rule(name: str, *variants: Callable[..., Any], op_name: str, kernel: str, do
             raise ValueError(f"rule {name}: variant {b.fn_name} takes {b.variables} -> {len(b.outputs)} outputs, "
                              f"but {first.fn_name} takes {first.variables} -> {len(first.outputs)}")
     ordered = tuple(sorted(built, key=lambda p: -p.size))
-    return Rule(name, op_name, ordered, kernel, doc, check)
+    return Rule(name, op_name, ordered, kernel, doc, check, derive=derive)
 
 
 def generic_rule(name: str, *, op_name: str, doc: str, kernel: str = "pointwise") -> Rule:

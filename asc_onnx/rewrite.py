@@ -120,7 +120,8 @@ def build_body(f: Fusion, opset: int) -> tuple[list[onnx.NodeProto], str, list[o
     param_names: dict[int, str] = {}
     names: dict[int, str] = {id(t): nm for t, nm in zip(f.inputs, f.input_names)}
     names.update({id(t): nm for t, nm in zip(f.outputs, f.output_names)})
-    consts: list[onnx.NodeProto] = []
+    names.update({id(t): nm for nm, t, _ in f.derived})
+    consts: list[onnx.NodeProto] = [n for _, _, write in f.derived for n in write(opset)]
     const_names: dict[bytes, str] = {}
     body: list[onnx.NodeProto] = []
     done: set[int] = set()
@@ -257,6 +258,7 @@ def rewrite(graph: gs.Graph, source: ModelProto, fusions: Sequence[Fusion],
         fused_nodes[id(scope)].append((node, f))
     for scope in {id(g): g for g in scope_of}.values():
         _place(scope, fused_nodes[id(scope)], removed)
+        _drop_unread(scope, [t for _, f in fused_nodes[id(scope)] for _, t, _ in f.derived])
     ops = tuple(FusedOp(t, first[t].rule, first[t].family, first[t].kernel,
                         next(sig for sig, tt in types.items() if tt == t), functions[t],
                         tuple(first[t].input_names), tuple(first[t].output_names), tuple(instances[t]),
@@ -322,6 +324,26 @@ def _drop_unused_constants(graph: gs.Graph) -> None:
     outputs = {id(t) for t in graph.outputs}
     graph.nodes = [n for n in graph.nodes if not (n.op == "Constant" and all(
         not t.outputs and id(t) not in outputs for t in n.outputs))]
+
+
+def _drop_unread(graph: gs.Graph, tensors: Sequence[gs.Tensor]) -> None:
+    """Leave out of the graph's node list what computed ``tensors`` (values fused ops now compute themselves: a
+    causal mask) where nothing else reads it, and what computed only that in turn. Links stay as they are (an
+    undo puts the node list back)."""
+    if not tensors:
+        return
+    live = {id(n) for n in graph.nodes}
+    outputs = {id(t) for t in graph.outputs}
+    stack = [producer(t) for t in tensors]
+    while stack:
+        n = stack.pop()
+        if n is None or id(n) not in live:
+            continue
+        if any(id(o) in outputs or any(id(c) in live for c in o.outputs) for o in n.outputs):
+            continue
+        live.discard(id(n))
+        stack.extend(producer(x) for x in n.inputs)
+    graph.nodes = [n for n in graph.nodes if id(n) in live]
 
 
 def _place(graph: gs.Graph, fused: list[tuple[gs.Node, Fusion]], removed: set[int]) -> None:

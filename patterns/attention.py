@@ -1,21 +1,22 @@
 """Attention as exporters write it: ``MatMul(Softmax(scale * MatMul(q, kT) + mask), v)``.
 
-One pattern with optional parts: K transposed in the graph (a swap of its last two axes) or handed over
-transposed; the scale as ``Mul`` or ``Div`` on the scores, on q and k (SDPA's decomposition) or none; an
-additive mask broadcast over the scores or none; ``Softmax`` as an op or decomposed (``exp(s - max) / sum`` or
-``exp(s) / sum`` over the last axis); the legacy exporters' fp32 round trip of the probabilities (``Cast`` to
-float and back). A causal mask built in the graph (``Trilu``, ``Range``/``Less``
-chains, ``Where`` to an additive mask) is computed outside and is an input of the op; a boolean mask applied to
-the scores by ``Where(mask, scores, fill)`` (GPT-2's eager form) reaches the rule as canonicalization writes it:
-additive, and for a finite fill a score would move off, with a keep mask the scores are multiplied by first (see
-asc_onnx.canonicalize); so are K and V after a
-KV-cache ``Concat`` (Sq may differ from Sk) and GPT-2's ``Split`` of one QKV projection. Grouped-query attention's
-repeat of the KV heads (``Unsqueeze``, ``Expand``, ``Reshape``, given constant shapes by canonicalization) is part
-of the op: K and V come in with their own heads and are never repeated in memory.
+One pattern with optional parts: K transposed in the graph (a swap of its last two axes) or handed over transposed;
+the scale as ``Mul`` or ``Div`` on the scores, on q and k (SDPA's decomposition) or none; an additive mask broadcast
+over the scores or none; ``Softmax`` as an op or decomposed (``exp(s - max) / sum`` or ``exp(s) / sum`` over the
+last axis); the legacy exporters' fp32 round trip of the probabilities (``Cast`` to float and back). A causal mask
+built in the graph (``Trilu``, ``Range``/``Less`` chains, a traced triangle, ``Where`` to an additive mask),
+recognised exactly (asc_onnx.causal), is computed by the op's body from q's and v's shapes, not taken as an input;
+any other mask is an input of the op; a boolean mask applied to the scores by ``Where(mask, scores, fill)`` (GPT-2's
+eager form) reaches the rule as canonicalization writes it: additive, and for a finite fill a score would move off,
+with a keep mask the scores are multiplied by first (see asc_onnx.canonicalize); so are K and V after a KV-cache
+``Concat`` (Sq may differ from Sk) and GPT-2's ``Split`` of one QKV projection. Grouped-query attention's repeat of
+the KV heads (``Unsqueeze``, ``Expand``, ``Reshape``, given constant shapes by canonicalization) is part of the op:
+K and V come in with their own heads and are never repeated in memory.
 """
 
 from __future__ import annotations
 
+from asc_onnx.causal import causal_fill, mask_nodes
 from asc_onnx.checks import broadcasts, dims_match, last_axis
 from asc_onnx.graph import attrs_of, const_array, is_const, onnx_dtype, same_dim
 from asc_onnx.pattern import ANY, Const, ConstTensor, op, rule
@@ -164,11 +165,24 @@ def _check(m) -> str | None:
     return None
 
 
+def _derive(m) -> dict:
+    """A mask that is exactly the causal triangle (asc_onnx.causal) is not an input: the body computes it from q's
+    and v's shapes, and the kernel generates it and skips the KV blocks it masks whole."""
+    if not m.has("mask") or m.has("keep"):
+        return {}
+    q, v = m.shape("q"), m.shape("v")
+    fill = causal_fill(m.tensor("mask"), q[-2], v[-2])
+    if fill is None:
+        return {}
+    dtype = m.dtype("mask")
+    return {"mask": lambda opset: mask_nodes(fill, dtype, opset)}
+
+
 RULES = [
     rule("Attention", attention_mul, attention_div, attention_mul_stable, attention_div_stable, attention_mul_plain,
          attention_div_plain, op_name="Attention", kernel="attention",
          doc="Softmax(scale * q @ k^T + mask) @ v: scaled dot-product attention (optional scale, mask, K transpose "
              "and fp32 round trip; Softmax as an op or decomposed), one kernel whose scores never form the whole "
              "[B, H, Sq, Sk] tensor in global memory",
-         check=_check),
+         check=_check, derive=_derive),
 ]

@@ -21,10 +21,10 @@ MODELS = Path(__file__).resolve().parent.parent / "models"
 
 @pytest.fixture(scope="module")
 def counted(tmp_path_factory):
-    """llama_tiny_dynamo fused with every rung, counting reads of its file and kernel renders. Its attention op is
-    declined at the sweep's corners, so the run matches again once: the case where reads and renders could
-    repeat."""
-    model = MODELS / "llama_tiny_dynamo.onnx"
+    """gpt2_tiny_legacy fused with every rung, counting reads of its file and kernel renders. Its attention op (4
+    heads of 8) is declined at the sweep's corners, so the run matches again once: the case where reads and renders
+    could repeat."""
+    model = MODELS / "gpt2_tiny_legacy.onnx"
     reads: list[str] = []
     rendered: list[object] = []
     real_load, real_render = onnx.load_model, package_mod.render

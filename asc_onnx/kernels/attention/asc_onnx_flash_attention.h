@@ -107,6 +107,8 @@ __aicore__ inline void RowsByMask(const AscendC::LocalTensor<float>& scores, con
 //   transK    k is [.., Sk, D] (the cube transposes it); else k^T [.., D, Sk] is given
 //   kvTiled   query head h reads KV head h mod Hkv (a Tile of the heads); else h / group (repeat_kv)
 //   hasScale  the scores are multiplied by Scale(td) first
+//   causal    the mask is the causal triangle (a query at row p of sq sees keys up to p + sk - sq), generated here:
+//             no mask is read, and a Q block's KV blocks end at its last row's last visible key
 template <typename T, typename TilingData, typename Traits>
 class FlashAttention {
     using QType = AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, T>;
@@ -162,7 +164,20 @@ public:
         pipe.InitBuffer(inQueueOut, BUFFER_NUM, td.outRows * td.dv * sizeof(float));
         pipe.InitBuffer(outQueueY, BUFFER_NUM, td.outRows * td.dv * sizeof(T));
         pipe.InitBuffer(accBuf, td.mBlock * td.dv * sizeof(float));
-        pipe.InitBuffer(stateBuf, (6u * td.mBlock + 8u) * sizeof(float));  // + Brcb's reach past the last line
+        // + Brcb's reach past the last line (and the causal mask's eight 8 x 8 tiles and a LOWEST block)
+        pipe.InitBuffer(stateBuf, (6u * td.mBlock + 8u + (Traits::causal ? 520u : 0u)) * sizeof(float));
+        if constexpr (Traits::causal) {
+            AscendC::LocalTensor<float> tiles = CausalTiles();
+            for (uint32_t i = 0; i < 520u; ++i) {  // tile o, row, key: LOWEST where key - row >= o
+                const int32_t o = static_cast<int32_t>(i / 64u);
+                const int32_t row = static_cast<int32_t>(i / 8u % 8u);
+                const int32_t key = static_cast<int32_t>(i % 8u);
+                tiles.SetValue(i, i >= 512u || key - row >= o ? LOWEST : 0.0f);
+            }
+            AscendC::TEventID written = GetTPipePtr()->FetchEventID(AscendC::HardEvent::S_V);
+            AscendC::SetFlag<AscendC::HardEvent::S_V>(written);
+            AscendC::WaitFlag<AscendC::HardEvent::S_V>(written);
+        }
         // partials, the tails' blocks, two lines of row statistics, their blocks (score or output rows)
         const uint32_t spread = td.chunkRows > td.outRows ? Rows8() : (td.outRows + 7u) / 8u * 8u;
         pipe.InitBuffer(statBuf, (td.chunkRows * td.partials + Rows8() * 10u + spread * 8u) * sizeof(float));
@@ -180,7 +195,14 @@ public:
         // 310P: not built. Its Matmul has no asynchronous IterateAll to wait for, and its tiling refuses every shape.
 #else
         const uint32_t core = static_cast<uint32_t>(AscendC::GetBlockIdx());
-        const uint32_t count = core < td.units ? (td.units - core + td.cores - 1) / td.cores : 0;
+        uint32_t count = core < td.units ? (td.units - core + td.cores - 1) / td.cores : 0;
+        if constexpr (Traits::causal) {
+            if (td.causal) {  // dealt in a snake (ItemAt): the last, partial round goes the other way on odd rounds
+                const uint32_t rounds = td.units / td.cores;
+                const uint32_t rest = td.units % td.cores;
+                count = rounds + (rest > 0 && (rounds % 2 == 0 ? core < rest : core >= td.cores - rest) ? 1u : 0u);
+            }
+        }
         Step cur{0, 0, 0};
         Step prev{0, 0, 0};
         if (count > 0) {
@@ -268,15 +290,31 @@ private:
         const uint32_t kvHead = Traits::kvTiled ? head % td.kvHeads : head / td.group;
         const uint64_t kvHead0 = td.foldHeads ? head0 : static_cast<uint64_t>(batch) * td.kvHeads + kvHead;
         const uint32_t c0 = part * td.partKeys;
-        const uint32_t keys = td.sk - c0 < td.partKeys ? td.sk - c0 : td.partKeys;
+        uint32_t keys = td.sk - c0 < td.partKeys ? td.sk - c0 : td.partKeys;
+        if constexpr (Traits::causal) {
+            if (td.causal) {  // (one part) the block's last row sees keys up to q0 + rows - 1 + sk - sq
+                const uint32_t seen = q0 + rows + (td.sk - td.headRows);
+                keys = seen < keys ? seen : keys;
+            }
+        }
         return {batch, head, kvHead0, head0 * td.headRows + q0, q0, rows, u, c0, keys,
                 (keys + td.kvBlock - 1) / td.kvBlock};
     }
 
-    // This core's j-th unit.
+    // This core's j-th unit. Causal: a later Q block sees more keys, so the items go out by falling Q block (every
+    // head's last blocks first), dealt to the cores in a snake: round j forward when even, backward when odd, and
+    // each core's rounds add up to about the same keys.
     __aicore__ inline Item ItemAt(uint32_t j) const
     {
-        return UnitAt(static_cast<uint32_t>(AscendC::GetBlockIdx()) + j * td.cores);
+        const uint32_t core = static_cast<uint32_t>(AscendC::GetBlockIdx());
+        if constexpr (Traits::causal) {
+            if (td.causal) {  // (one part an item)
+                const uint32_t at = j * td.cores + (j % 2u == 0u ? core : td.cores - 1u - core);
+                const uint32_t heads = td.items / td.qBlocks;
+                return UnitAt(at % heads * td.qBlocks + (td.qBlocks - 1u - at / heads));
+            }
+        }
+        return UnitAt(core + j * td.cores);
     }
 
     __aicore__ inline Step Next(const Step& t) const
@@ -441,6 +479,61 @@ private:
 
     __aicore__ inline uint32_t Rows8() const { return (td.chunkRows + 7u) / 8u * 8u; }
 
+    // The causal mask's tiles (after the state's lines and Brcb's reach): for a row group's first masked key at
+    // offset o of its 32-byte block, tile o holds LOWEST where key x of the block is past row i's last (x - i >= o),
+    // else 0 (8 x 8 floats each); then a block of LOWEST.
+    __aicore__ inline AscendC::LocalTensor<float> CausalTiles() { return stateBuf.Get<float>()[6u * td.mBlock + 8u]; }
+
+    // Keys after their query to LOWEST (the causal mask): row r of `rows` (`pitch` floats apart) is the query at
+    // position p0 + r of sq, which sees keys up to p0 + r + sk - sq; this block's `cols` keys start at c0. No vector
+    // operand starts mid-block, so rows go in groups whose first masked key lies in one 32-byte block: that block
+    // of each row gets its tile added (one instruction for the group), the keys after it LOWEST (a Min with the
+    // LOWEST block over the group's rows for each 64 keys, or a Duplicate a row, whichever is fewer). Rows that see
+    // none of the block are filled in one Duplicate.
+    __aicore__ inline void MaskAfterQueries(const AscendC::LocalTensor<float>& scoresLocal, uint32_t p0, uint32_t c0,
+                                            uint32_t rows, uint32_t cols, uint32_t pitch)
+    {
+        AscendC::LocalTensor<float> tiles = CausalTiles();
+        AscendC::LocalTensor<float> lowest = tiles[512];
+        const int64_t first = static_cast<int64_t>(p0) + td.sk - td.headRows - c0;  // row 0's last visible key
+        uint32_t r = first < -1 ? static_cast<uint32_t>(-1 - first) : 0u;  // rows before r see none of the block
+        r = r < rows ? r : rows;
+        if (r > 0) {
+            AscendC::Duplicate(scoresLocal, LOWEST, static_cast<int32_t>(r * pitch));
+        }
+        const uint8_t rowBlocks = static_cast<uint8_t>(pitch / 8u);
+        while (r < rows) {
+            const int64_t last = first + r;
+            if (last + 1 >= static_cast<int64_t>(cols)) {
+                break;  // this row and the later ones see the whole block
+            }
+            const uint32_t from = static_cast<uint32_t>(last + 1);
+            const uint32_t block = from / 8u * 8u;
+            const uint32_t offset = from - block;
+            const uint32_t group = 8u - offset < rows - r ? 8u - offset : rows - r;
+            const uint32_t width = cols - block < 8u ? cols - block : 8u;
+            AscendC::Add(scoresLocal[r * pitch + block], scoresLocal[r * pitch + block], tiles[offset * 64u], width,
+                         static_cast<uint8_t>(group), {1, 1, 1, rowBlocks, rowBlocks, 1});
+            const uint32_t after = block + 8u;
+            if (after < cols) {
+                const uint32_t runs = (cols - after + 63u) / 64u;
+                if (runs < group) {
+                    for (uint32_t c = after; c < cols; c += 64u) {
+                        const uint32_t n = cols - c < 64u ? cols - c : 64u;
+                        AscendC::Min(scoresLocal[r * pitch + c], scoresLocal[r * pitch + c], lowest, n,
+                                     static_cast<uint8_t>(group), {1, 1, 0, rowBlocks, rowBlocks, 0});
+                    }
+                } else {
+                    for (uint32_t i = 0; i < group; ++i) {
+                        AscendC::Duplicate(scoresLocal[(r + i) * pitch + after], LOWEST,
+                                           static_cast<int32_t>(cols - after));
+                    }
+                }
+            }
+            r += group;
+        }
+    }
+
     // A chunk's row statistics in a line (after the partials and the tails' blocks).
     __aicore__ inline AscendC::LocalTensor<float> Stats()
     {
@@ -490,6 +583,13 @@ private:
                 for (uint32_t r = 0; r < rows; ++r) {
                     AscendC::Muls(scoresLocal[r * pitch], scoresLocal[r * pitch], scale, cols);
                 }
+            }
+        }
+        if constexpr (Traits::causal) {
+            if (td.causal) {
+                uint32_t c0 = 0;
+                KeysAt(it, b, c0);
+                MaskAfterQueries(scoresLocal, it.q0 + r0, c0, rows, cols, pitch);
             }
         }
         if constexpr (Traits::hasMask) {

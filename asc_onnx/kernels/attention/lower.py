@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from onnx import helper, numpy_helper
 
+from ...causal import split_mask_nodes
 from ...fusion import FusedOp
 from ..ir import IO_TYPES, IRBase, LoweringError, snake_case
 from ..vector import scalar
@@ -43,6 +44,8 @@ class AttentionKernel(IRBase):
         kv_tiled: ... as a Tile of the heads does: query head h reads KV head h mod Hkv (else h / g).
         has_keep: the scores are multiplied by a keep mask (0 or 1, the additive mask's shape) before the mask is
             added: ``Where(mask, s, fill)`` with a fill a score would move off (canonicalization).
+        causal: the mask is the causal triangle, which the body computes from q's and v's shapes
+            (:func:`asc_onnx.causal.mask_nodes`): the kernel generates it and skips the KV blocks it masks whole.
         scale: the factors whose product scales the scores.
         dtypes: the one I/O element type.
     """
@@ -59,6 +62,7 @@ class AttentionKernel(IRBase):
     kv_repeat: bool = False
     kv_tiled: bool = False
     has_keep: bool = False
+    causal: bool = False
     schedule: AttentionSchedule = AttentionSchedule()  # the policies the host tiling sizes the blocks by
 
     @property
@@ -81,9 +85,14 @@ def lower_attention(op: FusedOp, symbolic=None, kinds=None) -> AttentionKernel:
     if len(cols) != 1 or len(set(cols[0])) != 1 or cols[0][0] not in IO_TYPES:
         raise LoweringError(f"dtype columns {cols}: the attention kernel takes one float type for q, k, v, mask and y")
     formal = set(op.input_names)
-    refs = {n.output[0]: n.attribute[0].ref_attr_name for n in op.function.node
+    body = list(op.function.node)
+    opset = next((o.version for o in op.function.opset_import if o.domain in ("", "ai.onnx")), 0)
+    causal = "mask" not in formal and split_mask_nodes(body, cols[0][0], opset)
+    if causal:
+        body = causal[0]
+    refs = {n.output[0]: n.attribute[0].ref_attr_name for n in body
             if n.op_type == "Constant" and n.attribute[0].ref_attr_name}
-    literals = {n.output[0]: scalar(n.attribute[0].t) for n in op.function.node
+    literals = {n.output[0]: scalar(n.attribute[0].t) for n in body
                 if n.op_type == "Constant" and n.output[0] not in refs
                 and math.prod(n.attribute[0].t.dims) == 1}  # (the KV repeat's shapes are not scalars)
     index = {name: i for i, name in enumerate(op.params)}
@@ -99,8 +108,8 @@ def lower_attention(op: FusedOp, symbolic=None, kinds=None) -> AttentionKernel:
 
     trans_k = False
     scale: list[ScaleTerm] = []
-    sums = {n.output[0] for n in op.function.node if n.op_type == "ReduceSum"}
-    for node in op.function.node:
+    sums = {n.output[0] for n in body if n.op_type == "ReduceSum"}
+    for node in body:
         t = node.op_type
         if t in ("Constant", "MatMul", "Softmax", "Cast", "Add", "ReduceMax", "Sub", "Exp", "ReduceSum",
                  "Unsqueeze", "Expand", "Reshape"):
@@ -122,16 +131,16 @@ def lower_attention(op: FusedOp, symbolic=None, kinds=None) -> AttentionKernel:
     expected = ("q", "k", "v") + (("keep",) if has_keep else ()) + (("mask",) if has_mask else ())
     if tuple(op.input_names) != expected:
         raise LoweringError(f"inputs {op.input_names}: the kernel takes {expected}")
-    kv_repeat = any(n.op_type == "Expand" for n in op.function.node)
-    consts = {n.output[0]: n.attribute[0].t for n in op.function.node if n.op_type == "Constant"
+    kv_repeat = any(n.op_type == "Expand" for n in body)
+    consts = {n.output[0]: n.attribute[0].t for n in body if n.op_type == "Constant"
               and n.attribute[0].HasField("t")}
     axes = [numpy_helper.to_array(consts[n.input[1]]).reshape(-1).tolist() if len(n.input) > 1 and n.input[1] in consts
             else [int(v) for a in n.attribute if a.name == "axes" for v in helper.get_attribute_value(a)]
-            for n in op.function.node if n.op_type == "Unsqueeze"]
+            for n in body if n.op_type == "Unsqueeze"]
     kv_tiled = any(a in ([1], [-4]) for a in axes)  # (the pattern checked K and V repeat alike)
     return AttentionKernel(op.op_type, snake_case(op.op_type), tuple(op.input_names), tuple(op.output_names),
                            trans_k, has_mask, tuple(scale), (cols[0][0],), tuple(float(v) for v in first), kv_repeat,
-                           kv_tiled, has_keep)
+                           kv_tiled, has_keep, bool(causal))
 
 
 __all__ = ["AttentionKernel", "ScaleTerm", "lower_attention"]

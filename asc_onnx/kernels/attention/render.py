@@ -40,6 +40,7 @@ REFUSALS = {
     6: "the mask broadcasts along the keys (its last dim is 1)",
     8: "k given transposed has more than 65535 keys (the cube's ND row pitch is 16 bits)",
     9: "the keep mask's shape is not the additive mask's",
+    10: "a causal mask with fewer keys than queries (a query would see no key)",
 }
 
 def tiling_header(k: AttentionKernel) -> str:
@@ -66,6 +67,7 @@ def tiling_header(k: AttentionKernel) -> str:
         "uint32_t cores;          // vector cores that take units",
         "uint32_t kvBlock;        // keys per KV block",
         "uint32_t kvBlocks;       // KV blocks per part at most",
+        "uint32_t causal;         // the causal mask, generated: a query at row p of sq sees keys up to p + sk - sq",
         "uint32_t chunkRows;      // score rows the vector core takes into UB at a time",
         "uint32_t rowPitch;       // kvBlock rounded up to 16: 32-byte rows in UB in half and in float",
         "uint32_t partials;       // per row: one max or sum per 64 keys, rounded up to a block of 8",
@@ -148,7 +150,8 @@ inline uint64_t {k.op_type}UbBytes(uint64_t m, uint64_t rows, uint64_t pitch, ui
     const uint64_t spread = rows > outRows ? rows8 : (outRows + 7u) / 8u * 8u;
     const uint64_t tiles = rows * pitch * (2u * 4u + 2u * dtypeSize + {mask_in});  // scores, P, mask: two each
     const uint64_t stats = (rows * partials + rows8 * 10u + spread * 8u) * 4u;  // partials, tails, lines, blocks
-    const uint64_t state = (6u * m + 8u) * 4u;  // running max and sum, two lines of rescales and of 1 / sum
+    // running max and sum, two lines of rescales and of 1 / sum (and the causal mask's tiles)
+    const uint64_t state = (6u * m + 8u + {520 if k.causal else 0}u) * 4u;
     const uint64_t acc = m * dv * 4u;          // the rows' output in fp32
     const uint64_t outs = 2u * outRows * dv * (4u + dtypeSize);  // P @ v in, y out: two each
     const uint64_t part = split ? outRows * dv * 4u : 0u;
@@ -170,6 +173,9 @@ inline int {k.op_type}ComputeTiling(const uint64_t* qDims, uint32_t qRank, uint3
     }}
     if (coupled) return 3;
     if ({'false' if k.trans_k else 'true'} && sk > 65535u) return 8;  // k^T's rows are Sk apart
+    if ({_cpp_bool(k.causal)} && sk < sq) return 10;
+    // A causal mask of one query row masks no key.
+    t->causal = {_cpp_bool(k.causal)} && sq > 1u ? 1u : 0u;
     // The mask, its dims aligned to the scores' [.., heads, sq, sk]: a dim of 1 broadcasts (stride 0).
     t->maskBatchStride = 0;
     t->maskHeadStride = 0;
@@ -265,7 +271,7 @@ inline int {k.op_type}ComputeTiling(const uint64_t* qDims, uint32_t qRank, uint3
     // fill) and a split {sched.split_keys} more plus {sched.part_keys} a part (the barrier and the combine).
     t->splits = 1u;
     t->partKeys = sk;
-    if (t->qBlocks == 1u && headRows <= 16u && fits(mBlock, rows, true)) {{
+    if (t->qBlocks == 1u && headRows <= 16u && !t->causal && fits(mBlock, rows, true)) {{
         uint64_t bestCost = ~0ull;
         for (uint32_t want = 1u; want <= {sched.max_splits}u; ++want) {{
             const uint32_t keys = ((sk + want - 1u) / want + 63u) / 64u * 64u;
@@ -348,6 +354,7 @@ struct {traits} {{
     static constexpr bool transK = {_cpp_bool(k.trans_k)};  // true: k is [.., Sk, D]; false: k^T [.., D, Sk]
     static constexpr bool kvTiled = {_cpp_bool(k.kv_tiled)};  // true: head h reads KV head h mod Hkv; false: h / group
     static constexpr bool hasScale = {_cpp_bool(scale is not None)};
+    static constexpr bool causal = {_cpp_bool(k.causal)};  // the mask is the causal triangle: generated, not read
     __aicore__ static inline float Scale(const {s}& {td}) {{ return {scale or "1.0f"}; }}
 }};
 }}  // namespace

@@ -57,7 +57,7 @@ VARIANTS = {"KV blocks of 1024": AttentionSchedule(), "KV blocks of 512": Attent
 #: its loads.
 WALK_FIELDS = {"chunk_rows": "chunkRows", "out_rows": "outRows", "q_blocks": "qBlocks", "head_rows": "headRows",
                "part_keys": "partKeys", "sk": "sk", "score_stage": "scoreStage", "out_stage": "outStage",
-               "ws_core_bytes": "wsCoreBytes", "dv_rows": "dv"}
+               "ws_core_bytes": "wsCoreBytes", "dv_rows": "dv", "causal": "causal"}
 PRODUCT_FIELDS = ("baseM", "baseN", "baseK", "depthA1", "depthB1", "stepM", "stepN", "iterateOrder")
 
 
@@ -159,7 +159,10 @@ def _units(t: Mapping[str, Any], first_parts: bool = False) -> Iterator[tuple[in
         q0 = i % t["q_blocks"] * t["mBlock"]
         rows = min(t["mBlock"], t["head_rows"] - q0)
         c0 = part * t["part_keys"]
-        yield rows, min(t["part_keys"], t["sk"] - c0)
+        keys = min(t["part_keys"], t["sk"] - c0)
+        if t.get("causal"):  # (one part) keys up to the block's last row's last visible one
+            keys = min(keys, q0 + rows + t["sk"] - t["head_rows"])
+        yield rows, keys
 
 
 __all__ = ["PRODUCT_FIELDS", "VARIANTS", "WALK_FIELDS", "AttentionSchedule", "choose", "product_reads", "traffic"]
