@@ -236,3 +236,18 @@ def test_attention_traffic_model_with_a_padded_head_dim(sq, sk):
     c = check(k, _attention_inputs(k, shapes, np.random.default_rng(0)), B910, f"head dim 20, {sq}x{sk}")
     assert c.ok and c.cube["dv_rows"] == 32 and (sq > 1 or c.cube["splits"] > 1), c
     assert of(k).schedule.traffic(k.ir, shapes, 2, B910, c.block_dim, c.cube) == c.gm_bytes, c.cube
+
+
+@pytest.mark.parametrize("sq, sk", [(1100, 1100), (300, 2200)], ids=["square", "kv cache"])
+def test_attention_traffic_model_with_a_causal_mask(sq, sk):
+    """The causal mask generated: each Q block reads k and v, and writes and reads its scores, P and products, only
+    up to its last row's last visible key; no mask is read."""
+    from test_causal import causal_model
+
+    res = asc_onnx.fuse(causal_model(F16, "range", d=32), options=FuseOptions(judge=False, emulate=False),
+                        validate=False)
+    (k,) = [k for k in res.kernels if k.op.kernel == "attention"]
+    shapes = [(1, 2, sq, 32), (1, 2, sk, 32), (1, 2, sk, 32)]
+    c = check(k, _attention_inputs(k, shapes, np.random.default_rng(0)), B910, f"causal, {sq}x{sk}")
+    assert c.ok and c.cube["causal"] == 1, c
+    assert of(k).schedule.traffic(k.ir, shapes, 2, B910, c.block_dim, c.cube) == c.gm_bytes, c.cube
