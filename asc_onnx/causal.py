@@ -440,6 +440,15 @@ def causal_fill(mask: gs.Tensor, sq: object, sk: object) -> float | None:
     """The fill of ``mask`` if it is exactly the causal mask of scores of ``sq`` queries and ``sk`` keys (0 where
     ``key - query <= sk - sq``, the fill elsewhere, at every binding of the dims; the fill -inf or at most the
     mask type's lowest finite value), else None. ``sk - sq`` must be provably >= 0: every query sees a key."""
+    # Every layer's attention reads one mask: the answer is kept on the tensor (the graph above it does not change
+    # between a match and a re-match).
+    memo = mask.__dict__.setdefault("_asc_onnx_causal", {})
+    if (sq, sk) not in memo:
+        memo[(sq, sk)] = _causal_fill(mask, sq, sk)
+    return memo[(sq, sk)]
+
+
+def _causal_fill(mask: gs.Tensor, sq: object, sk: object) -> float | None:
     shape = mask.shape
     q, k = Lin.of(sq), Lin.of(sk)
     if shape is None or len(shape) < 2 or q is None or k is None:

@@ -285,9 +285,13 @@ class Judgement:
         if not lost:
             return ""
         e, n = max(lost, key=lambda x: x[0].fused_us / max(x[0].unfused_us, 1e-9))
-        return (f"the timing model estimates it slower than its {len(e.nodes)} unfused nodes at {label(e.binding)}: "
+        nodes = sum(len(c.op_types) or 1 for c in e.nodes)
+        passes = sorted({p for c in e.nodes for p in c.passes})
+        how = (f"; ATC runs them as {len(e.nodes)} kernels after its {', '.join(passes)} (its own fusion is what the "
+               f"op loses to)" if passes else f"; ATC runs them as {len(e.nodes)} kernels, none fused by its passes")
+        return (f"the timing model estimates it slower than its {nodes} unfused nodes at {label(e.binding)}: "
                 f"{e.fused_us:.1f} us fused against {e.unfused_us:.1f} us unfused with every assumption at its slow "
-                f"end ({n.fused_us:.1f} against {n.unfused_us:.1f} us at the table's values; estimates)")
+                f"end ({n.fused_us:.1f} against {n.unfused_us:.1f} us at the table's values; estimates){how}")
 
 
 def static_shapes(model: ModelProto, shape_map: Mapping[str, Sequence[int]]) -> bool:

@@ -75,6 +75,7 @@ class FusedOp:
     instances: tuple[Instance, ...]
     params: tuple[str, ...] = ()  # function attributes (``p0``..), one float scalar each
     param_types: tuple[int, ...] = ()  # their element types (the body computes in them)
+    derived: tuple[str, ...] = ()  # values of the matched region the body computes itself (a causal mask)
 
     @property
     def dtype_columns(self) -> tuple[tuple[int, ...], ...]:

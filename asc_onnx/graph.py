@@ -111,8 +111,11 @@ def kept_alive():
 
 
 def to_gs(model: onnx.ModelProto) -> gs.Graph:
-    """Import a model into onnx-graphsurgeon (external tensors stay lazy)."""
-    return gs.import_onnx(model)
+    """Import a model into onnx-graphsurgeon (external tensors stay lazy): :mod:`asc_onnx.importer`'s direct
+    build of the graph ``gs.import_onnx`` makes."""
+    from .importer import import_model
+
+    return import_model(model)
 
 
 def refine_shapes(graph: gs.Graph, infos: list[onnx.ValueInfoProto]) -> None:

@@ -44,6 +44,7 @@ def build_report(model_name: str, nodes_before: int, nodes_after: int, ops: Sequ
         "ops": [{
             "op_type": op.op_type, "rule": op.rule, "family": op.family, "kernel": op.kernel,
             "count": len(op.instances), "inputs": list(op.input_names), "outputs": list(op.output_names),
+            "computed_in_op": list(op.derived),
             "dtype_columns": [[dtype_name(t) for t in col] for col in op.dtype_columns],
             "function_nodes": [n.op_type for n in op.function.node],
             "instances": [{"node": i.node, "source_nodes": list(i.source_nodes),

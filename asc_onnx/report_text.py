@@ -80,7 +80,9 @@ def summary(report: dict[str, Any], verbose: bool = False) -> str:
         lines.append(f"{'fused op type':<34} {'count':>5}  {'rule':<18} {'kernel':<9} dtypes")
         for op in ops:
             cols = "; ".join("/".join(sorted(set(c))) for c in op["dtype_columns"])
-            lines.append(f"{op['op_type']:<34} {op['count']:>5}  {op['rule']:<18} {op['kernel']:<9} {cols}")
+            built = op.get("computed_in_op")
+            note = f"  ({', '.join(built)} computed in the op, not read)" if built else ""
+            lines.append(f"{op['op_type']:<34} {op['count']:>5}  {op['rule']:<18} {op['kernel']:<9} {cols}{note}")
             if verbose:
                 for inst in op["instances"]:
                     lines.append(f"    {inst['node']}: {', '.join(inst['source_nodes'])}")

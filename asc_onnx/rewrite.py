@@ -262,7 +262,8 @@ def rewrite(graph: gs.Graph, source: ModelProto, fusions: Sequence[Fusion],
     ops = tuple(FusedOp(t, first[t].rule, first[t].family, first[t].kernel,
                         next(sig for sig, tt in types.items() if tt == t), functions[t],
                         tuple(first[t].input_names), tuple(first[t].output_names), tuple(instances[t]),
-                        tuple(functions[t].attribute), tuple(p.data_type for p in first_params[t]))
+                        tuple(functions[t].attribute), tuple(p.data_type for p in first_params[t]),
+                        tuple(name for name, _, _ in first[t].derived))
                 for t in functions)
     kept = [f for f in source.functions if f.domain == DOMAIN and f.name not in functions]
 

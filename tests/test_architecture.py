@@ -18,7 +18,7 @@ STAGES = ["load", "canonicalize_attention", "canonicalize", "match", "checks", "
 #: Helpers any stage may import. ``kernels`` is the kernel classes: a library under the stages, not a stage.
 HELPERS = {"cache", "config", "dtypes", "errors", "options", "graph", "graph_edit", "pattern", "fusion", "registry",
            "soc", "progress", "dims", "shape_values", "kernels", "hardware", "model_text", "overlap", "causal",
-           "__init__"}
+           "importer", "__init__"}
 #: The kernel classes' own packages, and the modules they share.
 KERNELS = PKG / "kernels"
 CLASS_PACKAGES = sorted(p.name for p in KERNELS.iterdir() if (p / "__init__.py").is_file())

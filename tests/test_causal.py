@@ -119,6 +119,15 @@ def test_the_fixtures_causal_masks_are_generated(fixture):
     assert all(k.ir.causal for k in res.kernels if k.op.kernel == "attention")
 
 
+def test_the_report_says_the_mask_is_computed_in_the_op():
+    from asc_onnx.report_text import summary
+
+    res = fuse(MODELS / "llama_tiny_legacy.onnx")
+    row = next(op for op in res.report["ops"] if op["kernel"] == "attention")
+    assert row["computed_in_op"] == ["mask"] and "mask" not in row["inputs"]
+    assert f"{row['op_type']}" in summary(res.report) and "(mask computed in the op, not read)" in summary(res.report)
+
+
 @pytest.mark.parametrize("form,why", [("less", "the diagonal masked"), ("aligned top", "queries from key 0"),
                                       ("upper", "the mask inverted")])
 def test_a_near_triangular_mask_stays_an_input(form, why):
