@@ -165,7 +165,18 @@ class _Eval:
         if node is None or (node.domain or "") not in ("", "ai.onnx"):
             return None
         args = [self.value(x, depth + 1) if x.name else None for x in node.inputs]
-        return _transfer(node, args, t)
+        return _flat_ones(_transfer(node, args, t), t.shape)
+
+
+def _flat_ones(value: object, shape: object) -> object:
+    """``value`` without a coefficient on an axis of one element: its index there is always 0, and a broadcast
+    copies that one element along the axis, so the value must not vary along it."""
+    if not isinstance(value, (_Affine, _Pred, _Select)) or shape is None:
+        return value
+    ones = {i - len(shape) for i, d in enumerate(shape) if isinstance(d, (int, np.integer)) and d == 1}
+    if not ones:
+        return value
+    return _remap(value, lambda coef: tuple((a, c) for a, c in coef if a not in ones))
 
 
 def _from_const(arr: np.ndarray) -> object:

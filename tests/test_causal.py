@@ -48,7 +48,17 @@ def causal_model(dt=F32, form: str = "range", b: int = 1, h: int = 2, cache: boo
              helper.make_node("Gather", ["qs", "two"], ["nq"], axis=0),
              helper.make_node("Gather", ["ks", "two"], ["nk"], axis=0),
              helper.make_node("Sub", ["nk", "nq"], ["past"])]
-    if form in ("range", "less", "aligned top"):
+    if form == "one row":  # one query position (Range(0, 1)) broadcast down every row: only key 0 is seen
+        nodes += [helper.make_node("Range", ["zero", "one", "one"], ["row"]),
+                  helper.make_node("Unsqueeze", ["row", "ax1"], ["row2"]),
+                  helper.make_node("Unsqueeze", ["nq", "ax0"], ["nq1"]),
+                  helper.make_node("Concat", ["nq1", "ax1"], ["rows_shape"], axis=0),
+                  helper.make_node("Expand", ["row2", "rows_shape"], ["rows2"]),
+                  helper.make_node("Range", ["zero", "nk", "one"], ["cols"]),
+                  helper.make_node("Unsqueeze", ["cols", "ax0"], ["cols2"]),
+                  helper.make_node("LessOrEqual", ["cols2", "rows2"], ["vis"]),
+                  helper.make_node("Where", ["vis", "none", "fill"], ["mask"])]
+    elif form in ("range", "less", "aligned top"):
         start = "zero" if form == "aligned top" else "past"
         stop = "nq" if form == "aligned top" else "nk"
         nodes += [helper.make_node("Range", [start, stop, "one"], ["rows"]),
@@ -129,9 +139,10 @@ def test_the_report_says_the_mask_is_computed_in_the_op():
 
 
 @pytest.mark.parametrize("form,why", [("less", "the diagonal masked"), ("aligned top", "queries from key 0"),
-                                      ("upper", "the mask inverted")])
+                                      ("upper", "the mask inverted"),
+                                      ("one row", "a position of one element broadcast: every row sees key 0")])
 def test_a_near_triangular_mask_stays_an_input(form, why):
-    res = fuse(causal_model(F32, form))
+    res = fuse(causal_model(F32, form, cache=form != "one row"))  # (one row: where Sq == Sk, j <= 0 vs j <= i)
     op = attention_op(res)
     assert "mask" in op.input_names, why
     assert not res.kernels[0].ir.causal
@@ -206,3 +217,32 @@ def test_the_masked_blocks_cost_nothing():
     cube = causal.time["busy"]["CUBE_MTE2"] / full.time["busy"]["CUBE_MTE2"]
     assert 0.45 < cube < 0.62, cube
     assert causal.time["cycles"] < 0.9 * full.time["cycles"]
+
+
+def test_a_position_of_one_element_broadcast_is_not_a_row_index():
+    """The analysis alone, on the graph as exported (nothing folded): a Range of one element broadcast down the rows
+    holds one position, so the mask sees key 0 only: not causal. An axis
+    of one element carries no index."""
+    import onnx_graphsurgeon as gs
+
+    from asc_onnx.causal import causal_fill
+
+    f32 = F32
+    inits = [const("zero", 0, np.int64), const("one", 1, np.int64), const("ax0", [0], np.int64),
+             const("ax1", [1], np.int64), const("fill", np.finfo(np.float32).min), const("none", 0.0)]
+    nodes = [helper.make_node("Shape", ["q"], ["qs"]), helper.make_node("Gather", ["qs", "zero"], ["nq"], axis=0),
+             helper.make_node("Range", ["zero", "one", "one"], ["row"]),
+             helper.make_node("Unsqueeze", ["row", "ax1"], ["row2"]),
+             helper.make_node("Unsqueeze", ["nq", "ax0"], ["nq1"]),
+             helper.make_node("Concat", ["nq1", "ax1"], ["rows_shape"], axis=0),
+             helper.make_node("Expand", ["row2", "rows_shape"], ["rows2"]),
+             helper.make_node("Range", ["zero", "nq", "one"], ["cols"]),
+             helper.make_node("Unsqueeze", ["cols", "ax0"], ["cols2"]),
+             helper.make_node("LessOrEqual", ["cols2", "rows2"], ["vis"]),
+             helper.make_node("Where", ["vis", "none", "fill"], ["mask"])]
+    m = model(nodes, [("q", f32, ["seq", 8])], [("mask", f32, ["seq", "seq"])], inits)
+    m = onnx.shape_inference.infer_shapes(m, data_prop=True)
+    g = gs.import_onnx(m)
+    mask = g.outputs[0]
+    assert g.tensors()["row"].shape == [1]
+    assert causal_fill(mask, "seq", "seq") is None
