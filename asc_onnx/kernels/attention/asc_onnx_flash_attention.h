@@ -501,7 +501,9 @@ private:
         if (r > 0) {
             AscendC::Duplicate(scoresLocal, LOWEST, static_cast<int32_t>(r * pitch));
         }
-        const uint8_t rowBlocks = static_cast<uint8_t>(pitch / 8u);
+        // A group's rows are one repeat each, pitch / 8 blocks apart (a uint8 stride): past 255, one row a call.
+        const bool strided = pitch / 8u <= 255u;
+        const uint8_t rowBlocks = static_cast<uint8_t>(strided ? pitch / 8u : 0u);
         while (r < rows) {
             const int64_t last = first + r;
             if (last + 1 >= static_cast<int64_t>(cols)) {
@@ -510,7 +512,8 @@ private:
             const uint32_t from = static_cast<uint32_t>(last + 1);
             const uint32_t block = from / 8u * 8u;
             const uint32_t offset = from - block;
-            const uint32_t group = 8u - offset < rows - r ? 8u - offset : rows - r;
+            uint32_t group = 8u - offset < rows - r ? 8u - offset : rows - r;
+            group = strided ? group : 1u;
             const uint32_t width = cols - block < 8u ? cols - block : 8u;
             AscendC::Add(scoresLocal[r * pitch + block], scoresLocal[r * pitch + block], tiles[offset * 64u], width,
                          static_cast<uint8_t>(group), {1, 1, 1, rowBlocks, rowBlocks, 1});
