@@ -317,9 +317,9 @@ def merge_value_info(into: ModelProto, richer: ModelProto) -> list[onnx.ValueInf
     outputs = {vi.name: vi for vi in into.graph.output}
     changed: list[onnx.ValueInfoProto] = []
     for vi in richer.graph.value_info:
-        if vi.name in outputs:
-            continue
         old = have.get(vi.name)
+        if vi.name in outputs or (old is not None and old == vi):  # (an equal entry knows nothing more)
+            continue
         if old is None:
             into.graph.value_info.append(vi)
             changed.append(vi)
