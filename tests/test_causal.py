@@ -20,7 +20,7 @@ I64 = onnx.TensorProto.INT64
 
 
 def causal_model(dt=F32, form: str = "range", b: int = 1, h: int = 2, cache: bool = True, d: int = 32,
-                 fill: float | None = None, buffer: int = 1024) -> onnx.ModelProto:
+                 fill: float | None = None, buffer: int = 1024, group: int = 1) -> onnx.ModelProto:
     """Softmax(q @ k^T / sqrt(d) + mask) @ v whose mask the graph computes from the shapes of q and k, the last
     query at the last key (a KV cache's alignment; with ``cache``, k and v are a past's ``past`` rows and the new
     ``seq``, else ``seq`` rows), in one of the forms exporters write:
@@ -32,16 +32,29 @@ def causal_model(dt=F32, form: str = "range", b: int = 1, h: int = 2, cache: boo
       right only where Sq == Sk), ``upper`` (Trilu keeping the lower part: the mask inverted)."""
     npd = NP[dt]
     fill = float(np.finfo(npd).min) if fill is None else fill
-    inputs = [("q", dt, [b, h, "seq", d]), ("k_new", dt, [b, h, "seq", d]), ("v_new", dt, [b, h, "seq", d])]
+    hk = h // group  # (grouped-query attention: K and V of h / group heads, repeated as repeat_kv does)
+    inputs = [("q", dt, [b, h, "seq", d]), ("k_new", dt, [b, hk, "seq", d]), ("v_new", dt, [b, hk, "seq", d])]
+    kv = ("kc", "vc") if group > 1 else ("k", "v")
     if cache:
-        inputs += [("k_past", dt, [b, h, "past", d]), ("v_past", dt, [b, h, "past", d])]
-        head = [helper.make_node("Concat", ["k_past", "k_new"], ["k"], axis=2),
-                helper.make_node("Concat", ["v_past", "v_new"], ["v"], axis=2)]
+        inputs += [("k_past", dt, [b, hk, "past", d]), ("v_past", dt, [b, hk, "past", d])]
+        head = [helper.make_node("Concat", ["k_past", "k_new"], [kv[0]], axis=2),
+                helper.make_node("Concat", ["v_past", "v_new"], [kv[1]], axis=2)]
     else:
-        head = [helper.make_node("Identity", ["k_new"], ["k"]), helper.make_node("Identity", ["v_new"], ["v"])]
+        head = [helper.make_node("Identity", ["k_new"], [kv[0]]), helper.make_node("Identity", ["v_new"], [kv[1]])]
+    if group > 1:
+        for x in ("k", "v"):
+            head += [helper.make_node("Unsqueeze", [f"{x}c", "ax2"], [f"{x}5"]),
+                     helper.make_node("Shape", [f"{x}c"], [f"{x}c_shape"]),
+                     helper.make_node("Gather", [f"{x}c_shape", "two"], [f"{x}len"], axis=0),
+                     helper.make_node("Unsqueeze", [f"{x}len", "ax0"], [f"{x}len1"]),
+                     helper.make_node("Concat", ["lead5", f"{x}len1", "dim1"], [f"{x}shape5"], axis=0),
+                     helper.make_node("Expand", [f"{x}5", f"{x}shape5"], [f"{x}e"]),
+                     helper.make_node("Concat", ["lead4", f"{x}len1", "dim1"], [f"{x}shape4"], axis=0),
+                     helper.make_node("Reshape", [f"{x}e", f"{x}shape4"], [x])]
     inits = [const("scale", d ** -0.5, npd), const("two", 2, np.int64), const("zero", 0, np.int64),
              const("one", 1, np.int64), const("fill", fill, npd), const("none", 0.0, npd),
-             const("ax0", [0], np.int64), const("ax1", [1], np.int64)]
+             const("ax0", [0], np.int64), const("ax1", [1], np.int64), const("ax2", [2], np.int64),
+             const("lead5", [b, hk, group], np.int64), const("lead4", [b, h], np.int64), const("dim1", [d], np.int64)]
     nodes = [*head, helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
              helper.make_node("MatMul", ["q", "kt"], ["s"]), helper.make_node("Mul", ["s", "scale"], ["ss"]),
              helper.make_node("Shape", ["q"], ["qs"]), helper.make_node("Shape", ["k"], ["ks"]),
@@ -167,20 +180,22 @@ def test_queries_aligned_to_the_first_key_are_causal_where_sq_is_sk():
     assert tuple(op.input_names) == ("q", "k", "v")
 
 
-def _kernel_and_inputs(dt, sq: int, sk: int, d: int = 64, h: int = 2, form: str = "range"):
-    res = fuse(causal_model(dt, form, h=h, d=d))
+def _kernel_and_inputs(dt, sq: int, sk: int, d: int = 64, h: int = 2, form: str = "range", group: int = 1):
+    res = fuse(causal_model(dt, form, h=h, d=d, group=group))
     k = res.kernels[0]
+    assert k.ir.causal and k.ir.kv_repeat == (group > 1)
     rng = np.random.default_rng(7)
     npd = NP[dt]
     q = rng.standard_normal((1, h, sq, d)).astype(npd)
-    kk = rng.standard_normal((1, h, sk, d)).astype(npd)
-    v = rng.standard_normal((1, h, sk, d)).astype(npd)
+    kk = rng.standard_normal((1, h // group, sk, d)).astype(npd)
+    v = rng.standard_normal((1, h // group, sk, d)).astype(npd)
     return k, [q, kk, v]
 
 
-@pytest.mark.parametrize("dt,sq,sk", [(F16, 1100, 1100), (F32, 300, 2200), (F16, 37, 37), (F32, 129, 1153)],
-                         ids=["fp16 square", "fp32 kv cache", "fp16 one block", "fp32 tails"])
-def test_skipped_blocks_match_onnxruntime(dt, sq, sk):
+@pytest.mark.parametrize("dt,sq,sk,group", [(F16, 1100, 1100, 1), (F32, 300, 2200, 1), (F16, 37, 37, 1),
+                                            (F32, 129, 1153, 1), (F16, 600, 1300, 4)],
+                         ids=["fp16 square", "fp32 kv cache", "fp16 one block", "fp32 tails", "fp16 gqa 4:1 cache"])
+def test_skipped_blocks_match_onnxruntime(dt, sq, sk, group):
     """The kernel walks each Q block's keys only up to its last row's last visible one (whole masked blocks are
     never computed), generates the triangle on the blocks the diagonal crosses (a row's first masked key mid-block
     included) and matches onnxruntime on every row; checked under CANN's tilings where its sources are here."""
@@ -188,7 +203,7 @@ def test_skipped_blocks_match_onnxruntime(dt, sq, sk):
     from asc_onnx.emulator.harness import run
     from asc_onnx.verify_kernels import check
 
-    k, inputs = _kernel_and_inputs(dt, sq, sk)
+    k, inputs = _kernel_and_inputs(dt, sq, sk, h=2 * group, group=group)
     soc = SOCS["Ascend910B"]
     got = run(k.ir, k.files, f"{k.op.op_type}TilingData", inputs, soc)
     assert got.cube["causal"] == 1
