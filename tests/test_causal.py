@@ -261,3 +261,90 @@ def test_a_position_of_one_element_broadcast_is_not_a_row_index():
     mask = g.outputs[0]
     assert g.tensors()["row"].shape == [1]
     assert causal_fill(mask, "seq", "seq") is None
+
+
+def _random_mask_model(rng: np.random.Generator) -> tuple[onnx.ModelProto, str]:
+    """A mask [Sq, Sk] built from q's and k's shapes (k a KV cache: past + seq rows) by a random pick of the forms
+    the analysis reads: positions by Range from random offsets, a random comparison either way round, a Not, Where
+    to 0 / fill either way round; or Trilu of a filled tensor at a random diagonal, kept upper or lower."""
+    fill = float(np.finfo(np.float32).min)
+    inits = [const(n, v, np.int64) for n, v in (("zero", 0), ("one", 1), ("two", 2), ("m1", -1))]
+    inits += [const("ax0", [0], np.int64), const("ax1", [1], np.int64), const("fill", fill), const("none", 0.0)]
+    nodes = [helper.make_node("Concat", ["k_past", "k_new"], ["k"], axis=0),
+             helper.make_node("Shape", ["q"], ["qs"]), helper.make_node("Shape", ["k"], ["ks"]),
+             helper.make_node("Gather", ["qs", "zero"], ["nq"], axis=0),
+             helper.make_node("Gather", ["ks", "zero"], ["nk"], axis=0),
+             helper.make_node("Sub", ["nk", "nq"], ["past"]), helper.make_node("Add", ["past", "one"], ["past1"]),
+             helper.make_node("Sub", ["past", "one"], ["pastm1"])]
+    starts = ["zero", "past", "past1", "pastm1", "one"]
+    if rng.random() < 0.7:
+        r0 = str(rng.choice(starts))
+        c0 = str(rng.choice(["zero", "zero", "one"]))
+        nodes += [helper.make_node("Add", [r0, "nq"], ["rows_end"]),
+                  helper.make_node("Range", [r0, "rows_end", "one"], ["rows"]),
+                  helper.make_node("Add", [c0, "nk"], ["cols_end"]),
+                  helper.make_node("Range", [c0, "cols_end", "one"], ["cols"]),
+                  helper.make_node("Unsqueeze", ["rows", "ax1"], ["rows2"]),
+                  helper.make_node("Unsqueeze", ["cols", "ax0"], ["cols2"])]
+        cmp = str(rng.choice(["Less", "LessOrEqual", "Greater", "GreaterOrEqual"]))
+        a, b = ("cols2", "rows2") if rng.random() < 0.5 else ("rows2", "cols2")
+        nodes.append(helper.make_node(cmp, [a, b], ["vis0"]))
+        last = "vis0"
+        if rng.random() < 0.3:
+            nodes.append(helper.make_node("Not", ["vis0"], ["vis1"]))
+            last = "vis1"
+        arms = ["none", "fill"] if rng.random() < 0.5 else ["fill", "none"]
+        nodes.append(helper.make_node("Where", [last, *arms], ["mask"]))
+    else:
+        diag = str(rng.choice(["zero", "one", "past", "past1", "pastm1", "m1"]))
+        nodes += [helper.make_node("Unsqueeze", ["nq", "ax0"], ["nq1"]), helper.make_node("Unsqueeze", ["nk", "ax0"],
+                                                                                          ["nk1"]),
+                  helper.make_node("Concat", ["nq1", "nk1"], ["full_shape"], axis=0),
+                  helper.make_node("Expand", ["fill", "full_shape"], ["full"]),
+                  helper.make_node("Trilu", ["full", diag], ["mask"], upper=int(rng.random() < 0.7))]
+    nodes += [helper.make_node("Identity", ["mask"], ["mask_out"]), helper.make_node("Identity", ["k"], ["k_out"])]
+    g = helper.make_graph(nodes, "mask", [helper.make_tensor_value_info(n, F32, s) for n, s in
+                                          (("q", ["seq", 8]), ("k_past", ["past", 8]), ("k_new", ["seq", 8]))],
+                          [helper.make_tensor_value_info(n, F32, None) for n in ("mask_out", "k_out")], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m, fill
+
+
+def test_what_the_analysis_takes_is_the_triangle_at_every_size_onnxruntime_tries():
+    """Soundness, by sampling what the proof claims for all sizes: of 300 random mask constructions, each the analysis
+    takes as causal (25 with this seed) is run by onnxruntime at 12 sizes (1 to 5 queries after 0 to 6 cached keys)
+    and must be the triangle there, 0 at and before each query's key and the fill after it. Some are taken and most
+    refused, so neither answer is vacuous."""
+    import onnx_graphsurgeon as gs
+    import onnxruntime as ort
+    from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+
+    from asc_onnx.causal import causal_fill
+
+    rng = np.random.default_rng(3)
+    taken = refused = 0
+    for _ in range(300):
+        m, fill = _random_mask_model(rng)
+        # the dims a load names (the cache's length is past + seq: onnxruntime's symbolic inference, as a load
+        # runs it where onnx's leaves a dim fresh)
+        shaped = SymbolicShapeInference.infer_shapes(m, auto_merge=True)
+        tensors = gs.import_onnx(shaped).tensors()
+        mask, k = tensors["mask"], tensors["k"]
+        if mask.shape is None or k.shape is None or len(mask.shape) != 2:
+            refused += 1
+            continue
+        got = causal_fill(mask, tensors["q"].shape[0], k.shape[0])
+        if got is None:
+            refused += 1
+            continue
+        taken += 1
+        sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+        for sq, past in [(1, 0), (2, 0), (3, 0), (5, 0), (1, 3), (2, 2), (4, 1), (5, 6), (3, 6), (2, 5), (4, 4),
+                         (1, 6)]:
+            out = sess.run(["mask_out"], {"q": np.zeros((sq, 8), np.float32), "k_past": np.zeros((past, 8), np.float32),
+                                      "k_new": np.zeros((sq, 8), np.float32)})[0]
+            sk = past + sq
+            want = np.where(np.arange(sk)[None, :] <= np.arange(sq)[:, None] + past, 0.0, got).astype(np.float32)
+            assert out.shape == (sq, sk) and np.array_equal(out, want), (sq, past, out)
+    assert taken >= 10 and refused >= 100, (taken, refused)
