@@ -402,10 +402,14 @@ private:
                              params, pad);
         inQueueScores.EnQue(scoresLocal);
         if constexpr (Traits::hasMask) {
-            // The rows' mask over this block's keys (broadcast along the queries: one row for all).
+            // The rows' mask over this block's keys. Broadcast along the queries: one row for every chunk of the
+            // block, read with its first chunk and held until its last (Compute).
+            if (td.maskRowStride == 0 && r0 > 0) {
+                return;
+            }
             const uint64_t maskBase = static_cast<uint64_t>(it.batch) * td.maskBatchStride +
                                       static_cast<uint64_t>(it.head) * td.maskHeadStride;
-            AscendC::LocalTensor<T> maskLocal = inQueueMask.AllocTensor<T>();
+            AscendC::LocalTensor<T> maskIn = inQueueMask.AllocTensor<T>();
             AscendC::DataCopyPadExtParams<T> maskPad{false, 0, 0, static_cast<T>(0)};
             const uint32_t maskRows = td.maskRowStride == 0 ? 1u : rows;
             const uint32_t maskBytes = cols * static_cast<uint32_t>(sizeof(T));
@@ -414,12 +418,12 @@ private:
             AscendC::DataCopyExtParams maskParams{static_cast<uint16_t>(maskRows), maskBytes, maskGap,
                 (pitch * static_cast<uint32_t>(sizeof(T)) - (maskBytes + 31u) / 32u * 32u) / 32u, 0};
             const uint64_t at = maskBase + static_cast<uint64_t>(it.q0 + r0) * td.maskRowStride + c0;
-            AscendC::DataCopyPad(maskLocal, maskGm[at], maskParams, maskPad);
-            inQueueMask.EnQue(maskLocal);
+            AscendC::DataCopyPad(maskIn, maskGm[at], maskParams, maskPad);
+            inQueueMask.EnQue(maskIn);
             if constexpr (Traits::hasKeep) {  // the keep mask has the additive mask's shape: the same rows
-                AscendC::LocalTensor<T> keepLocal = inQueueKeep.AllocTensor<T>();
-                AscendC::DataCopyPad(keepLocal, keepGm[at], maskParams, maskPad);
-                inQueueKeep.EnQue(keepLocal);
+                AscendC::LocalTensor<T> keepIn = inQueueKeep.AllocTensor<T>();
+                AscendC::DataCopyPad(keepIn, keepGm[at], maskParams, maskPad);
+                inQueueKeep.EnQue(keepIn);
             }
         }
     }
@@ -560,15 +564,21 @@ private:
         const uint32_t pitch = (cols + 15u) / 16u * 16u;
         const bool whole = pitch == cols;  // the rows lie end to end: one instruction for the chunk
         AscendC::LocalTensor<float> scoresLocal = inQueueScores.DeQue<float>();
-        AscendC::LocalTensor<T> maskLocal;
+        // A mask broadcast along the queries: its row came with the block's first chunk and is freed after its last.
+        const bool firstChunk = r0 == 0;
+        const bool lastChunk = r0 + rows == it.rows;
+        const bool heldRow = td.maskRowStride == 0;
         AscendC::LocalTensor<float> maskF;
-        AscendC::LocalTensor<T> keepLocal;
         if constexpr (Traits::hasMask) {
-            maskLocal = inQueueMask.DeQue<T>();
+            if (!heldRow || firstChunk) {
+                maskLocal = inQueueMask.DeQue<T>();
+            }
             maskF = maskBuf.Get<float>();
         }
         if constexpr (Traits::hasKeep) {
-            keepLocal = inQueueKeep.DeQue<T>();
+            if (!heldRow || firstChunk) {
+                keepLocal = inQueueKeep.DeQue<T>();
+            }
         }
         AscendC::LocalTensor<T> probsLocal = outQueueProbs.AllocTensor<T>();
         // The rows' running max and sum, the rescale of steps s % 2 and 1 / sum of items j % 2: a float a row.
@@ -646,10 +656,14 @@ private:
         }
         outQueueProbs.EnQue(probsLocal);
         if constexpr (Traits::hasMask) {
-            inQueueMask.FreeTensor(maskLocal);
+            if (!heldRow || lastChunk) {
+                inQueueMask.FreeTensor(maskLocal);
+            }
         }
         if constexpr (Traits::hasKeep) {
-            inQueueKeep.FreeTensor(keepLocal);
+            if (!heldRow || lastChunk) {
+                inQueueKeep.FreeTensor(keepLocal);
+            }
         }
         inQueueScores.FreeTensor(scoresLocal);
     }
@@ -867,6 +881,8 @@ private:
     AscendC::TQue<AscendC::QuePosition::VECIN, BUFFER_NUM> inQueueScores;
     AscendC::TQue<AscendC::QuePosition::VECOUT, BUFFER_NUM> outQueueProbs;
     AscendC::TQue<AscendC::QuePosition::VECIN, BUFFER_NUM> inQueueMask;  // (hasMask)
+    AscendC::LocalTensor<T> maskLocal;  // the block's mask rows in UB (a broadcast row held across its chunks)
+    AscendC::LocalTensor<T> keepLocal;  // ... the keep mask's
     AscendC::TBuf<AscendC::TPosition::VECCALC> maskBuf;  // one mask row widened to fp32
     AscendC::GlobalTensor<T> maskGm;
     AscendC::TQue<AscendC::QuePosition::VECIN, BUFFER_NUM> inQueueKeep;  // (hasKeep)

@@ -120,7 +120,7 @@ def traffic(k: AttentionKernel, shapes: Sequence[Sequence[int]], dtype_size: int
     """GM bytes of the flash loop under the tiling a run used (``cube``: the emulated check's record of it, with
     the two products' Matmul tilings ``qk`` and ``pv``). Per unit (a Q block of a head, or one part of its keys) and
     KV block: the cube reads q's rows and k's keys (:func:`product_reads`) and writes the fp32 scores; the vector
-    core reads them and the mask's rows chunk by chunk (one row a chunk where broadcast along the queries) and
+    core reads them and the mask's rows chunk by chunk (one row a block where broadcast along the queries) and
     writes P; the cube reads P and v's rows and writes the fp32 product, which the vector core reads back. After
     the last block y is written once, or (split keys) the part's rows and statistics, which the combine reads again
     before it writes y. 0 without a tiling record."""
@@ -136,10 +136,12 @@ def traffic(k: AttentionKernel, shapes: Sequence[Sequence[int]], dtype_size: int
         for b in range(_ceil(keys, t["kv_block"])):
             cols = min(t["kv_block"], keys - b * t["kv_block"])
             total += product_reads(rows, cols, d, t["qk"], size, size) + rows * cols * 4  # q @ k^T -> scores
+            # the mask's rows chunk by chunk; broadcast along the queries, its one row once a block
+            total += mask_inputs * cols * size if t["mask_broadcast"] else 0
             for r0 in range(0, rows, t["chunk_rows"]):
                 chunk = min(t["chunk_rows"], rows - r0)
                 total += chunk * cols * 4  # scores in
-                total += mask_inputs * (1 if t["mask_broadcast"] else chunk) * cols * size
+                total += 0 if t["mask_broadcast"] else mask_inputs * chunk * cols * size
                 total += chunk * cols * size  # P out
             total += product_reads(rows, dv, cols, t["pv"], size, size) + rows * dv * 4  # P @ v -> o
             total += rows * wide * 4  # o in
