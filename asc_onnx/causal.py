@@ -121,6 +121,11 @@ class _Pred:
     coef: tuple[tuple[int, int], ...] = ()
     base: Lin = field(default_factory=lambda: Lin(-1))
 
+    @property
+    def always(self) -> bool:
+        """True everywhere: no index term, and a base that is a number at most 0."""
+        return not self.coef and self.base.value is not None and self.base.value <= 0
+
     def negated(self) -> _Pred:
         # not (e <= 0)  <=>  e >= 1  <=>  -e + 1 <= 0 (integers)
         return _Pred(tuple((a, -c) for a, c in self.coef), self.base.scale(-1) + Lin(1))
@@ -176,7 +181,7 @@ def _flat_ones(value: object, shape: object) -> object:
     ones = {i - len(shape) for i, d in enumerate(shape) if isinstance(d, (int, np.integer)) and d == 1}
     if not ones:
         return value
-    return _remap(value, lambda coef: tuple((a, c) for a, c in coef if a not in ones))
+    return _rebuilt(value, lambda coef: tuple((a, c) for a, c in coef if a not in ones))
 
 
 def _from_const(arr: np.ndarray) -> object:
@@ -200,7 +205,7 @@ def _triangle(arr: np.ndarray) -> _Select | None:
     m = arr.reshape(-1, *arr.shape[-2:])
     if m.shape[0] > 1 and not (m == m[:1]).all():
         return None
-    m = m[0].astype(np.float64) if m.dtype != np.bool_ else m[0].astype(np.float64)
+    m = m[0].astype(np.float64)
     rows, cols = m.shape
     values = np.unique(m)
     if values.size != 2:
@@ -320,7 +325,7 @@ def _transfer(node: gs.Node, args: list[object], out: gs.Tensor) -> object:
 
         def move(coef: tuple) -> tuple | None:
             return _move_axes(coef, rank_in, list(axes))
-        return _remap(value, move)
+        return _rebuilt(value, move)
     if op == "Expand" and isinstance(value, (_Affine, _Pred, _Select)):
         return value  # broadcast: axes from the end stay
     if op == "Slice" and isinstance(value, (_Affine, _Pred, _Select)) and rank_in is not None:
@@ -361,9 +366,7 @@ def _transfer(node: gs.Node, args: list[object], out: gs.Tensor) -> object:
         cond, x, y = args
         if isinstance(cond, _Select) and {cond.hi, cond.lo} == {0.0, 1.0}:
             cond = cond.pred if cond.hi == 1.0 else cond.pred.negated()
-        if isinstance(cond, _Pred) and all(isinstance(v, _Select) and v.hi == v.lo and not v.pred.coef
-                                           and v.pred.base.value is not None and v.pred.base.value <= 0
-                                           for v in (x, y)):
+        if isinstance(cond, _Pred) and all(isinstance(v, _Select) and v.hi == v.lo and v.pred.always for v in (x, y)):
             return _Select(cond, x.hi, y.hi)
         return None
     if op == "ConstantOfShape":
@@ -384,22 +387,24 @@ def _transfer(node: gs.Node, args: list[object], out: gs.Tensor) -> object:
         return _Select(pred, value.hi, 0.0)
     if op == "And" and all(isinstance(v, (_Pred, _Select)) for v in args):
         preds = [v if isinstance(v, _Pred) else (v.pred if (v.hi, v.lo) == (1.0, 0.0) else None) for v in args]
-        always = [p is not None and not p.coef and p.base.value is not None and p.base.value <= 0 for p in preds]
+        always = [p is not None and p.always for p in preds]
         if all(p is not None for p in preds) and any(always):
             return preds[always.index(False)] if False in always else preds[0]
         return None
     return None
 
 
-def _remap(value: object, move) -> object:
+def _rebuilt(value: object, move=None, shift: Lin = Lin(0)) -> object:
+    """``value`` (affine, predicate or selection) with its index terms moved by ``move`` (None: where ``move`` cannot
+    place one) and ``shift`` added to its base."""
+    pred = value.pred if isinstance(value, _Select) else value
+    coef = pred.coef if move is None else move(pred.coef)
+    if coef is None:
+        return None
     if isinstance(value, _Affine):
-        c = move(value.coef)
-        return None if c is None else _Affine(c, value.base)
-    if isinstance(value, _Pred):
-        c = move(value.coef)
-        return None if c is None else _Pred(c, value.base)
-    c = move(value.pred.coef)
-    return None if c is None else _Select(_Pred(c, value.pred.base), value.hi, value.lo)
+        return _Affine(coef, value.base + shift)
+    moved = _Pred(coef, pred.base + shift)
+    return moved if isinstance(value, _Pred) else _Select(moved, value.hi, value.lo)
 
 
 def _sliced(node: gs.Node, args: list[object], value: object, rank: int) -> object:
@@ -428,17 +433,11 @@ def _sliced(node: gs.Node, args: list[object], value: object, rank: int) -> obje
         elif s.value is not None and s.value > 2 ** 40:
             return None
         shift[axis] = s
-    coef = value.coef if isinstance(value, _Affine) else (value.pred.coef if isinstance(value, _Select)
-                                                             else value.coef)
     moved = Lin(0)
-    for ax, c in coef:
+    for ax, c in (value.pred if isinstance(value, _Select) else value).coef:
         if ax in shift:
             moved = moved + shift[ax].scale(c)
-    if isinstance(value, _Affine):
-        return _Affine(value.coef, value.base + moved)
-    if isinstance(value, _Pred):
-        return _Pred(value.coef, value.base + moved)
-    return _Select(_Pred(value.pred.coef, value.pred.base + moved), value.hi, value.lo)
+    return _rebuilt(value, shift=moved)
 
 
 def lowest(dtype: int) -> float:

@@ -61,16 +61,8 @@ def causal_model(dt=F32, form: str = "range", b: int = 1, h: int = 2, cache: boo
              helper.make_node("Gather", ["qs", "two"], ["nq"], axis=0),
              helper.make_node("Gather", ["ks", "two"], ["nk"], axis=0),
              helper.make_node("Sub", ["nk", "nq"], ["past"])]
-    if form == "one row":  # one query position (Range(0, 1)) broadcast down every row: only key 0 is seen
-        nodes += [helper.make_node("Range", ["zero", "one", "one"], ["row"]),
-                  helper.make_node("Unsqueeze", ["row", "ax1"], ["row2"]),
-                  helper.make_node("Unsqueeze", ["nq", "ax0"], ["nq1"]),
-                  helper.make_node("Concat", ["nq1", "ax1"], ["rows_shape"], axis=0),
-                  helper.make_node("Expand", ["row2", "rows_shape"], ["rows2"]),
-                  helper.make_node("Range", ["zero", "nk", "one"], ["cols"]),
-                  helper.make_node("Unsqueeze", ["cols", "ax0"], ["cols2"]),
-                  helper.make_node("LessOrEqual", ["cols2", "rows2"], ["vis"]),
-                  helper.make_node("Where", ["vis", "none", "fill"], ["mask"])]
+    if form == "one row":
+        nodes += _one_position_mask("nk")
     elif form in ("range", "less", "aligned top"):
         start = "zero" if form == "aligned top" else "past"
         stop = "nq" if form == "aligned top" else "nk"
@@ -103,6 +95,20 @@ def causal_model(dt=F32, form: str = "range", b: int = 1, h: int = 2, cache: boo
               helper.make_node("MatMul", ["p", "v"], ["o"]), helper.make_node("Transpose", ["o"], ["y"],
                                                                                 perm=[0, 2, 1, 3])]
     return model(nodes, inputs, [("y", dt, [b, "seq", h, d])], inits)
+
+
+def _one_position_mask(keys: str) -> list[onnx.NodeProto]:
+    """``mask`` over ``nq`` rows and ``keys`` keys from one query position (Range(0, 1)) broadcast down every row:
+    each row sees key 0 only (the constants zero, one, ax0, ax1, none and fill, and ``nq``, are the caller's)."""
+    return [helper.make_node("Range", ["zero", "one", "one"], ["row"]),
+            helper.make_node("Unsqueeze", ["row", "ax1"], ["row2"]),
+            helper.make_node("Unsqueeze", ["nq", "ax0"], ["nq1"]),
+            helper.make_node("Concat", ["nq1", "ax1"], ["rows_shape"], axis=0),
+            helper.make_node("Expand", ["row2", "rows_shape"], ["rows2"]),
+            helper.make_node("Range", ["zero", keys, "one"], ["cols"]),
+            helper.make_node("Unsqueeze", ["cols", "ax0"], ["cols2"]),
+            helper.make_node("LessOrEqual", ["cols2", "rows2"], ["vis"]),
+            helper.make_node("Where", ["vis", "none", "fill"], ["mask"])]
 
 
 def fuse(m, **kw):
@@ -236,8 +242,7 @@ def test_the_masked_blocks_cost_nothing():
 
 def test_a_position_of_one_element_broadcast_is_not_a_row_index():
     """The analysis alone, on the graph as exported (nothing folded): a Range of one element broadcast down the rows
-    holds one position, so the mask sees key 0 only: not causal. An axis
-    of one element carries no index."""
+    holds one position, so the mask sees key 0 only: not causal. An axis of one element carries no index."""
     import onnx_graphsurgeon as gs
 
     from asc_onnx.causal import causal_fill
@@ -246,15 +251,7 @@ def test_a_position_of_one_element_broadcast_is_not_a_row_index():
     inits = [const("zero", 0, np.int64), const("one", 1, np.int64), const("ax0", [0], np.int64),
              const("ax1", [1], np.int64), const("fill", np.finfo(np.float32).min), const("none", 0.0)]
     nodes = [helper.make_node("Shape", ["q"], ["qs"]), helper.make_node("Gather", ["qs", "zero"], ["nq"], axis=0),
-             helper.make_node("Range", ["zero", "one", "one"], ["row"]),
-             helper.make_node("Unsqueeze", ["row", "ax1"], ["row2"]),
-             helper.make_node("Unsqueeze", ["nq", "ax0"], ["nq1"]),
-             helper.make_node("Concat", ["nq1", "ax1"], ["rows_shape"], axis=0),
-             helper.make_node("Expand", ["row2", "rows_shape"], ["rows2"]),
-             helper.make_node("Range", ["zero", "nq", "one"], ["cols"]),
-             helper.make_node("Unsqueeze", ["cols", "ax0"], ["cols2"]),
-             helper.make_node("LessOrEqual", ["cols2", "rows2"], ["vis"]),
-             helper.make_node("Where", ["vis", "none", "fill"], ["mask"])]
+             *_one_position_mask("nq")]
     m = model(nodes, [("q", f32, ["seq", 8])], [("mask", f32, ["seq", "seq"])], inits)
     m = onnx.shape_inference.infer_shapes(m, data_prop=True)
     g = gs.import_onnx(m)
